@@ -1,0 +1,79 @@
+package classify
+
+import (
+	"net/http"
+)
+
+// Reasons for status outcomes, constant so that classifying does not allocate.
+const (
+	reasonOK         = ""
+	reason408        = "status 408"
+	reason429        = "status 429"
+	reason500        = "status 500"
+	reason502        = "status 502"
+	reason503        = "status 503"
+	reason504        = "status 504"
+	reason509        = "status 509"
+	reasonStatusOnly = "status not retryable"
+)
+
+// Status classifies resp by its status code and, where the status alone does
+// not decide, by the error code in its x-amzn-ErrorType header or body (see
+// Code). The rules are SPEC §1-§2:
+//
+//   - 1xx, 2xx and 3xx are Success.
+//   - 429 and 509 are Throttle; the server rejected the request unprocessed.
+//   - 408, 500 and 504 are Transient.
+//   - 502 and 503 are Transient, unless a throttling error code says the
+//     server is throttling (S3 answers SlowDown with a 503): then Throttle.
+//   - 400 and 403 are Throttle or Transient only with a throttling or
+//     transient error code; otherwise Fatal, as is every other status.
+//
+// Status reads at most MaxPeek bytes of the body, and only for 400, 403, 502
+// and 503 responses without an error-type header; the body is then restored
+// so that the caller reads it whole.
+func Status(resp *http.Response) Outcome {
+	switch s := resp.StatusCode; {
+	case s < 400:
+		return Outcome{Kind: Success, Reason: reasonOK}
+	case s == http.StatusTooManyRequests:
+		return Outcome{Kind: Throttle, Reason: reason429, Unprocessed: true}
+	case s == 509: // Bandwidth Limit Exceeded, not in net/http's list
+		return Outcome{Kind: Throttle, Reason: reason509, Unprocessed: true}
+	case s == http.StatusRequestTimeout:
+		return Outcome{Kind: Transient, Reason: reason408}
+	case s == http.StatusInternalServerError:
+		return Outcome{Kind: Transient, Reason: reason500}
+	case s == http.StatusGatewayTimeout:
+		return Outcome{Kind: Transient, Reason: reason504}
+	case s == http.StatusBadGateway, s == http.StatusServiceUnavailable:
+		if o, ok := codeOutcome(resp); ok && o.Kind == Throttle {
+			return o
+		}
+		if s == http.StatusBadGateway {
+			return Outcome{Kind: Transient, Reason: reason502}
+		}
+		return Outcome{Kind: Transient, Reason: reason503}
+	case s == http.StatusBadRequest, s == http.StatusForbidden:
+		if o, ok := codeOutcome(resp); ok {
+			return o
+		}
+	}
+	return Outcome{Kind: Fatal, Reason: reasonStatusOnly}
+}
+
+// codeOutcome finds resp's error code and, if it is a known throttling or
+// transient code, the outcome it stands for.
+func codeOutcome(resp *http.Response) (Outcome, bool) {
+	code := Code(resp)
+	if code == "" {
+		return Outcome{}, false
+	}
+	if isThrottlingCode(code) {
+		return Outcome{Kind: Throttle, Reason: "error code " + code, Unprocessed: true}, true
+	}
+	if isTransientCode(code) {
+		return Outcome{Kind: Transient, Reason: "error code " + code}, true
+	}
+	return Outcome{}, false
+}

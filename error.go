@@ -1,0 +1,70 @@
+package retrytransport
+
+import (
+	"errors"
+	"strconv"
+)
+
+// Sentinel reasons for giving up, matched with errors.Is on the error
+// RoundTrip returns (or on the RetryError's Reason).
+var (
+	// ErrExhausted means every attempt the policy allows was made.
+	ErrExhausted = errors.New("retrytransport: attempts exhausted")
+	// ErrNotRetryable means the last outcome may not be retried: it was
+	// final (a 4xx, a certificate error, a malformed URL), the request is
+	// not idempotent and the server may have processed it, or its body
+	// cannot be replayed.
+	ErrNotRetryable = errors.New("retrytransport: not retryable")
+	// ErrDeadline means the wait before the next attempt would have ended
+	// after the context's deadline, so it was not started.
+	ErrDeadline = errors.New("retrytransport: next attempt would pass the context deadline")
+	// ErrServerDelay means the server asked, with Retry-After, for a longer
+	// wait than the policy's MaxDelay allows. It only appears in an Event:
+	// the caller gets the server's response.
+	ErrServerDelay = errors.New("retrytransport: server asked for a longer wait than the policy allows")
+)
+
+// RetryError is the error RoundTrip returns, always as a *RetryError, when
+// its last attempt produced no response. It keeps both the last attempt's
+// transport error and why retrying stopped; errors.Is and errors.As see
+// both (so errors.Unwrap, which knows only single-error chains, yields nil).
+// http.Client.Do wraps it in a *url.Error.
+type RetryError struct {
+	// Attempts is the number of attempts made, the first included; >= 1.
+	Attempts int
+	// Reason is why retrying stopped: ErrExhausted, ErrNotRetryable,
+	// ErrDeadline, ratelimit.ErrQuotaExceeded, or the context's error.
+	Reason error
+	// Err is the last attempt's transport error, or the context's error if
+	// the caller cancelled while waiting. It is never nil.
+	Err error
+}
+
+// Error reads "retrytransport: gave up after N attempts (reason): cause".
+func (e *RetryError) Error() string {
+	n := "attempts"
+	if e.Attempts == 1 {
+		n = "attempt"
+	}
+	return "retrytransport: gave up after " + strconv.Itoa(e.Attempts) + " " + n +
+		" (" + reasonText(e.Reason) + "): " + e.Err.Error()
+}
+
+// Unwrap returns the last error and the reason, for errors.Is and errors.As.
+func (e *RetryError) Unwrap() []error { return []error{e.Err, e.Reason} }
+
+func reasonText(r error) string {
+	switch r {
+	case nil:
+		return "unknown"
+	case ErrExhausted:
+		return "attempts exhausted"
+	case ErrNotRetryable:
+		return "not retryable"
+	case ErrDeadline:
+		return "deadline too near"
+	case ErrServerDelay:
+		return "Retry-After above the policy's MaxDelay"
+	}
+	return r.Error()
+}

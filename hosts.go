@@ -1,0 +1,94 @@
+package retrytransport
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+)
+
+// hostTable finds the policy state for a request's hostname: an exact
+// match, then the longest matching wildcard, then the default.
+type hostTable struct {
+	def   *hostState
+	exact map[string]*hostState
+	wild  []wildEntry // longest suffix first
+}
+
+type wildEntry struct {
+	suffix string // ".example.com" for "*.example.com"
+	st     *hostState
+}
+
+// add registers st under pattern. Patterns are case-insensitive, and an
+// IPv6 literal may be given with or without brackets.
+func (h *hostTable) add(pattern string, st *hostState) error {
+	pattern = strings.ToLower(pattern)
+	if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
+		pattern = pattern[1 : len(pattern)-1]
+	}
+	if err := checkPattern(pattern); err != nil {
+		return err
+	}
+	if suffix, ok := strings.CutPrefix(pattern, "*"); ok {
+		for i := range h.wild {
+			if h.wild[i].suffix == suffix {
+				h.wild[i].st = st
+				return nil
+			}
+		}
+		h.wild = append(h.wild, wildEntry{suffix, st})
+		sort.SliceStable(h.wild, func(i, j int) bool { return len(h.wild[i].suffix) > len(h.wild[j].suffix) })
+		return nil
+	}
+	if h.exact == nil {
+		h.exact = make(map[string]*hostState)
+	}
+	h.exact[pattern] = st
+	return nil
+}
+
+// checkPattern reports why pattern is not a hostname or "*.suffix".
+func checkPattern(pattern string) error {
+	rest := strings.TrimPrefix(pattern, "*.")
+	switch {
+	case pattern == "":
+		return fmt.Errorf("retrytransport: host pattern is empty")
+	case strings.Contains(rest, "*"):
+		return fmt.Errorf("retrytransport: host pattern %q: '*' is allowed only as a leading \"*.\"", pattern)
+	case rest == "":
+		return fmt.Errorf("retrytransport: host pattern %q has nothing after \"*.\"", pattern)
+	case net.ParseIP(rest) == nil && strings.ContainsAny(rest, ":/[] "):
+		return fmt.Errorf("retrytransport: host pattern %q: want a hostname without scheme, port or path", pattern)
+	}
+	return nil
+}
+
+// lookup returns the state for hostname. It does not allocate for
+// lower-case hostnames, which is what url.Parse gives for most URLs.
+func (h *hostTable) lookup(hostname string) *hostState {
+	if len(h.exact) == 0 && len(h.wild) == 0 {
+		return h.def
+	}
+	if hasUpper(hostname) {
+		hostname = strings.ToLower(hostname)
+	}
+	if st, ok := h.exact[hostname]; ok {
+		return st
+	}
+	for _, w := range h.wild {
+		if len(hostname) > len(w.suffix) && strings.HasSuffix(hostname, w.suffix) {
+			return w.st
+		}
+	}
+	return h.def
+}
+
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,79 @@
+package retrytransport
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/retrytransport/retrytransport/policy"
+)
+
+// An Option configures a Transport built by New. A later option overrides
+// an earlier one that sets the same thing.
+type Option func(*config)
+
+type config struct {
+	def     policy.Policy
+	hosts   []hostEntry
+	now     func() time.Time
+	sleep   func(context.Context, time.Duration) error
+	observe func(Event)
+	logger  *slog.Logger
+}
+
+type hostEntry struct {
+	pattern string
+	p       policy.Policy
+}
+
+// WithPolicy sets the policy for every host that no WithHostPolicy pattern
+// matches. The default is policy.Standard().
+func WithPolicy(p policy.Policy) Option {
+	return func(c *config) { c.def = p }
+}
+
+// WithHostPolicy sets the policy for the hosts that pattern matches. A
+// pattern is either an exact hostname ("api.example.com") or a wildcard
+// "*.example.com", which matches every name below example.com at any depth
+// ("a.example.com", "a.b.example.com") but not example.com itself. Patterns
+// are matched against the request URL's hostname, without port, case
+// insensitively. An exact pattern wins over wildcards, and a longer
+// wildcard over a shorter one. Giving the same pattern twice keeps the last
+// policy.
+//
+// An invalid pattern (empty, with a port, a "*" not followed by "." or
+// anywhere but the start) does not panic: every request then fails with an
+// error naming it, so the mistake shows on the first request.
+func WithHostPolicy(pattern string, p policy.Policy) Option {
+	return func(c *config) { c.hosts = append(c.hosts, hostEntry{pattern, p}) }
+}
+
+// WithClock replaces the clock and the timer of the Transport and of every
+// retry quota it creates. now returns the current time; sleep waits for d
+// or until ctx is done, and then returns ctx's error. Nil arguments keep the
+// real clock or timer. Tests use it to run retries without real waits.
+func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) Option {
+	return func(c *config) {
+		if now != nil {
+			c.now = now
+		}
+		if sleep != nil {
+			c.sleep = sleep
+		}
+	}
+}
+
+// WithObserver registers f to be called, synchronously, before each retry
+// and when a retryable outcome is not retried (see Event). f must not block
+// and must be safe for concurrent use; it must not read or close the
+// response. The default is no observer.
+func WithObserver(f func(Event)) Option {
+	return func(c *config) { c.observe = f }
+}
+
+// WithLogger makes the Transport log each retry and each decision to stop
+// retrying, at slog.LevelDebug and slog.LevelInfo. The default is nil: the
+// Transport writes nothing anywhere.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}

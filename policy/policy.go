@@ -1,0 +1,152 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// Defaults that a zero Policy field stands for.
+const (
+	// DefaultMaxAttempts is AWS standard mode's attempt count, the first
+	// included (SPEC §1).
+	DefaultMaxAttempts = 3
+	// DefaultMaxDelay is the longest wait before a retry: the backoff cap of
+	// SPEC §1 (20 s), and the longest Retry-After that is honoured.
+	DefaultMaxDelay = 20 * time.Second
+	// DefaultMaxBodyBuffer is how much of a request body without GetBody is
+	// kept for replay: 1 MiB.
+	DefaultMaxBodyBuffer = 1 << 20
+	// DefaultMaxDrain is how much of a failed response body is read before
+	// it is closed, so that its connection can be reused: 64 KiB. A longer
+	// body is closed unread and its connection dropped.
+	DefaultMaxDrain = 64 << 10
+)
+
+// Policy says how the transport treats the requests of one host: how often
+// and how long to retry, which outcomes to retry, and what the retries may
+// cost. It is a plain value; copy it freely.
+//
+// The zero Policy is AWS standard retry mode, the same as [Standard]: every
+// zero field means the default its comment names. Switching a feature off
+// takes an explicit value (MaxAttempts 1, DisableQuota).
+type Policy struct {
+	// MaxAttempts is the number of attempts, the first included.
+	// Zero means DefaultMaxAttempts (3); 1 disables retries;
+	// a negative value is treated as zero.
+	MaxAttempts int
+
+	// Backoff gives the wait before each retry when the server asked for
+	// none. Nil means backoff.FullJitter{}: uniform in
+	// [0, min(2^(n-1) s, 20 s)) before retry n.
+	Backoff backoff.Strategy
+
+	// MaxDelay caps every wait before a retry. A computed backoff longer
+	// than MaxDelay is cut to it; a server's Retry-After longer than
+	// MaxDelay is not slept at all: the response is returned to the caller
+	// at once. Zero or negative means DefaultMaxDelay (20 s).
+	MaxDelay time.Duration
+
+	// Classify decides each attempt's outcome. Nil means classify.Standard.
+	Classify classify.Func
+
+	// Quota is the retry quota (circuit breaker) whose per-host buckets pay
+	// for retries (SPEC §2). Nil means a quota with the SPEC defaults that
+	// belongs to the Transport built with this policy: each New has its
+	// own. A non-nil Quota is used as given, so putting one pointer in
+	// several policies or transports shares its buckets on purpose.
+	Quota *ratelimit.Quota
+
+	// DisableQuota turns the retry quota off: retries are then limited
+	// only by MaxAttempts and the caller's context.
+	DisableQuota bool
+
+	// RetryNonIdempotent treats every request as idempotent, so a POST or
+	// PATCH is retried after any retryable outcome, not only when the
+	// server provably did not process it. Set it for APIs whose every
+	// operation is idempotent by design, such as the AWS SDKs'.
+	RetryNonIdempotent bool
+
+	// MaxBodyBuffer is how many bytes of a request body without GetBody
+	// are recorded, as the base transport reads them, for replay. A
+	// request whose body was partly sent and grew past it is not retried.
+	// Zero or negative means DefaultMaxBodyBuffer (1 MiB).
+	MaxBodyBuffer int64
+
+	// MaxDrain is how many bytes of a failed response's body are read and
+	// discarded before it is closed, so that its connection is reused.
+	// Zero or negative means DefaultMaxDrain (64 KiB).
+	MaxDrain int64
+}
+
+// Standard returns AWS standard retry mode (SPEC §1-§2): 3 attempts, full
+// jitter backoff 2^(n-1) s capped at 20 s, Retry-After honoured up to 20 s,
+// and a retry quota of 500 tokens per host (retry cost 5, timeout and
+// throttle cost 10, +1 for each first-attempt success). It returns a fresh
+// value, so every transport built with it owns its own quota.
+func Standard() Policy {
+	return Policy{MaxAttempts: DefaultMaxAttempts, Backoff: backoff.FullJitter{}}
+}
+
+// Adaptive returns AWS adaptive retry mode: Standard plus a client-side
+// rate limiter that paces attempts from the throttles it sees (SPEC §1).
+// The limiter is not implemented yet (it is tracked as the project's
+// adaptive-mode issue); until it lands, Adaptive behaves as Standard.
+func Adaptive() Policy { return Standard() }
+
+// None returns a policy that never retries: one attempt, as the "legacy"
+// or "off" retry mode of SPEC §1.
+func None() Policy { return Policy{MaxAttempts: 1} }
+
+// WithDefaults returns p with every zero field replaced by the default its
+// comment names, and negative values normalised. Quota stays nil when unset:
+// the transport creates it, so that it is never shared by accident.
+func (p Policy) WithDefaults() Policy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.Backoff == nil {
+		p.Backoff = backoff.FullJitter{}
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = DefaultMaxDelay
+	}
+	if p.Classify == nil {
+		p.Classify = classify.Standard
+	}
+	if p.MaxBodyBuffer <= 0 {
+		p.MaxBodyBuffer = DefaultMaxBodyBuffer
+	}
+	if p.MaxDrain <= 0 {
+		p.MaxDrain = DefaultMaxDrain
+	}
+	return p
+}
+
+// Validate reports every setting of p that is out of range, each error
+// naming the field, the value and what is allowed. A policy that fails Validate still
+// works (its values are normalised as the field comments say); Validate is
+// for catching mistakes at startup.
+func (p Policy) Validate() error {
+	var errs []error
+	if p.MaxAttempts < 0 {
+		errs = append(errs, fmt.Errorf("policy: MaxAttempts = %d; want >= 1, or 0 for the default", p.MaxAttempts))
+	}
+	if p.MaxDelay < 0 {
+		errs = append(errs, fmt.Errorf("policy: MaxDelay = %v; want > 0, or 0 for the default", p.MaxDelay))
+	}
+	if p.MaxBodyBuffer < 0 {
+		errs = append(errs, fmt.Errorf("policy: MaxBodyBuffer = %d; want > 0, or 0 for the default", p.MaxBodyBuffer))
+	}
+	if p.MaxDrain < 0 {
+		errs = append(errs, fmt.Errorf("policy: MaxDrain = %d; want > 0, or 0 for the default", p.MaxDrain))
+	}
+	if q := p.Quota; q != nil && !p.DisableQuota && q.Wait && q.RefillPerSecond <= 0 {
+		errs = append(errs, errors.New("policy: Quota.Wait is set but Quota.RefillPerSecond is 0; waiting mode needs a refill rate"))
+	}
+	return errors.Join(errs...)
+}

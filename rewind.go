@@ -1,0 +1,159 @@
+package retrytransport
+
+import (
+	"errors"
+	"io"
+	"sync"
+)
+
+// errStaleBody is what an earlier attempt's body reader returns once a
+// later attempt has started: only one attempt may consume the original body.
+var errStaleBody = errors.New("retrytransport: request body taken over by a later attempt")
+
+// recorder makes a request body without GetBody replayable. It records the
+// bytes the base transport reads, up to max, and hands each attempt a
+// cursor that replays the recorded bytes and then goes on reading the
+// original body (recording as it goes). Every attempt thus sends the
+// identical bytes. Once more than max bytes have been read, recording stops,
+// the buffer is released and the request is no longer replayable.
+//
+// The original body is closed once the transport is done with the request
+// and the current attempt's cursor has been closed by the base transport,
+// which may happen after RoundTrip returns.
+type recorder struct {
+	readMu sync.Mutex // serialises reads of src; never held with mu waiting on it
+	src    io.ReadCloser
+
+	mu       sync.Mutex // guards the fields below
+	buf      []byte
+	max      int64
+	read     int64 // bytes read from src so far
+	err      error // sticky error from src, io.EOF at the end
+	overflow bool  // read > max: buf released, not replayable
+	cur      *cursor
+	done     bool // the transport will create no more cursors
+	closed   bool // src closed
+}
+
+func newRecorder(src io.ReadCloser, max int64) *recorder {
+	return &recorder{src: src, max: max}
+}
+
+// next returns a reader for a new attempt; the previous one goes stale.
+func (r *recorder) next() io.ReadCloser {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cur = &cursor{r: r}
+	return r.cur
+}
+
+// replayable reports whether a new cursor would yield the whole body: no
+// bytes were lost past the cap, and the source has not failed.
+func (r *recorder) replayable() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.overflow && (r.err == nil || r.err == io.EOF)
+}
+
+// finish marks that no more cursors will be made, and closes the source if
+// the current cursor is already closed (or none was handed out).
+func (r *recorder) finish() {
+	r.mu.Lock()
+	r.done = true
+	closeNow := r.cur == nil || r.cur.closed
+	r.mu.Unlock()
+	if closeNow {
+		r.closeSrc()
+	}
+}
+
+func (r *recorder) closeSrc() {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.closed = true
+	r.mu.Unlock()
+	r.src.Close()
+}
+
+// cursor is one attempt's view of the body.
+type cursor struct {
+	r      *recorder
+	pos    int64
+	closed bool // guarded by r.mu
+}
+
+// fromBuf serves c's read from the recording if it can. The caller holds
+// r.mu. handled is false when c must read on from the source.
+func (c *cursor) fromBuf(p []byte) (n int, err error, handled bool) {
+	r := c.r
+	switch {
+	case r.cur != c:
+		return 0, errStaleBody, true
+	case c.closed:
+		return 0, errors.New("retrytransport: read on closed request body"), true
+	case c.pos < int64(len(r.buf)):
+		n = copy(p, r.buf[c.pos:])
+		c.pos += int64(n)
+		return n, nil, true
+	case c.pos < r.read:
+		// Bytes past the cap were consumed by an earlier attempt; this
+		// cursor cannot serve them. replayable prevents getting here.
+		return 0, errStaleBody, true
+	case r.err != nil:
+		return 0, r.err, true
+	}
+	return 0, nil, false
+}
+
+func (c *cursor) Read(p []byte) (int, error) {
+	r := c.r
+	r.mu.Lock()
+	n, err, handled := c.fromBuf(p)
+	r.mu.Unlock()
+	if handled || len(p) == 0 {
+		return n, err
+	}
+	r.readMu.Lock()
+	defer r.readMu.Unlock()
+	// Another cursor may have read while this one waited for readMu.
+	r.mu.Lock()
+	n, err, handled = c.fromBuf(p)
+	r.mu.Unlock()
+	if handled {
+		return n, err
+	}
+	n, err = r.src.Read(p)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.read += int64(n)
+	c.pos += int64(n)
+	if !r.overflow {
+		if r.read > r.max {
+			r.overflow = true
+			r.buf = nil
+		} else {
+			r.buf = append(r.buf, p[:n]...)
+		}
+	}
+	if err != nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// Close marks the cursor closed. The source is closed when the transport
+// is done and this is the last cursor.
+func (c *cursor) Close() error {
+	r := c.r
+	r.mu.Lock()
+	c.closed = true
+	closeNow := r.done && r.cur == c
+	r.mu.Unlock()
+	if closeNow {
+		r.closeSrc()
+	}
+	return nil
+}

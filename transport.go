@@ -1,0 +1,334 @@
+// Package retrytransport is an http.RoundTripper that retries: set it as an
+// http.Client's Transport and every request survives flaky, throttling
+// servers the way the AWS SDKs' "standard" retry mode does.
+//
+//	client := &http.Client{Transport: retrytransport.New(nil)}
+//
+// Each attempt's outcome is classified (package classify), a per-host retry
+// quota stops retrying during outages (package ratelimit), waits follow
+// jittered backoff (package backoff) or the server's Retry-After (package
+// retryafter), and request bodies are replayed byte for byte. What to do
+// for which host is a policy.Policy.
+package retrytransport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-cleanhttp"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/retryafter"
+)
+
+// Transport is an http.RoundTripper that sends each request through a base
+// RoundTripper and, when the attempt fails in a way that another attempt may
+// fix, sends it again, as its host's policy.Policy says.
+//
+// For each request, Transport:
+//
+//   - picks the policy of the request URL's hostname (see WithHostPolicy);
+//   - sends the request, classifies the outcome (policy.Policy.Classify);
+//   - stops at a Success or Fatal outcome, after the last allowed attempt,
+//     when the request may not be sent again (below), or when the retry
+//     quota of the request's host cannot pay for a retry;
+//   - otherwise waits, for the server's Retry-After if it gave one, else for
+//     the policy's backoff, drains and closes the failed response, and sends
+//     the request again.
+//
+// A request is sent again after any retryable outcome if its method is
+// idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or it has an
+// Idempotency-Key or X-Idempotency-Key header, as net/http's Transport also
+// assumes; other requests (POST, PATCH, ...) only when the server provably
+// did not process them: no connection was made, the HTTP/2 stream was
+// refused, or the server throttled the request. A body with GetBody is
+// rewound with it; another body is recorded as it is sent, up to
+// policy.Policy.MaxBodyBuffer, and replayed identically. A body that cannot
+// be replayed is sent once.
+//
+// Transport never waits past the request context's deadline: a wait that
+// would end after it is not started. A Retry-After longer than the policy's
+// MaxDelay is not slept either: the response is returned at once.
+//
+// Transport keeps the retry quota state of every host it has seen, so reuse
+// one Transport (as with http.Transport) rather than creating one per
+// request. It is safe for concurrent use by multiple goroutines, and it
+// starts no goroutine of its own.
+type Transport struct {
+	base    http.RoundTripper
+	hosts   hostTable
+	err     error // a configuration error every RoundTrip returns
+	now     func() time.Time
+	sleep   func(context.Context, time.Duration) error
+	observe func(Event)
+	logger  *slog.Logger
+}
+
+// hostState is a policy with its defaults filled in, and the quota that
+// this Transport uses for it.
+type hostState struct {
+	p     policy.Policy
+	quota *ratelimit.Quota // nil when the policy disables it
+}
+
+// newHostState resolves p. A quota the Transport creates runs on the
+// Transport's clock; a quota the user supplied keeps its own.
+func newHostState(p policy.Policy, now func() time.Time) *hostState {
+	st := &hostState{p: p.WithDefaults()}
+	if !p.DisableQuota {
+		st.quota = p.Quota
+		if st.quota == nil {
+			st.quota = &ratelimit.Quota{Now: now}
+		}
+	}
+	return st
+}
+
+// New returns a Transport that sends requests through base and retries them
+// as opts say. A nil base means a new pooled transport from
+// go-cleanhttp (DefaultPooledTransport: keep-alives on, no shared global
+// state). Without options every host gets policy.Standard().
+//
+// Every New owns its retry quotas: two Transports never share quota state
+// unless the same *ratelimit.Quota is put in both their policies.
+func New(base http.RoundTripper, opts ...Option) *Transport {
+	c := config{def: policy.Standard(), now: time.Now, sleep: sleepTimer}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	if base == nil {
+		base = cleanhttp.DefaultPooledTransport()
+	}
+	t := &Transport{base: base, now: c.now, sleep: c.sleep, observe: c.observe, logger: c.logger}
+	t.hosts.def = newHostState(c.def, c.now)
+	for _, h := range c.hosts {
+		if err := t.hosts.add(h.pattern, newHostState(h.p, c.now)); err != nil && t.err == nil {
+			t.err = err
+		}
+	}
+	return t
+}
+
+// RoundTrip sends req, and sends it again while its host's policy allows,
+// as the Transport comment describes. It honours the http.RoundTripper
+// contract: it never modifies req, and it closes req.Body (possibly after
+// returning, once the base transport is done with it).
+//
+// If the last attempt got a response, RoundTrip returns it with a nil
+// error, whatever its status, with its body unread. The responses of
+// earlier attempts are drained (up to policy.Policy.MaxDrain bytes) and
+// closed, so their connections are reused.
+//
+// Otherwise the error is a *RetryError, which says how many attempts were
+// made and why retrying stopped; errors.Is and errors.As reach both the last
+// attempt's transport error and the reason (ErrExhausted, ErrNotRetryable,
+// ErrDeadline, ratelimit.ErrQuotaExceeded, or the context's error when the
+// caller cancelled). http.Client.Do wraps it in a *url.Error.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.err != nil || req.URL == nil {
+		closeBody(req)
+		if t.err != nil {
+			return nil, t.err
+		}
+		return nil, errors.New("retrytransport: nil Request.URL")
+	}
+	st := t.hosts.lookup(req.URL.Hostname())
+	if st.p.MaxAttempts == 1 {
+		return t.base.RoundTrip(req)
+	}
+	return t.roundTrip(req, st)
+}
+
+// roundTrip is the attempt loop of SPEC §1.
+func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response, error) {
+	p := &st.p
+	ctx := req.Context()
+	scope := req.URL.Host
+	idempotent := p.RetryNonIdempotent || classify.IsIdempotent(req)
+
+	var rec *recorder
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		rec = newRecorder(req.Body, p.MaxBodyBuffer)
+		defer rec.finish()
+	}
+	attemptCtx := ctx
+	var watch *connWatch
+	if !idempotent {
+		watch = new(connWatch)
+		attemptCtx = watch.context(ctx)
+	}
+
+	cost := 0 // quota tokens paid for the current attempt; 0 for the first
+	for attempt := 1; ; attempt++ {
+		areq, err := attemptRequest(req, attempt, rec, attemptCtx)
+		if err != nil {
+			return nil, &RetryError{Attempts: attempt - 1, Reason: ErrNotRetryable,
+				Err: fmt.Errorf("retrytransport: rewinding request body: %w", err)}
+		}
+		if watch != nil {
+			watch.reset()
+		}
+		resp, err := t.base.RoundTrip(areq)
+		out := p.Classify(areq, resp, err)
+		if out.Kind == classify.Success && err == nil {
+			if st.quota != nil {
+				if cost > 0 {
+					st.quota.Refund(scope, cost)
+				} else if attempt == 1 {
+					st.quota.Success(scope)
+				}
+			}
+			return resp, nil
+		}
+		if !out.Retryable() {
+			reason := ErrNotRetryable
+			if ctx.Err() != nil {
+				reason = ctx.Err()
+			}
+			return giveUp(resp, err, attempt, reason)
+		}
+
+		ev := Event{Request: req, Attempt: attempt, Outcome: out, Err: err, Quota: -1}
+		if resp != nil {
+			ev.StatusCode = resp.StatusCode
+		}
+		unsent := out.Unprocessed || (watch != nil && watch.neverConnected())
+		switch {
+		case !idempotent && !unsent, rec != nil && !rec.replayable():
+			return t.stop(st, ev, resp, err, ErrNotRetryable)
+		case attempt >= p.MaxAttempts:
+			return t.stop(st, ev, resp, err, ErrExhausted)
+		}
+
+		now := t.now()
+		var delay time.Duration
+		if resp != nil {
+			delay, ev.ServerDelay = retryafter.Parse(resp.Header, now)
+		}
+		if ev.ServerDelay {
+			if delay > p.MaxDelay {
+				return t.stop(st, ev, resp, err, ErrServerDelay)
+			}
+		} else {
+			delay = min(max(p.Backoff.Delay(attempt), 0), p.MaxDelay)
+		}
+		cost = 0
+		if st.quota != nil {
+			c, wait, ok := st.quota.Acquire(scope, out.Kind)
+			if !ok {
+				return t.stop(st, ev, resp, err, ratelimit.ErrQuotaExceeded)
+			}
+			cost = c
+			delay += wait
+		}
+		if dl, ok := ctx.Deadline(); ok && now.Add(delay).After(dl) {
+			st.refund(scope, cost)
+			return t.stop(st, ev, resp, err, ErrDeadline)
+		}
+		ev.Delay = delay
+		if st.quota != nil {
+			ev.Quota = st.quota.Level(scope)
+		}
+		t.emit(ev)
+		drain(resp, p.MaxDrain)
+		if serr := t.sleep(ctx, delay); serr != nil {
+			st.refund(scope, cost)
+			return nil, &RetryError{Attempts: attempt, Reason: serr, Err: serr}
+		}
+	}
+}
+
+// attemptRequest returns the request to send as attempt number attempt: req
+// itself for a first attempt that needs nothing changed, else a shallow
+// copy with the attempt's context and a fresh body.
+func attemptRequest(req *http.Request, attempt int, rec *recorder, ctx context.Context) (*http.Request, error) {
+	if attempt == 1 && rec == nil && ctx == req.Context() {
+		return req, nil
+	}
+	r := req.WithContext(ctx)
+	switch {
+	case rec != nil:
+		r.Body = rec.next()
+	case attempt > 1 && req.GetBody != nil:
+		b, err := req.GetBody()
+		if err != nil {
+			return nil, err
+		}
+		r.Body = b
+	}
+	return r, nil
+}
+
+// stop ends the loop for a retryable outcome that will not be retried: it
+// tells the observer why, and returns what the caller gets.
+func (t *Transport) stop(st *hostState, ev Event, resp *http.Response, err error, reason error) (*http.Response, error) {
+	ev.Stop = reason
+	if st.quota != nil {
+		ev.Quota = st.quota.Level(ev.Request.URL.Host)
+	}
+	t.emit(ev)
+	return giveUp(resp, err, ev.Attempt, reason)
+}
+
+// giveUp returns the last attempt's result: its response untouched, or its
+// error wrapped in a *RetryError.
+func giveUp(resp *http.Response, err error, attempts int, reason error) (*http.Response, error) {
+	if err == nil {
+		return resp, nil
+	}
+	return nil, &RetryError{Attempts: attempts, Reason: reason, Err: err}
+}
+
+func (st *hostState) refund(scope string, cost int) {
+	if st.quota != nil && cost > 0 {
+		st.quota.Refund(scope, cost)
+	}
+}
+
+// drain reads up to max bytes of a failed response's body and closes it, so
+// that the connection goes back to the pool instead of being dropped.
+func drain(resp *http.Response, max int64) {
+	if resp == nil || resp.Body == nil {
+		return
+	}
+	_, _ = io.CopyN(io.Discard, resp.Body, max)
+	resp.Body.Close()
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// sleepTimer waits for d or until ctx is done, whichever comes first.
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// CloseIdleConnections closes the idle connections of the base transport,
+// if it has such a method (as *http.Transport does). http.Client calls it.
+func (t *Transport) CloseIdleConnections() {
+	type closeIdler interface{ CloseIdleConnections() }
+	if ci, ok := t.base.(closeIdler); ok {
+		ci.CloseIdleConnections()
+	}
+}

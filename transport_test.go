@@ -1,0 +1,478 @@
+package retrytransport_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+const url = "http://api.example.com/v1/things"
+
+func TestRetriesTransientStatusUntilSuccess(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 500}, {status: 200, body: "ok"}}}
+	tr, clock := newTransport(t, s, policy.Standard())
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	if got := readBody(t, resp); resp.StatusCode != 200 || got != "ok" {
+		t.Errorf("RoundTrip = %d %q; want 200 %q", resp.StatusCode, got, "ok")
+	}
+	if got := s.count(); got != 3 {
+		t.Errorf("attempts = %d; want 3", got)
+	}
+	// halfJitter: retry 1 waits 0.5 * 1 s, retry 2 waits 0.5 * 2 s.
+	if diff := cmp.Diff([]time.Duration{500 * time.Millisecond, time.Second}, clock.Sleeps()); diff != "" {
+		t.Errorf("waits mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestLastResponseReturnedIntactAfterMaxAttempts(t *testing.T) {
+	s := &script{steps: []step{{status: 503, body: "first"}, {status: 502, body: "second"}, {status: 504, body: "last"}}}
+	tr, _ := newTransport(t, s, policy.Standard())
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	if got := readBody(t, resp); resp.StatusCode != 504 || got != "last" {
+		t.Errorf("RoundTrip = %d %q; want 504 %q", resp.StatusCode, got, "last")
+	}
+	if got := s.count(); got != 3 {
+		t.Errorf("attempts = %d; want 3", got)
+	}
+}
+
+func TestMaxAttemptsOneDisablesRetries(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	tr, _ := newTransport(t, s, policy.None())
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	if got := s.count(); got != 1 {
+		t.Errorf("attempts = %d; want 1", got)
+	}
+}
+
+func TestErrorWrapsLastTransportErrorWithAttempts(t *testing.T) {
+	errFirst, errLast := errors.New("first failure"), errors.New("last failure")
+	s := &script{steps: []step{{err: errFirst}, {err: errFirst}, {err: errLast}}}
+	tr, _ := newTransport(t, s, policy.Standard())
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if resp != nil {
+		t.Fatalf("RoundTrip returned a response with status %d; want none", resp.StatusCode)
+	}
+	var re *retrytransport.RetryError
+	if !errors.As(err, &re) {
+		t.Fatalf("RoundTrip error = %T %v; want *RetryError", err, err)
+	}
+	if re.Attempts != 3 || !errors.Is(err, errLast) || !errors.Is(err, retrytransport.ErrExhausted) || errors.Is(err, errFirst) {
+		t.Errorf("RoundTrip error = %v (attempts %d); want last error after 3 attempts, ErrExhausted", err, re.Attempts)
+	}
+	if want := "retrytransport: gave up after 3 attempts (attempts exhausted): last failure"; err.Error() != want {
+		t.Errorf("Error() = %q; want %q", err.Error(), want)
+	}
+}
+
+func TestFinalStatusesAreNotRetried(t *testing.T) {
+	for _, status := range []int{400, 401, 403, 404, 409, 422, 501} {
+		s := &script{steps: []step{{status: status, body: `{"message":"no"}`}}}
+		tr, _ := newTransport(t, s, policy.Standard())
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatalf("RoundTrip(%d): %v", status, err)
+		}
+		resp.Body.Close()
+		if got := s.count(); got != 1 {
+			t.Errorf("status %d: attempts = %d; want 1", status, got)
+		}
+	}
+}
+
+func TestThrottlingCodeIn400BodyIsRetriedAndBodyRestored(t *testing.T) {
+	body := `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"slow down"}`
+	s := &script{steps: []step{{status: 400, body: body}}}
+	tr, clock := newTransport(t, s, policy.Standard())
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	if got := readBody(t, resp); got != body {
+		t.Errorf("last response body = %q; want it intact: %q", got, body)
+	}
+	if got := s.count(); got != 3 {
+		t.Errorf("attempts = %d; want 3", got)
+	}
+	// A throttle costs 10 tokens per retry (SPEC §2); the waits are plain backoff.
+	if got := len(clock.Sleeps()); got != 2 {
+		t.Errorf("waits = %d; want 2", got)
+	}
+}
+
+func TestNonIdempotentRetriedOnlyWhenUnprocessed(t *testing.T) {
+	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	tests := []struct {
+		name   string
+		method string
+		header http.Header
+		p      policy.Policy
+		steps  []step
+		want   int // attempts
+	}{
+		{"PostOn503", "POST", nil, policy.Standard(), []step{{status: 503}}, 1},
+		{"PostOnReset", "POST", nil, policy.Standard(), []step{{err: io.ErrUnexpectedEOF}}, 1},
+		{"PostOn429", "POST", nil, policy.Standard(), []step{{status: 429}}, 3},
+		{"PostOnSlowDown503", "POST", nil, policy.Standard(), []step{{status: 503, body: "<Error><Code>SlowDown</Code></Error>"}}, 3},
+		{"PostOnDialError", "POST", nil, policy.Standard(), []step{{err: refused}}, 3},
+		{"PatchOn500", "PATCH", nil, policy.Standard(), []step{{status: 500}}, 1},
+		{"PostWithIdempotencyKey", "POST", http.Header{"Idempotency-Key": {"k1"}}, policy.Standard(), []step{{status: 503}}, 3},
+		{"PostWithXIdempotencyKey", "POST", http.Header{"X-Idempotency-Key": {"k1"}}, policy.Standard(), []step{{status: 503}}, 3},
+		{"PostWithRetryNonIdempotent", "POST", nil, policy.Policy{RetryNonIdempotent: true}, []step{{status: 503}}, 3},
+		{"PutOn503", "PUT", nil, policy.Standard(), []step{{status: 503}}, 3},
+		{"DeleteOnReset", "DELETE", nil, policy.Standard(), []step{{err: io.ErrUnexpectedEOF}}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &script{steps: tt.steps}
+			tr, _ := newTransport(t, s, tt.p)
+			req := newReq(t, tt.method, url, "payload")
+			for k, v := range tt.header {
+				req.Header[k] = v
+			}
+			resp, err := tr.RoundTrip(req)
+			if resp != nil {
+				resp.Body.Close()
+			}
+			if got := s.count(); got != tt.want {
+				t.Errorf("%s: attempts = %d (err %v); want %d", tt.name, got, err, tt.want)
+			}
+			for i, b := range s.received() {
+				if b != "payload" {
+					t.Errorf("attempt %d body = %q; want %q", i+1, b, "payload")
+				}
+			}
+		})
+	}
+}
+
+func TestNotRetryableErrorSaysWhy(t *testing.T) {
+	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
+	tr, _ := newTransport(t, s, policy.Standard())
+	_, err := tr.RoundTrip(newReq(t, "POST", url, "x"))
+	if !errors.Is(err, retrytransport.ErrNotRetryable) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("RoundTrip(POST) error = %v; want ErrNotRetryable wrapping io.ErrUnexpectedEOF", err)
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	s := &script{steps: []step{{status: 429, header: retryAfter(3)}, {status: 200}}}
+	tr, clock := newTransport(t, s, policy.Standard())
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	if diff := cmp.Diff([]time.Duration{3 * time.Second}, clock.Sleeps()); diff != "" {
+		t.Errorf("waits mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRetryAfterAboveCapReturnsResponseAtOnce(t *testing.T) {
+	s := &script{steps: []step{{status: 503, header: retryAfter(60), body: "busy"}, {status: 200}}}
+	var events []retrytransport.Event
+	tr, clock := newTransport(t, s, policy.Standard(), retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	if got := readBody(t, resp); resp.StatusCode != 503 || got != "busy" {
+		t.Errorf("RoundTrip = %d %q; want 503 %q", resp.StatusCode, got, "busy")
+	}
+	if s.count() != 1 || len(clock.Sleeps()) != 0 {
+		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), clock.Sleeps())
+	}
+	if len(events) != 1 || !errors.Is(events[0].Stop, retrytransport.ErrServerDelay) {
+		t.Errorf("events = %+v; want one with Stop = ErrServerDelay", events)
+	}
+}
+
+func TestMaxDelayCapsBackoff(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Policy{MaxAttempts: 4, MaxDelay: 700 * time.Millisecond}
+	tr, clock := newTransport(t, s, p)
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	want := []time.Duration{500 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
+	if diff := cmp.Diff(want, clock.Sleeps()); diff != "" {
+		t.Errorf("waits mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestWaitPastDeadlineIsNotStarted(t *testing.T) {
+	s := &script{steps: []step{{status: 503, header: retryAfter(15), body: "later"}, {status: 200}}}
+	tr, clock := newTransport(t, s, policy.Standard())
+	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
+	defer cancel()
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	if got := readBody(t, resp); resp.StatusCode != 503 || got != "later" {
+		t.Errorf("RoundTrip = %d %q; want the last response 503 %q", resp.StatusCode, got, "later")
+	}
+	if s.count() != 1 || len(clock.Sleeps()) != 0 {
+		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), clock.Sleeps())
+	}
+}
+
+func TestWaitPastDeadlineAfterErrorReturnsErrDeadline(t *testing.T) {
+	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
+	tr, clock := newTransport(t, s, policy.Policy{Backoff: halfJitter})
+	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(100*time.Millisecond))
+	defer cancel()
+	_, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	if !errors.Is(err, retrytransport.ErrDeadline) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("RoundTrip error = %v; want ErrDeadline wrapping io.ErrUnexpectedEOF", err)
+	}
+}
+
+func TestCancelDuringWaitReturnsAtOnce(t *testing.T) {
+	s := &script{steps: []step{{status: 503, header: retryAfter(10)}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	// The real timer: the observer cancels before the 10 s wait starts, so
+	// the wait must end at once for the test to finish.
+	tr := retrytransport.New(mockBase(s), retrytransport.WithObserver(func(retrytransport.Event) { cancel() }))
+	start := time.Now()
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	if resp != nil {
+		t.Errorf("RoundTrip returned a response; want none after cancellation")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("RoundTrip error = %v; want it to wrap context.Canceled", err)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("RoundTrip took %v after cancellation; want it at once", elapsed)
+	}
+}
+
+func TestCancelledContextIsFinal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s := &script{steps: []step{{err: context.Canceled}}}
+	tr, _ := newTransport(t, s, policy.Standard())
+	_, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	var re *retrytransport.RetryError
+	if !errors.As(err, &re) || re.Attempts != 1 || !errors.Is(err, context.Canceled) || s.count() > 1 {
+		t.Errorf("RoundTrip = %v; want a *RetryError wrapping context.Canceled after 1 attempt", err)
+	}
+}
+
+func TestQuotaExhaustionStopsRetries(t *testing.T) {
+	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
+	q := &ratelimit.Quota{Capacity: 12} // two retries at cost 5
+	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 10, Quota: q})
+	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if !errors.Is(err, ratelimit.ErrQuotaExceeded) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("RoundTrip error = %v; want ErrQuotaExceeded wrapping the last error", err)
+	}
+	if got := s.count(); got != 3 {
+		t.Errorf("attempts = %d; want 3 (two paid retries)", got)
+	}
+	var re *retrytransport.RetryError
+	if errors.As(err, &re) && re.Attempts != 3 {
+		t.Errorf("RetryError.Attempts = %d; want 3", re.Attempts)
+	}
+}
+
+func TestQuotaIsPerHost(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 5}}
+	tr, _ := newTransport(t, s, p)
+	for _, u := range []string{"http://a.example/", "http://a.example/", "http://b.example/"} {
+		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
+		if err != nil {
+			t.Fatalf("RoundTrip(%s): %v", u, err)
+		}
+		resp.Body.Close()
+	}
+	// a: 2 attempts, then 1 (quota of a empty); b: 2 attempts.
+	if got := s.count(); got != 5 {
+		t.Errorf("attempts = %d; want 5", got)
+	}
+}
+
+func TestQuotaRefillsOnSuccess(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 200}}}
+	q := &ratelimit.Quota{}
+	tr, _ := newTransport(t, s, policy.Policy{Quota: q})
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	if got := q.Level("api.example.com"); got != ratelimit.DefaultQuotaCapacity {
+		t.Errorf("quota level after a successful retry = %v; want %d (the retry cost refunded)", got, ratelimit.DefaultQuotaCapacity)
+	}
+}
+
+func TestEachNewOwnsItsQuota(t *testing.T) {
+	p := policy.Policy{MaxAttempts: 2}
+	s := &script{steps: []step{{status: 503}}}
+	tr1, _ := newTransport(t, s, p)
+	tr2, _ := newTransport(t, s, p)
+	// 100 failing requests drain tr1's default quota (100 retries at 5).
+	for range 101 {
+		resp, _ := tr1.RoundTrip(newReq(t, "GET", url, ""))
+		resp.Body.Close()
+	}
+	before := s.count()
+	resp, _ := tr2.RoundTrip(newReq(t, "GET", url, ""))
+	resp.Body.Close()
+	if got := s.count() - before; got != 2 {
+		t.Errorf("second transport made %d attempts; want 2 (its own quota is full)", got)
+	}
+}
+
+func TestDisableQuota(t *testing.T) {
+	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
+	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 200, DisableQuota: true})
+	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if !errors.Is(err, retrytransport.ErrExhausted) || s.count() != 200 {
+		t.Errorf("RoundTrip = %v after %d attempts; want ErrExhausted after 200", err, s.count())
+	}
+}
+
+func TestObserverSeesEachRetry(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 429, header: retryAfter(2)}, {status: 200}}}
+	var events []retrytransport.Event
+	tr, _ := newTransport(t, s, policy.Standard(), retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	type summary struct {
+		Attempt, Status int
+		Kind            string
+		Delay           time.Duration
+		Server          bool
+		Quota           float64
+	}
+	var got []summary
+	for _, e := range events {
+		got = append(got, summary{e.Attempt, e.StatusCode, e.Outcome.Kind.String(), e.Delay, e.ServerDelay, e.Quota})
+	}
+	want := []summary{
+		{1, 503, "transient", 500 * time.Millisecond, false, 495},
+		{2, 429, "throttle", 2 * time.Second, true, 485},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestHostPolicies(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2},
+		retrytransport.WithHostPolicy("api.example.com", policy.Policy{MaxAttempts: 5, Backoff: halfJitter}),
+		retrytransport.WithHostPolicy("*.example.com", policy.Policy{MaxAttempts: 3, Backoff: halfJitter}),
+		retrytransport.WithHostPolicy("*.eu.example.com", policy.Policy{MaxAttempts: 4, Backoff: halfJitter}),
+	)
+	tests := []struct {
+		url  string
+		want int
+	}{
+		{"http://api.example.com/x", 5},
+		{"http://API.Example.COM:8443/x", 5},
+		{"http://other.example.com/x", 3},
+		{"http://a.b.example.com/x", 3},
+		{"http://s3.eu.example.com/x", 4},
+		{"http://example.com/x", 2},
+		{"http://elsewhere.org/x", 2},
+	}
+	for _, tt := range tests {
+		before := s.count()
+		resp, err := tr.RoundTrip(newReq(t, "GET", tt.url, ""))
+		if err != nil {
+			t.Fatalf("RoundTrip(%s): %v", tt.url, err)
+		}
+		resp.Body.Close()
+		if got := s.count() - before; got != tt.want {
+			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
+		}
+	}
+}
+
+func TestInvalidHostPatternFailsEveryRequest(t *testing.T) {
+	for _, pattern := range []string{"", "api.*.com", "*", "*.", "api.example.com:443", "http://api.example.com"} {
+		s := &script{steps: []step{{status: 200}}}
+		tr, _ := newTransport(t, s, policy.Standard(), retrytransport.WithHostPolicy(pattern, policy.None()))
+		body := &closeCounter{Reader: strings.NewReader("x")}
+		req := newReq(t, "POST", url, "")
+		req.Body = body
+		_, err := tr.RoundTrip(req)
+		if err == nil || !strings.Contains(err.Error(), "host pattern") || s.count() != 0 {
+			t.Errorf("WithHostPolicy(%q): RoundTrip error = %v after %d attempts; want a host pattern error and none", pattern, err, s.count())
+		}
+		if body.closed.Load() != 1 {
+			t.Errorf("WithHostPolicy(%q): request body closed %d times; want 1", pattern, body.closed.Load())
+		}
+	}
+}
+
+func TestRequestIsNotModified(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {err: io.ErrUnexpectedEOF}, {status: 200}}}
+	tr, _ := newTransport(t, s, policy.Standard())
+	req := newReq(t, "PUT", url, "payload")
+	req.Header.Set("X-Test", "1")
+	before := *req
+	beforeHeader := req.Header.Clone()
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	if req.Body != before.Body || req.Method != before.Method || req.URL != before.URL || req.ContentLength != before.ContentLength || req.Context() != before.Context() {
+		t.Errorf("RoundTrip modified the request: %+v; before %+v", req, before)
+	}
+	if diff := cmp.Diff(beforeHeader, req.Header); diff != "" {
+		t.Errorf("RoundTrip modified the header (-before +after):\n%s", diff)
+	}
+}
+
+func TestCloseIdleConnectionsIsForwarded(t *testing.T) {
+	base := &idleCounter{}
+	tr := retrytransport.New(base)
+	(&http.Client{Transport: tr}).CloseIdleConnections()
+	if base.n != 1 {
+		t.Errorf("base CloseIdleConnections called %d times; want 1", base.n)
+	}
+}
+
+type idleCounter struct{ n int }
+
+func (c *idleCounter) RoundTrip(*http.Request) (*http.Response, error) { return nil, errors.New("unused") }
+func (c *idleCounter) CloseIdleConnections()                           { c.n++ }
+
+type closeCounter struct {
+	io.Reader
+	closed atomic.Int32
+}
+
+func (c *closeCounter) Close() error { c.closed.Add(1); return nil }
