@@ -467,8 +467,10 @@ func TestCloseIdleConnectionsIsForwarded(t *testing.T) {
 
 type idleCounter struct{ n int }
 
-func (c *idleCounter) RoundTrip(*http.Request) (*http.Response, error) { return nil, errors.New("unused") }
-func (c *idleCounter) CloseIdleConnections()                           { c.n++ }
+func (c *idleCounter) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("unused")
+}
+func (c *idleCounter) CloseIdleConnections() { c.n++ }
 
 type closeCounter struct {
 	io.Reader

@@ -1,0 +1,131 @@
+package retrytransport_test
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/policy"
+)
+
+// flakyServer answers 503 (with Retry-After: 0, so the example does not
+// wait) to the first failures requests, then 200.
+func flakyServer(failures int32) *httptest.Server {
+	var n atomic.Int32
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) <= failures {
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "hello")
+	}))
+}
+
+// One line makes a client retry like the AWS SDKs' standard mode.
+func ExampleNew() {
+	srv := flakyServer(2)
+	defer srv.Close()
+
+	client := &http.Client{Transport: retrytransport.New(nil)}
+
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.Status)
+	// Output: 200 OK
+}
+
+// Give each host its own policy; hosts that no pattern matches get the
+// WithPolicy default (policy.Standard() if none is given).
+func ExampleWithHostPolicy() {
+	srv := flakyServer(4)
+	defer srv.Close()
+
+	transport := retrytransport.New(nil,
+		retrytransport.WithPolicy(policy.Standard()),
+		// Our own flaky service on 127.0.0.1: more attempts, shorter waits.
+		retrytransport.WithHostPolicy("127.0.0.1", policy.Policy{
+			MaxAttempts: 5,
+			Backoff:     backoff.FullJitter{Base: 10 * time.Millisecond, Max: 100 * time.Millisecond},
+		}),
+		// A payment API: never retry.
+		retrytransport.WithHostPolicy("*.payments.example", policy.None()),
+	)
+	client := &http.Client{Transport: transport}
+
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.Status)
+	// Output: 200 OK
+}
+
+// The AWS SDKs design every operation, POSTs included, to be idempotent,
+// so an SDK's client may retry them after any retryable failure.
+func ExampleNew_awsSDK() {
+	p := policy.Standard()
+	p.RetryNonIdempotent = true
+	httpClient := &http.Client{Transport: retrytransport.New(nil, retrytransport.WithPolicy(p))}
+	_ = httpClient // pass it to the SDK, e.g. as its config's HTTPClient
+}
+
+// An observer sees each retry, with the outcome and the wait.
+func ExampleWithObserver() {
+	srv := flakyServer(2)
+	defer srv.Close()
+
+	transport := retrytransport.New(nil, retrytransport.WithObserver(func(e retrytransport.Event) {
+		fmt.Printf("attempt %d: %s (%s), retrying in %v (server asked: %t)\n",
+			e.Attempt, e.Outcome.Kind, e.Outcome.Reason, e.Delay, e.ServerDelay)
+	}))
+	resp, err := (&http.Client{Transport: transport}).Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.Status)
+	// Output:
+	// attempt 1: transient (status 503), retrying in 0s (server asked: true)
+	// attempt 2: transient (status 503), retrying in 0s (server asked: true)
+	// 200 OK
+}
+
+// A *slog.Logger receives the same decisions; without one the transport is
+// silent.
+func ExampleWithLogger() {
+	srv := flakyServer(1)
+	defer srv.Close()
+
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		Level: slog.LevelDebug,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == "host" {
+				return slog.Attr{} // keep the example's output stable
+			}
+			return a
+		},
+	}))
+	transport := retrytransport.New(nil, retrytransport.WithLogger(logger))
+	resp, err := (&http.Client{Transport: transport}).Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	// Output:
+	// level=DEBUG msg="retrytransport: retrying" method=GET attempt=1 outcome=transient reason="status 503" status=503 quota=495 delay=0s
+}
