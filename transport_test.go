@@ -478,3 +478,25 @@ type closeCounter struct {
 }
 
 func (c *closeCounter) Close() error { c.closed.Add(1); return nil }
+
+func TestHostPolicyIPLiterals(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2},
+		retrytransport.WithHostPolicy("[::1]", policy.Policy{MaxAttempts: 4, Backoff: halfJitter}),
+		retrytransport.WithHostPolicy("127.0.0.1", policy.Policy{MaxAttempts: 5, Backoff: halfJitter}),
+	)
+	for _, tt := range []struct {
+		url  string
+		want int
+	}{{"http://[::1]:8080/", 4}, {"http://127.0.0.1:9/", 5}, {"http://[::2]/", 2}} {
+		before := s.count()
+		resp, err := tr.RoundTrip(newReq(t, "GET", tt.url, ""))
+		if err != nil {
+			t.Fatalf("RoundTrip(%s): %v", tt.url, err)
+		}
+		resp.Body.Close()
+		if got := s.count() - before; got != tt.want {
+			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
+		}
+	}
+}
