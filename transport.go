@@ -56,6 +56,15 @@ import (
 // would end after it is not started. A Retry-After longer than the policy's
 // MaxDelay is not slept either: the response is returned at once.
 //
+// The retry quota is kept per scope, the request URL's Host (host and port,
+// as in "api.example.com:8443"), so an outage of one server does not stop
+// retries to another. Policies, by contrast, are chosen by hostname alone.
+//
+// The base transport may retry on its own before Transport sees a failure:
+// net/http's Transport silently resends an idempotent request whose reused
+// keep-alive connection turned out to be closed. Such resends are not
+// attempts here and cost no quota.
+//
 // Transport keeps the retry quota state of every host it has seen, so reuse
 // one Transport (as with http.Transport) rather than creating one per
 // request. It is safe for concurrent use by multiple goroutines, and it
@@ -177,6 +186,9 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 			watch.reset()
 		}
 		resp, err := t.base.RoundTrip(areq)
+		if resp != nil && areq != req {
+			resp.Request = req // the caller's request, not our per-attempt copy
+		}
 		out := p.Classify(areq, resp, err)
 		if out.Kind == classify.Success && err == nil {
 			if st.quota != nil {

@@ -23,9 +23,13 @@ const url = "http://api.example.com/v1/things"
 func TestRetriesTransientStatusUntilSuccess(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 500}, {status: 200, body: "ok"}}}
 	tr, clock := newTransport(t, s, policy.Standard())
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	req := newReq(t, "GET", url, "")
+	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
+	}
+	if resp.Request != req {
+		t.Errorf("resp.Request = %p; want the caller's request %p", resp.Request, req)
 	}
 	if got := readBody(t, resp); resp.StatusCode != 200 || got != "ok" {
 		t.Errorf("RoundTrip = %d %q; want 200 %q", resp.StatusCode, got, "ok")
