@@ -10,6 +10,10 @@ import (
 // later attempt has started: only one attempt may consume the original body.
 var errStaleBody = errors.New("retrytransport: request body taken over by a later attempt")
 
+// errNotReplayable is what rewinding a body returns once it has grown past
+// the recording cap or its source has failed.
+var errNotReplayable = errors.New("retrytransport: request body cannot be replayed: it grew past Policy.MaxBodyBuffer or its reader failed")
+
 // recorder makes a request body without GetBody replayable. It records the
 // bytes the base transport reads, up to max, and hands each attempt a
 // cursor that replays the recorded bytes and then goes on reading the
@@ -45,6 +49,15 @@ func (r *recorder) next() io.ReadCloser {
 	defer r.mu.Unlock()
 	r.cur = &cursor{r: r}
 	return r.cur
+}
+
+// rewind is a GetBody for attempt requests: a new cursor if the body can
+// still be replayed whole.
+func (r *recorder) rewind() (io.ReadCloser, error) {
+	if !r.replayable() {
+		return nil, errNotReplayable
+	}
+	return r.next(), nil
 }
 
 // replayable reports whether a new cursor would yield the whole body: no

@@ -159,3 +159,20 @@ func (c *chunks) Read(p []byte) (int, error) {
 type failing struct{ err error }
 
 func (f *failing) Read([]byte) (int, error) { return 0, f.err }
+
+func TestRecorderRewind(t *testing.T) {
+	r := newRecorder(&countingCloser{Reader: strings.NewReader("abc")}, 2)
+	io.ReadAll(r.next())
+	if _, err := r.rewind(); !errors.Is(err, errNotReplayable) {
+		t.Errorf("rewind() after overflow error = %v; want errNotReplayable", err)
+	}
+	r = newRecorder(&countingCloser{Reader: strings.NewReader("abc")}, 10)
+	io.ReadAll(r.next())
+	b, err := r.rewind()
+	if err != nil {
+		t.Fatalf("rewind(): %v", err)
+	}
+	if got, _ := io.ReadAll(b); string(got) != "abc" {
+		t.Errorf("rewind() body = %q; want %q", got, "abc")
+	}
+}

@@ -268,7 +268,10 @@ func attemptRequest(req *http.Request, attempt int, rec *recorder, ctx context.C
 	r := req.WithContext(ctx)
 	switch {
 	case rec != nil:
-		r.Body = rec.next()
+		// GetBody lets the base transport rewind by itself where it knows
+		// that is safe (net/http: an HTTP/2 stream refused or a GOAWAY'd
+		// connection), as it would for a caller's own GetBody.
+		r.Body, r.GetBody = rec.next(), rec.rewind
 	case attempt > 1 && req.GetBody != nil:
 		b, err := req.GetBody()
 		if err != nil {

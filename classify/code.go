@@ -60,10 +60,7 @@ func contains(list []string, c string) bool {
 // closes the original.
 func Code(resp *http.Response) string {
 	if v := resp.Header.Get("X-Amzn-Errortype"); v != "" {
-		if i := strings.IndexByte(v, ':'); i >= 0 {
-			v = v[:i]
-		}
-		return strings.TrimSpace(v)
+		return sanitize(v)
 	}
 	prefix := peek(resp, MaxPeek)
 	return CodeFromBody(prefix)
@@ -81,16 +78,25 @@ func CodeFromBody(b []byte) string {
 	}
 	for _, key := range [...]string{`"__type"`, `"code"`, `"Code"`} {
 		if v, ok := jsonString(b, key); ok {
-			if i := strings.LastIndexByte(v, '#'); i >= 0 {
-				v = v[i+1:]
+			if v = sanitize(v); v != "" {
+				return v
 			}
-			if i := strings.IndexByte(v, ':'); i >= 0 {
-				v = v[:i]
-			}
-			return v
 		}
 	}
 	return ""
+}
+
+// sanitize reduces an AWS error type to its bare code: the part before the
+// first ':' ("Code:http://internal..."), then the part after the last '#'
+// ("aws.namespace#Code").
+func sanitize(v string) string {
+	if i := strings.IndexByte(v, ':'); i >= 0 {
+		v = v[:i]
+	}
+	if i := strings.LastIndexByte(v, '#'); i >= 0 {
+		v = v[i+1:]
+	}
+	return strings.TrimSpace(v)
 }
 
 // jsonString finds the first member named key (quoted) whose value is a

@@ -34,6 +34,8 @@ const (
 // so that the caller reads it whole.
 func Status(resp *http.Response) Outcome {
 	switch s := resp.StatusCode; {
+	case s < 100:
+		return Outcome{Kind: Fatal, Reason: "invalid status"}
 	case s < 400:
 		return Outcome{Kind: Success, Reason: reasonOK}
 	case s == http.StatusTooManyRequests:

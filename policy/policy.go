@@ -145,8 +145,13 @@ func (p Policy) Validate() error {
 	if p.MaxDrain < 0 {
 		errs = append(errs, fmt.Errorf("policy: MaxDrain = %d; want > 0, or 0 for the default", p.MaxDrain))
 	}
-	if q := p.Quota; q != nil && !p.DisableQuota && q.Wait && q.RefillPerSecond <= 0 {
-		errs = append(errs, errors.New("policy: Quota.Wait is set but Quota.RefillPerSecond is 0; waiting mode needs a refill rate"))
+	if q := p.Quota; q != nil && !p.DisableQuota {
+		if q.RefillPerSecond < 0 {
+			errs = append(errs, fmt.Errorf("policy: Quota.RefillPerSecond = %v; want >= 0", q.RefillPerSecond))
+		}
+		if q.Wait && q.RefillPerSecond <= 0 {
+			errs = append(errs, fmt.Errorf("policy: Quota.Wait is set but Quota.RefillPerSecond = %v; waiting mode needs a refill rate > 0", q.RefillPerSecond))
+		}
 	}
 	return errors.Join(errs...)
 }

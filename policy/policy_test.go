@@ -1,0 +1,295 @@
+package policy_test
+
+import (
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// ignoreClassify compares Policies without their Classify func, which cmp
+// cannot compare; sameAsStandard checks it by behaviour.
+var ignoreClassify = cmpopts.IgnoreFields(policy.Policy{}, "Classify")
+
+// defaults is the zero Policy with every documented default filled in.
+var defaults = policy.Policy{
+	MaxAttempts:   3,
+	Backoff:       backoff.FullJitter{},
+	MaxDelay:      20 * time.Second,
+	MaxBodyBuffer: 1 << 20,
+	MaxDrain:      64 << 10,
+}
+
+// sameAsStandard reports the first attempt that fn classifies differently
+// from classify.Standard, or "" if there is none.
+func sameAsStandard(t *testing.T, fn classify.Func) string {
+	t.Helper()
+	if fn == nil {
+		return "Classify is nil"
+	}
+	req, err := http.NewRequest("GET", "https://example.com/", nil)
+	if err != nil {
+		t.Fatalf("http.NewRequest failed: %v", err)
+	}
+	resp := func(status int, body string) *http.Response {
+		return &http.Response{StatusCode: status, Header: make(http.Header), Body: io.NopCloser(strings.NewReader(body))}
+	}
+	attempts := []struct {
+		name string
+		resp func() *http.Response
+		err  error
+	}{
+		{"200", func() *http.Response { return resp(200, "") }, nil},
+		{"404", func() *http.Response { return resp(404, "") }, nil},
+		{"429", func() *http.Response { return resp(429, "") }, nil},
+		{"503 SlowDown", func() *http.Response { return resp(503, `<Error><Code>SlowDown</Code></Error>`) }, nil},
+		{"400 Throttling", func() *http.Response { return resp(400, `{"__type":"Throttling"}`) }, nil},
+		{"dial refused", func() *http.Response { return nil }, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}},
+		{"EOF", func() *http.Response { return nil }, io.EOF},
+	}
+	for _, a := range attempts {
+		got, want := fn(req, a.resp(), a.err), classify.Standard(req, a.resp(), a.err)
+		if got != want {
+			return a.name + ": got " + got.Kind.String() + " " + got.Reason + "; want " + want.Kind.String() + " " + want.Reason
+		}
+	}
+	return ""
+}
+
+func TestDefaultConstants(t *testing.T) {
+	got := []any{policy.DefaultMaxAttempts, policy.DefaultMaxDelay, policy.DefaultMaxBodyBuffer, policy.DefaultMaxDrain}
+	want := []any{3, 20 * time.Second, 1 << 20, 64 << 10}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("DefaultMaxAttempts, DefaultMaxDelay, DefaultMaxBodyBuffer, DefaultMaxDrain mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestZeroPolicyWithDefaultsIsDocumentedDefaults(t *testing.T) {
+	got := policy.Policy{}.WithDefaults()
+	if diff := cmp.Diff(defaults, got, ignoreClassify); diff != "" {
+		t.Errorf("Policy{}.WithDefaults() mismatch (-want +got):\n%s", diff)
+	}
+	if d := sameAsStandard(t, got.Classify); d != "" {
+		t.Errorf("Policy{}.WithDefaults().Classify is not classify.Standard: %s", d)
+	}
+}
+
+func TestWithDefaultsNormalisesNegatives(t *testing.T) {
+	for _, p := range []policy.Policy{
+		{MaxAttempts: -1, MaxDelay: -time.Nanosecond, MaxBodyBuffer: -1, MaxDrain: -1},
+		{MaxAttempts: math.MinInt, MaxDelay: math.MinInt64, MaxBodyBuffer: math.MinInt64, MaxDrain: math.MinInt64},
+	} {
+		got := p.WithDefaults()
+		if diff := cmp.Diff(defaults, got, ignoreClassify); diff != "" {
+			t.Errorf("%+v.WithDefaults() mismatch (-want +got):\n%s", p, diff)
+		}
+	}
+}
+
+func TestWithDefaultsKeepsSetFields(t *testing.T) {
+	called := false
+	custom := func(*http.Request, *http.Response, error) classify.Outcome {
+		called = true
+		return classify.Outcome{Kind: classify.Fatal}
+	}
+	q := &ratelimit.Quota{Capacity: 50}
+	bo := backoff.FullJitter{Base: 10 * time.Millisecond, Max: time.Second}
+	p := policy.Policy{
+		MaxAttempts:        7,
+		Backoff:            bo,
+		MaxDelay:           5 * time.Second,
+		Classify:           custom,
+		Quota:              q,
+		DisableQuota:       true,
+		RetryNonIdempotent: true,
+		MaxBodyBuffer:      10,
+		MaxDrain:           1,
+	}
+	got := p.WithDefaults()
+	want := p
+	if diff := cmp.Diff(want, got, ignoreClassify, cmp.Comparer(func(a, b *ratelimit.Quota) bool { return a == b })); diff != "" {
+		t.Errorf("WithDefaults() of a fully set Policy mismatch (-want +got):\n%s", diff)
+	}
+	got.Classify(nil, nil, nil)
+	if !called {
+		t.Errorf("WithDefaults() replaced a set Classify; want it kept")
+	}
+}
+
+func TestWithDefaultsKeepsQuotaNil(t *testing.T) {
+	for _, p := range []policy.Policy{{}, policy.Standard(), policy.Adaptive(), policy.None()} {
+		if got := p.WithDefaults().Quota; got != nil {
+			t.Errorf("%+v.WithDefaults().Quota = %p; want nil, for the transport to create", p, got)
+		}
+	}
+}
+
+func TestStandardIsAWSStandardMode(t *testing.T) {
+	p := policy.Standard()
+	if p.MaxAttempts != 3 {
+		t.Errorf("Standard().MaxAttempts = %d; want 3", p.MaxAttempts)
+	}
+	if _, ok := p.Backoff.(backoff.FullJitter); !ok {
+		t.Errorf("Standard().Backoff = %#v; want a backoff.FullJitter", p.Backoff)
+	}
+	if p.Quota != nil || p.DisableQuota || p.RetryNonIdempotent {
+		t.Errorf("Standard() = {Quota: %p, DisableQuota: %t, RetryNonIdempotent: %t}; want {nil, false, false}", p.Quota, p.DisableQuota, p.RetryNonIdempotent)
+	}
+	got := p.WithDefaults()
+	if diff := cmp.Diff(defaults, got, ignoreClassify); diff != "" {
+		t.Errorf("Standard().WithDefaults() mismatch (-want +got):\n%s", diff)
+	}
+	if d := sameAsStandard(t, got.Classify); d != "" {
+		t.Errorf("Standard().WithDefaults().Classify is not classify.Standard: %s", d)
+	}
+}
+
+// Until the adaptive limiter lands, Adaptive is documented to behave as
+// Standard.
+func TestAdaptiveIsStandardForNow(t *testing.T) {
+	got, want := policy.Adaptive().WithDefaults(), policy.Standard().WithDefaults()
+	if diff := cmp.Diff(want, got, ignoreClassify); diff != "" {
+		t.Errorf("Adaptive().WithDefaults() mismatch with Standard() (-want +got):\n%s", diff)
+	}
+	if d := sameAsStandard(t, got.Classify); d != "" {
+		t.Errorf("Adaptive().WithDefaults().Classify is not classify.Standard: %s", d)
+	}
+}
+
+func TestNoneMakesOneAttempt(t *testing.T) {
+	for _, p := range []policy.Policy{policy.None(), policy.None().WithDefaults()} {
+		if p.MaxAttempts != 1 {
+			t.Errorf("None().MaxAttempts = %d; want 1", p.MaxAttempts)
+		}
+	}
+}
+
+func TestStandardReturnsFreshValues(t *testing.T) {
+	a, b := policy.Standard(), policy.Standard()
+	if a.Quota != nil || b.Quota != nil {
+		t.Fatalf("Standard().Quota = %p, %p; want nil, so that no two transports share a quota", a.Quota, b.Quota)
+	}
+	a.MaxAttempts = 9
+	a.Quota = &ratelimit.Quota{}
+	if c := policy.Standard(); c.MaxAttempts != 3 || c.Quota != nil {
+		t.Errorf("Standard() after changing an earlier result = {MaxAttempts: %d, Quota: %p}; want {3, nil}", c.MaxAttempts, c.Quota)
+	}
+}
+
+func TestValidateAcceptsPresetsAndZero(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		p    policy.Policy
+	}{
+		{"Policy{}", policy.Policy{}},
+		{"Standard()", policy.Standard()},
+		{"Adaptive()", policy.Adaptive()},
+		{"None()", policy.None()},
+		{"Policy{}.WithDefaults()", policy.Policy{}.WithDefaults()},
+		{"Quota with Wait and refill", policy.Policy{Quota: &ratelimit.Quota{Wait: true, RefillPerSecond: 0.5}}},
+		{"Quota without Wait", policy.Policy{Quota: &ratelimit.Quota{}}},
+		{"Quota with Wait but DisableQuota", policy.Policy{Quota: &ratelimit.Quota{Wait: true}, DisableQuota: true}},
+	} {
+		if err := tt.p.Validate(); err != nil {
+			t.Errorf("%s.Validate() = %v; want nil", tt.name, err)
+		}
+	}
+}
+
+func TestValidateNamesNegativeFieldAndValue(t *testing.T) {
+	tests := []struct {
+		p     policy.Policy
+		field string
+		value string
+	}{
+		{policy.Policy{MaxAttempts: -1}, "MaxAttempts", "-1"},
+		{policy.Policy{MaxAttempts: -42}, "MaxAttempts", "-42"},
+		{policy.Policy{MaxDelay: -time.Second}, "MaxDelay", "-1s"},
+		{policy.Policy{MaxDelay: -1500 * time.Millisecond}, "MaxDelay", "-1.5s"},
+		{policy.Policy{MaxBodyBuffer: -1}, "MaxBodyBuffer", "-1"},
+		{policy.Policy{MaxDrain: -65536}, "MaxDrain", "-65536"},
+	}
+	for _, tt := range tests {
+		err := tt.p.Validate()
+		if err == nil {
+			t.Errorf("Policy{%s: %s}.Validate() = nil; want an error", tt.field, tt.value)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, tt.field) || !strings.Contains(msg, tt.value) {
+			t.Errorf("Policy{%s: %s}.Validate() = %q; want it to name %s and %s", tt.field, tt.value, msg, tt.field, tt.value)
+		}
+	}
+}
+
+func TestValidateRejectsQuotaWaitWithoutRefill(t *testing.T) {
+	p := policy.Policy{Quota: &ratelimit.Quota{Wait: true}}
+	err := p.Validate()
+	if err == nil {
+		t.Fatalf("Policy{Quota: {Wait: true}}.Validate() = nil; want an error")
+	}
+	for _, want := range []string{"Quota.Wait", "RefillPerSecond"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Policy{Quota: {Wait: true}}.Validate() = %q; want it to name %s", err, want)
+		}
+	}
+}
+
+func TestValidateNamesNegativeRefillRate(t *testing.T) {
+	p := policy.Policy{Quota: &ratelimit.Quota{Wait: true, RefillPerSecond: -2}}
+	err := p.Validate()
+	if err == nil || !strings.Contains(err.Error(), "-2") {
+		t.Errorf("Policy{Quota: {Wait: true, RefillPerSecond: -2}}.Validate() = %v; want an error naming -2", err)
+	}
+}
+
+func TestValidateJoinsEveryError(t *testing.T) {
+	p := policy.Policy{
+		MaxAttempts:   -1,
+		MaxDelay:      -time.Second,
+		MaxBodyBuffer: -2,
+		MaxDrain:      -3,
+		Quota:         &ratelimit.Quota{Wait: true},
+	}
+	err := p.Validate()
+	if err == nil {
+		t.Fatalf("Validate() of five bad settings = nil; want five errors")
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("Validate() of five bad settings = %T; want a joined error (errors.Join)", err)
+	}
+	if got := len(joined.Unwrap()); got != 5 {
+		t.Errorf("Validate() of five bad settings joined %d errors; want 5:\n%v", got, err)
+	}
+	for _, field := range []string{"MaxAttempts", "MaxDelay", "MaxBodyBuffer", "MaxDrain", "Quota.Wait"} {
+		found := false
+		for _, e := range joined.Unwrap() {
+			found = found || strings.Contains(e.Error(), field)
+		}
+		if !found {
+			t.Errorf("Validate() of five bad settings = %q; want an error naming %s", err, field)
+		}
+	}
+}
+
+// A policy that fails Validate still works: WithDefaults normalises it.
+func TestInvalidPolicyStillNormalises(t *testing.T) {
+	p := policy.Policy{MaxAttempts: -1, MaxDelay: -time.Second, MaxBodyBuffer: -2, MaxDrain: -3}
+	if p.Validate() == nil {
+		t.Fatalf("Validate() of negative settings = nil; want an error")
+	}
+	if err := p.WithDefaults().Validate(); err != nil {
+		t.Errorf("WithDefaults().Validate() of negative settings = %v; want nil", err)
+	}
+}
