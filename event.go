@@ -15,6 +15,9 @@ import (
 type Event struct {
 	// Request is the caller's request. Treat it as read-only.
 	Request *http.Request
+	// Scope is the key of the request's retry quota bucket: the URL's
+	// host:port unless the policy's Scope function says otherwise.
+	Scope string
 	// Attempt is the attempt that just ended; 1 is the first.
 	Attempt int
 	// Outcome is how that attempt was classified.
@@ -47,7 +50,7 @@ func (t *Transport) emit(ev Event) {
 	}
 	attrs := []slog.Attr{
 		slog.String("method", ev.Request.Method),
-		slog.String("host", ev.Request.URL.Host),
+		slog.String("scope", ev.Scope),
 		slog.Int("attempt", ev.Attempt),
 		slog.String("outcome", ev.Outcome.Kind.String()),
 		slog.String("reason", ev.Outcome.Reason),

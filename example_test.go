@@ -113,7 +113,7 @@ func ExampleWithLogger() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		Level: slog.LevelDebug,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey || a.Key == "host" {
+			if a.Key == slog.TimeKey || a.Key == "scope" {
 				return slog.Attr{} // keep the example's output stable
 			}
 			return a

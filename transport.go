@@ -77,6 +77,7 @@ type Transport struct {
 	sleep   func(context.Context, time.Duration) error
 	observe func(Event)
 	logger  *slog.Logger
+	stats   statsTable
 }
 
 // hostState is a policy with its defaults filled in, and the quota that
@@ -151,16 +152,26 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	st := t.hosts.lookup(req.URL.Hostname())
 	if st.p.MaxAttempts == 1 {
+		t.stats.get(st.scope(req), st).attempts.Add(1)
 		return t.base.RoundTrip(req)
 	}
 	return t.roundTrip(req, st)
+}
+
+// scope returns the key of req's quota and limiter buckets.
+func (st *hostState) scope(req *http.Request) string {
+	if st.p.Scope != nil {
+		return st.p.Scope(req)
+	}
+	return req.URL.Host
 }
 
 // roundTrip is the attempt loop of SPEC §1.
 func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response, error) {
 	p := &st.p
 	ctx := req.Context()
-	scope := req.URL.Host
+	scope := st.scope(req)
+	counters := t.stats.get(scope, st)
 	idempotent := p.RetryNonIdempotent || classify.IsIdempotent(req)
 
 	var rec *recorder
@@ -185,11 +196,18 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 		if watch != nil {
 			watch.reset()
 		}
+		counters.attempts.Add(1)
+		if attempt > 1 {
+			counters.retries.Add(1)
+		}
 		resp, err := t.base.RoundTrip(areq)
 		if resp != nil && areq != req {
 			resp.Request = req // the caller's request, not our per-attempt copy
 		}
 		out := p.Classify(areq, resp, err)
+		if out.Kind == classify.Throttle {
+			counters.throttles.Add(1)
+		}
 		if out.Kind == classify.Success && err == nil {
 			if st.quota != nil {
 				if cost > 0 {
@@ -208,7 +226,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 			return giveUp(resp, err, attempt, reason)
 		}
 
-		ev := Event{Request: req, Attempt: attempt, Outcome: out, Err: err, Quota: -1}
+		ev := Event{Request: req, Scope: scope, Attempt: attempt, Outcome: out, Err: err, Quota: -1}
 		if resp != nil {
 			ev.StatusCode = resp.StatusCode
 		}
@@ -236,6 +254,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 		if st.quota != nil {
 			c, wait, ok := st.quota.Acquire(scope, out.Kind)
 			if !ok {
+				counters.quotaRefusals.Add(1)
 				return t.stop(st, ev, resp, err, ratelimit.ErrQuotaExceeded)
 			}
 			cost = c
@@ -287,7 +306,7 @@ func attemptRequest(req *http.Request, attempt int, rec *recorder, ctx context.C
 func (t *Transport) stop(st *hostState, ev Event, resp *http.Response, err error, reason error) (*http.Response, error) {
 	ev.Stop = reason
 	if st.quota != nil {
-		ev.Quota = st.quota.Level(ev.Request.URL.Host)
+		ev.Quota = st.quota.Level(ev.Scope)
 	}
 	t.emit(ev)
 	return giveUp(resp, err, ev.Attempt, reason)

@@ -504,3 +504,50 @@ func TestHostPolicyIPLiterals(t *testing.T) {
 		}
 	}
 }
+
+func TestSnapshotCountsPerScope(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 429}, {status: 200}}}
+	tr, _ := newTransport(t, s, policy.Standard())
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	s.steps = []step{{status: 503}}
+	tr2, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 4}})
+	resp, _ = tr2.RoundTrip(newReq(t, "GET", "http://b.example:8080/", ""))
+	resp.Body.Close()
+
+	want := []retrytransport.ScopeStats{{Scope: "api.example.com", Attempts: 3, Retries: 2, Throttles: 1, Quota: 495}}
+	if diff := cmp.Diff(want, tr.Snapshot()); diff != "" {
+		t.Errorf("Snapshot() mismatch (-want +got):\n%s", diff)
+	}
+	want = []retrytransport.ScopeStats{{Scope: "b.example:8080", Attempts: 1, QuotaRefusals: 1, Quota: 4}}
+	if diff := cmp.Diff(want, tr2.Snapshot()); diff != "" {
+		t.Errorf("Snapshot() with a refusing quota mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestScopeFunctionSplitsQuota(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Policy{
+		MaxAttempts: 2,
+		Quota:       &ratelimit.Quota{Capacity: 5},
+		Scope:       func(r *http.Request) string { return r.Header.Get("X-Table") },
+	}
+	tr, _ := newTransport(t, s, p)
+	send := func(table string) int {
+		before := s.count()
+		req := newReq(t, "GET", url, "")
+		req.Header.Set("X-Table", table)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("RoundTrip(%s): %v", table, err)
+		}
+		resp.Body.Close()
+		return s.count() - before
+	}
+	if a1, a2, b := send("orders"), send("orders"), send("users"); a1 != 2 || a2 != 1 || b != 2 {
+		t.Errorf("attempts orders, orders, users = %d, %d, %d; want 2, 1, 2 (one quota per table)", a1, a2, b)
+	}
+}

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/retrytransport/retrytransport/backoff"
@@ -76,6 +77,15 @@ type Policy struct {
 	// request whose body was partly sent and grew past it is not retried.
 	// Zero or negative means DefaultMaxBodyBuffer (1 MiB).
 	MaxBodyBuffer int64
+
+	// Scope maps a request to the key of its retry quota bucket (and rate
+	// limiter state): requests with the same key share them, and trouble in
+	// one scope never slows another. Nil means the request URL's Host
+	// (host and port). A function can split finer, for example by a
+	// DynamoDB table name taken from a header, so that one throttled table
+	// does not starve requests to the others. It must be fast and safe for
+	// concurrent use.
+	Scope func(req *http.Request) string
 
 	// MaxDrain is how many bytes of a failed response's body are read and
 	// discarded before it is closed, so that its connection is reused.
