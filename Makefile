@@ -27,11 +27,21 @@ race:
 demo:
 	$(GO) run ./examples/demo
 
-# Native fuzz targets, a few seconds each.
+# Every native fuzz target of every package, FUZZTIME each. The seed corpora
+# also run as ordinary tests in make test.
 FUZZTIME ?= 10s
 fuzz:
-	$(GO) test ./retryafter -run '^$$' -fuzz '^FuzzParseValue$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./classify -run '^$$' -fuzz FuzzCode -fuzztime $(FUZZTIME)
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; \
+	    $(GO) test $$pkg -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME); \
+	  done; \
+	done
 
+# The root module's testing.B benchmarks (bare vs retrying, same run), then
+# the bench/ module's side-by-side tables against peer libraries, about 3
+# minutes in all; BENCHFLAGS=-quick shrinks the tables' scenarios to ~30 s.
+BENCHFLAGS ?=
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 .
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 -benchtime 300ms .
+	cd bench && $(GO) run . $(BENCHFLAGS)

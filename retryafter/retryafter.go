@@ -6,16 +6,13 @@ import (
 	"time"
 )
 
-// MaxDelay is the longest delay that [Parse] and [ParseValue] return:
-// 2^62 nanoseconds, about 146 years. Larger values, such as
-// "99999999999999999999999" seconds or a date in the year 9999, saturate
-// here rather than overflow. The value is half the largest time.Duration,
-// so a caller can add another delay of up to MaxDelay without overflowing
-// before comparing the sum with its cap.
+// MaxDelay is the longest delay that [Parse], [ParseValue] and
+// [ParseSources] return: 2^62 nanoseconds, about 146 years. Larger values,
+// such as "99999999999999999999999" seconds or a date in the year 9999,
+// saturate here rather than overflow. The value is half the largest
+// time.Duration, so a caller can add another delay of up to MaxDelay
+// without overflowing before comparing the sum with its cap.
 const MaxDelay time.Duration = 1 << 62
-
-// maxSeconds is the largest delay-seconds value that fits in MaxDelay.
-const maxSeconds = int64(MaxDelay / time.Second)
 
 // headerRetryAfter is the canonical name of the field.
 const headerRetryAfter = "Retry-After"
@@ -65,25 +62,15 @@ func ParseValue(v string, now time.Time) (time.Duration, bool) {
 	return parseDate(v, now)
 }
 
-// parseSeconds parses delay-seconds (RFC 9110 §10.2.3: 1*DIGIT). It
-// reports false if v holds anything but ASCII digits.
+// parseSeconds parses delay-seconds (RFC 9110 §10.2.3: 1*DIGIT),
+// saturating at [MaxDelay]. It reports false if v holds anything but ASCII
+// digits.
 func parseSeconds(v string) (time.Duration, bool) {
-	var n int64
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		// Keep scanning after saturating: a later non-digit still makes
-		// the value malformed.
-		if n <= maxSeconds {
-			n = n*10 + int64(c-'0')
-		}
+	n, ok := parseUint(v)
+	if !ok {
+		return 0, false
 	}
-	if n > maxSeconds {
-		return MaxDelay, true
-	}
-	return time.Duration(n) * time.Second, true
+	return scale(n, time.Second), true
 }
 
 // parseDate parses an HTTP-date (RFC 9110 §5.6.7) and returns its distance
@@ -100,15 +87,7 @@ func parseDate(v string, now time.Time) (time.Duration, bool) {
 	if err != nil {
 		return 0, false
 	}
-	// Time.Sub saturates at the largest Duration instead of overflowing.
-	d := t.Sub(now)
-	switch {
-	case d < 0:
-		return 0, true
-	case d > MaxDelay:
-		return MaxDelay, true
-	}
-	return d, true
+	return until(t, now), true
 }
 
 // trimOWS removes optional whitespace (RFC 9110 §5.6.3: spaces and
