@@ -43,5 +43,5 @@ fuzz:
 # minutes in all; BENCHFLAGS=-quick shrinks the tables' scenarios to ~30 s.
 BENCHFLAGS ?=
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 -benchtime 300ms .
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 -benchtime 200ms .
 	cd bench && $(GO) run . $(BENCHFLAGS)

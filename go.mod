@@ -7,4 +7,5 @@ require (
 	github.com/hashicorp/go-cleanhttp v0.5.2
 	github.com/jarcoal/httpmock v1.4.2
 	go.uber.org/goleak v1.3.0
+	golang.org/x/time v0.14.0
 )

@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // maxStatsScopes bounds how many scopes the counters track, so that a client
@@ -29,6 +31,10 @@ type ScopeStats struct {
 	// Quota is the retry quota's level in tokens, or -1 when the scope's
 	// policy has no quota.
 	Quota float64
+	// Adaptive is the state of the scope's adaptive rate limiter (fill
+	// rate, measured rate, tokens); the zero value when the policy is not
+	// adaptive.
+	Adaptive ratelimit.AdaptiveState
 }
 
 // scopeCounters are the live counters behind a ScopeStats.
@@ -84,6 +90,9 @@ func (t *Transport) Snapshot() []ScopeStats {
 		}
 		if c.st.quota != nil {
 			s.Quota = c.st.quota.Level(scope)
+		}
+		if c.st.adaptive != nil {
+			s.Adaptive = c.st.adaptive.State(scope)
 		}
 		out = append(out, s)
 		return true

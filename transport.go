@@ -83,8 +83,10 @@ type Transport struct {
 // hostState is a policy with its defaults filled in, and the quota that
 // this Transport uses for it.
 type hostState struct {
-	p     policy.Policy
-	quota *ratelimit.Quota // nil when the policy disables it
+	p        policy.Policy
+	quota    *ratelimit.Quota    // nil when the policy disables it
+	adaptive *ratelimit.Adaptive // nil unless the policy is adaptive
+	fixed    *ratelimit.Fixed    // nil unless the policy has a fixed rate
 }
 
 // newHostState resolves p. A quota the Transport creates runs on the
@@ -97,6 +99,11 @@ func newHostState(p policy.Policy, now func() time.Time) *hostState {
 			st.quota = &ratelimit.Quota{Now: now}
 		}
 	}
+	st.adaptive = p.Limiter
+	if st.adaptive == nil && p.Adaptive {
+		st.adaptive = &ratelimit.Adaptive{Now: now}
+	}
+	st.fixed = p.RateLimit
 	return st
 }
 
@@ -151,7 +158,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("retrytransport: nil Request.URL")
 	}
 	st := t.hosts.lookup(req.URL.Hostname())
-	if st.p.MaxAttempts == 1 {
+	if st.p.MaxAttempts == 1 && st.adaptive == nil && st.fixed == nil {
 		t.stats.get(st.scope(req), st).attempts.Add(1)
 		return t.base.RoundTrip(req)
 	}
@@ -187,7 +194,28 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 	}
 
 	cost := 0 // quota tokens paid for the current attempt; 0 for the first
+	var lastErr error
 	for attempt := 1; ; attempt++ {
+		if st.adaptive != nil || st.fixed != nil {
+			if err := t.pace(ctx, st, scope); err != nil {
+				if errors.Is(err, ratelimit.ErrRateLimited) {
+					counters.rateLimited.Add(1)
+				}
+				if attempt == 1 {
+					if rec == nil {
+						closeBody(req)
+					}
+					return nil, fmt.Errorf("retrytransport: before the first attempt: %w", err)
+				}
+				// The previous response was already drained and closed
+				// when the retry was decided.
+				last := lastErr
+				if last == nil {
+					last = err
+				}
+				return nil, &RetryError{Attempts: attempt - 1, Reason: err, Err: last}
+			}
+		}
 		areq, err := attemptRequest(req, attempt, rec, attemptCtx)
 		if err != nil {
 			return nil, &RetryError{Attempts: attempt - 1, Reason: ErrNotRetryable,
@@ -205,6 +233,10 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 			resp.Request = req // the caller's request, not our per-attempt copy
 		}
 		out := p.Classify(areq, resp, err)
+		if st.adaptive != nil && ctx.Err() == nil {
+			st.adaptive.Record(scope, out.Kind)
+		}
+		lastErr = err
 		if out.Kind == classify.Throttle {
 			counters.throttles.Add(1)
 		}
@@ -275,6 +307,52 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 			return nil, &RetryError{Attempts: attempt, Reason: serr, Err: serr}
 		}
 	}
+}
+
+// pace waits until the scope's client-side rate limiters let an attempt
+// go. A fixed-rate reservation is held while waiting, as x/time/rate's Wait
+// does; the adaptive limiter is asked again after each wait, as the AWS
+// SDKs do, because its rate may change while the attempt waits. A wait that
+// would end after ctx's deadline is not started (ErrDeadline); a limiter
+// that refuses to wait gives ratelimit.ErrRateLimited.
+func (t *Transport) pace(ctx context.Context, st *hostState, scope string) error {
+	if f := st.fixed; f != nil {
+		w, ok := f.Reserve(scope)
+		if !ok {
+			return fmt.Errorf("fixed rate of scope %q needs a %v wait: %w", scope, w, ratelimit.ErrRateLimited)
+		}
+		if err := t.wait(ctx, w); err != nil {
+			f.Cancel(scope)
+			return err
+		}
+	}
+	if a := st.adaptive; a != nil {
+		for {
+			w, ok := a.Reserve(scope)
+			if !ok {
+				return fmt.Errorf("adaptive rate of scope %q needs a %v wait: %w", scope, w, ratelimit.ErrRateLimited)
+			}
+			if w == 0 {
+				return nil
+			}
+			a.Cancel(scope)
+			if err := t.wait(ctx, w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// wait sleeps for d, unless that would end after ctx's deadline.
+func (t *Transport) wait(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if dl, ok := ctx.Deadline(); ok && t.now().Add(d).After(dl) {
+		return ErrDeadline
+	}
+	return t.sleep(ctx, d)
 }
 
 // attemptRequest returns the request to send as attempt number attempt: req

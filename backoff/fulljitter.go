@@ -1,17 +1,17 @@
 package backoff
 
-import (
-	"math/rand/v2"
-	"time"
-)
+import "time"
 
 const (
 	// DefaultBase is the delay ceiling of retry 1 in [FullJitter]: the
-	// first retry waits less than one second (SPEC §1).
+	// first retry waits less than one second (SPEC §1). [EqualJitter] and
+	// [Decorrelated] use it as their default Base too.
 	DefaultBase = time.Second
 
 	// DefaultMaxBackoff is the largest delay ceiling of [FullJitter], the
-	// MAX_BACKOFF of AWS standard mode (SPEC §1): 20 seconds.
+	// MAX_BACKOFF of AWS standard mode (SPEC §1): 20 seconds. It is also
+	// the default cap of [EqualJitter], [Decorrelated], [ScaledJitter]
+	// (the Kotlin SDK's maxBackoff, SPEC §2) and [Capped].
 	DefaultMaxBackoff = 20 * time.Second
 )
 
@@ -56,57 +56,5 @@ type FullJitter struct {
 // treated as 1. Delay never returns a negative duration or one above the
 // cap: Max, or DefaultMaxBackoff when Max is not positive.
 func (s FullJitter) Delay(retry int) time.Duration {
-	return jitter(s.ceiling(retry), s.rand())
-}
-
-// ceiling returns min(base * 2^(retry-1), max) with the defaults resolved,
-// without overflow for any retry.
-func (s FullJitter) ceiling(retry int) time.Duration {
-	base, limit := s.Base, s.Max
-	if base <= 0 {
-		base = DefaultBase
-	}
-	if limit <= 0 {
-		limit = DefaultMaxBackoff
-	}
-	// Double until the cap is reached instead of shifting by retry-1: a
-	// shift overflows for large retry numbers. base >= 1ns, so the loop
-	// stops after at most 63 doublings whatever retry is.
-	c := base
-	for n := 1; n < retry && c < limit; n++ {
-		if c > limit/2 {
-			return limit
-		}
-		c *= 2
-	}
-	return min(c, limit)
-}
-
-// rand draws one number from s.Rand, or from math/rand/v2 if it is nil,
-// and clamps it into [0, 1].
-func (s FullJitter) rand() float64 {
-	var r float64
-	if s.Rand != nil {
-		r = s.Rand()
-	} else {
-		r = rand.Float64()
-	}
-	switch {
-	case r >= 1:
-		return 1
-	case r > 0:
-		return r
-	default: // zero, negative or NaN
-		return 0
-	}
-}
-
-// jitter returns r * ceiling for r in [0, 1], never above ceiling.
-func jitter(ceiling time.Duration, r float64) time.Duration {
-	if r >= 1 {
-		return ceiling
-	}
-	// float64(ceiling) may round up past ceiling for ceilings above 2^53 ns
-	// (about 104 days); the clamp keeps the result in range.
-	return min(time.Duration(r*float64(ceiling)), ceiling)
+	return jitter(binaryCeiling(s.Base, s.Max, retry), draw(s.Rand))
 }

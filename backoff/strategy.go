@@ -26,3 +26,12 @@ func (f Func) Delay(retry int) time.Duration {
 	}
 	return max(f(retry), 0)
 }
+
+// orDefault resolves a duration field by the package's rule: zero or
+// negative means def.
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}

@@ -1,16 +1,26 @@
 package backoff_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/retrytransport/retrytransport/backoff"
 )
 
-// Both strategies must satisfy the interface.
+// Every strategy must satisfy the interface.
 var (
 	_ backoff.Strategy = backoff.Func(nil)
 	_ backoff.Strategy = backoff.FullJitter{}
+	_ backoff.Strategy = backoff.EqualJitter{}
+	_ backoff.Strategy = backoff.Decorrelated{}
+	_ backoff.Strategy = backoff.ScaledJitter{}
+	_ backoff.Strategy = backoff.Exponential{}
+	_ backoff.Strategy = backoff.Incremental{}
+	_ backoff.Strategy = backoff.Constant{}
+	_ backoff.Strategy = backoff.Schedule{}
+	_ backoff.Strategy = backoff.Capped{}
+	_ backoff.Strategy = backoff.Jittered{}
 )
 
 func TestFuncCallsFunction(t *testing.T) {
@@ -56,4 +66,37 @@ func TestFuncNilIsZero(t *testing.T) {
 	if got := f.Delay(1); got != 0 {
 		t.Errorf("Func(nil).Delay(1) = %v; want 0", got)
 	}
+}
+
+func TestStrategiesConcurrentUse(t *testing.T) {
+	// One value of each strategy, with the default Rand, shared by many
+	// goroutines; the race detector checks that none keeps state.
+	strategies := []backoff.Strategy{
+		backoff.FullJitter{},
+		backoff.EqualJitter{},
+		backoff.Decorrelated{},
+		backoff.ScaledJitter{},
+		backoff.Exponential{},
+		backoff.Incremental{},
+		backoff.Constant{},
+		backoff.Schedule{MinDelay: time.Second, MaxDelay: time.Minute, NumRetries: 10, Jitter: 0.5},
+		backoff.Capped{Strategy: backoff.Incremental{}},
+		backoff.Jittered{Strategy: backoff.Constant{}},
+	}
+	var wg sync.WaitGroup
+	for _, s := range strategies {
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for retry := 1; retry <= 50; retry++ {
+					if got := s.Delay(retry); got < 0 {
+						t.Errorf("%T.Delay(%d) = %v; want >= 0", s, retry, got)
+						return
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
 }

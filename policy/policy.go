@@ -78,6 +78,26 @@ type Policy struct {
 	// Zero or negative means DefaultMaxBodyBuffer (1 MiB).
 	MaxBodyBuffer int64
 
+	// Adaptive turns on AWS adaptive retry mode's client-side rate limiter
+	// (SPEC §1, §6): every attempt of a scope, the first included, waits for
+	// a send token whose rate follows the throttles the scope receives, so a
+	// client offered more load than the server admits slows to the server's
+	// capacity instead of collecting 429s. The Transport creates a
+	// ratelimit.Adaptive with the default parameters for each policy unless
+	// Limiter is set.
+	Adaptive bool
+
+	// Limiter is the adaptive rate limiter to use, with its parameters
+	// (FailFast, MaxWait, Reference behaviour, ...). Setting it implies
+	// Adaptive. It is used as given: the same pointer in several policies or
+	// transports shares its per-scope state on purpose.
+	Limiter *ratelimit.Adaptive
+
+	// RateLimit paces every attempt of a scope at a fixed rate with a burst,
+	// for APIs that publish their limit (SNS maxReceivesPerSecond). Nil
+	// means no fixed rate. Like Limiter, it is used as given.
+	RateLimit *ratelimit.Fixed
+
 	// Scope maps a request to the key of its retry quota bucket (and rate
 	// limiter state): requests with the same key share them, and trouble in
 	// one scope never slows another. Nil means the request URL's Host
@@ -102,11 +122,16 @@ func Standard() Policy {
 	return Policy{MaxAttempts: DefaultMaxAttempts, Backoff: backoff.FullJitter{}}
 }
 
-// Adaptive returns AWS adaptive retry mode: Standard plus a client-side
-// rate limiter that paces attempts from the throttles it sees (SPEC §1).
-// The limiter is not implemented yet (it is tracked as the project's
-// adaptive-mode issue); until it lands, Adaptive behaves as Standard.
-func Adaptive() Policy { return Standard() }
+// Adaptive returns AWS adaptive retry mode (SPEC §1): Standard plus a
+// client-side rate limiter per scope that paces every attempt, the first
+// included, from the throttles the scope receives. Each Transport built
+// with it creates its own ratelimit.Adaptive with the default parameters,
+// which fix the SDKs' cold start (see ratelimit.Adaptive).
+func Adaptive() Policy {
+	p := Standard()
+	p.Adaptive = true
+	return p
+}
 
 // None returns a policy that never retries: one attempt, as the "legacy"
 // or "off" retry mode of SPEC §1.

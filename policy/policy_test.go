@@ -157,8 +157,12 @@ func TestStandardIsAWSStandardMode(t *testing.T) {
 
 // Until the adaptive limiter lands, Adaptive is documented to behave as
 // Standard.
-func TestAdaptiveIsStandardForNow(t *testing.T) {
+func TestAdaptiveIsStandardPlusLimiter(t *testing.T) {
 	got, want := policy.Adaptive().WithDefaults(), policy.Standard().WithDefaults()
+	want.Adaptive = true
+	if got.Limiter != nil {
+		t.Errorf("Adaptive().Limiter = %p; want nil, so that each Transport creates its own", got.Limiter)
+	}
 	if diff := cmp.Diff(want, got, ignoreClassify); diff != "" {
 		t.Errorf("Adaptive().WithDefaults() mismatch with Standard() (-want +got):\n%s", diff)
 	}

@@ -8,6 +8,28 @@
 // server that is already failing. Each scope has its own bucket, so an outage
 // of one host does not stop retries to another.
 //
+// [Adaptive] is the client-side rate limiter of AWS adaptive retry mode
+// (SPEC §6): per scope, a bucket of send tokens whose fill rate drops by a
+// factor on each throttling response and grows back along a CUBIC curve. A
+// client that is throttled slows to what the server admits and speeds up
+// again once the throttling stops. A scope is not limited at all until its
+// first throttle, and throttling of one scope never slows another. By
+// default Adaptive fixes two weaknesses of the SDKs' algorithm: the collapse
+// to its minimum rate when the first throttle arrives before any rate has
+// been measured, and the compounding of decreases when many throttled
+// requests were already in flight. Set Reference to get the SDKs' exact
+// behaviour.
+//
+// [Fixed] paces each scope at a constant rate with a burst, like Amazon
+// SNS's maxReceivesPerSecond (SPEC §4), and is built on
+// golang.org/x/time/rate.
+//
+// Both limiters return the wait before an attempt instead of sleeping.
+// Callers that wait on Adaptive should ask again after each sleep, as the
+// SDKs do, because its rate may change meanwhile. Both refuse with ok false
+// when FailFast or MaxWait forbids the wait; the transport then stops with
+// [ErrRateLimited].
+//
 // # What this package does not do
 //
 // It sends no requests and knows nothing of HTTP: callers classify each

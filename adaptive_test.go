@@ -1,0 +1,182 @@
+package retrytransport_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// throttleThenOK answers 429 to the first n attempts, then 200.
+func throttleThenOK(n int) *script {
+	steps := make([]step, 0, n+1)
+	for range n {
+		steps = append(steps, step{status: 429})
+	}
+	return &script{steps: append(steps, step{status: 200})}
+}
+
+func TestAdaptivePacesFirstAttemptsAfterAThrottle(t *testing.T) {
+	s := throttleThenOK(1)
+	tr, clock := newTransport(t, s, policy.Adaptive())
+	for i := range 20 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		resp.Body.Close()
+	}
+	stats := tr.Snapshot()
+	if len(stats) != 1 || !stats[0].Adaptive.Enabled || stats[0].Throttles != 1 {
+		t.Fatalf("Snapshot() = %+v; want one scope whose adaptive limiter is enabled after 1 throttle", stats)
+	}
+	// One backoff before the retry of the throttled request; every other
+	// wait is the limiter pacing an attempt.
+	if waits := clock.Sleeps(); len(waits) < 2 {
+		t.Errorf("waits = %v; want the limiter to pace attempts after the throttle", waits)
+	}
+	if got := s.count(); got != 21 {
+		t.Errorf("attempts = %d; want 21 (20 requests, one retry)", got)
+	}
+}
+
+func TestAdaptiveNeverDelaysAnUnthrottledScope(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	tr, clock := newTransport(t, s, policy.Adaptive())
+	for range 50 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if waits := clock.Sleeps(); len(waits) != 0 {
+		t.Errorf("waits = %v; want none before any throttle", waits)
+	}
+}
+
+func TestAdaptiveFailFast(t *testing.T) {
+	s := throttleThenOK(1000)
+	p := policy.Standard()
+	p.MaxAttempts = 1 + 1
+	p.Limiter = &ratelimit.Adaptive{FailFast: true}
+	tr, clock := newTransport(t, s, p)
+	p.Limiter.Now = clock.Now
+	var err error
+	for i := 0; i < 50 && err == nil; i++ {
+		var resp *http.Response
+		if resp, err = tr.RoundTrip(newReq(t, "GET", url, "")); resp != nil {
+			resp.Body.Close()
+		}
+	}
+	if !errors.Is(err, ratelimit.ErrRateLimited) {
+		t.Fatalf("RoundTrip error = %v; want ErrRateLimited once the limiter needs a wait", err)
+	}
+	if stats := tr.Snapshot(); len(stats) != 1 || stats[0].RateLimited == 0 {
+		t.Errorf("Snapshot() = %+v; want RateLimited counted", stats)
+	}
+	for _, w := range clock.Sleeps() {
+		if w > 2*time.Second {
+			t.Errorf("a fail-fast limiter waited %v", w)
+		}
+	}
+}
+
+func TestAdaptivePacingHonoursDeadline(t *testing.T) {
+	s := throttleThenOK(1000)
+	p := policy.Standard()
+	p.MaxAttempts = 1
+	// The reference algorithm drops to 0.5 req/s at its first throttle, so
+	// the next attempt must wait about 2 s: past a deadline 1 s away.
+	p.Limiter = &ratelimit.Adaptive{Reference: true}
+	tr, clock := newTransport(t, s, p)
+	p.Limiter.Now = clock.Now
+	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(time.Second))
+	defer cancel()
+	var err error
+	for i := 0; i < 50 && err == nil; i++ {
+		var resp *http.Response
+		if resp, err = tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx)); resp != nil {
+			resp.Body.Close()
+		}
+	}
+	if !errors.Is(err, retrytransport.ErrDeadline) {
+		t.Errorf("RoundTrip error = %v; want ErrDeadline when the pacing wait passes the deadline", err)
+	}
+}
+
+// In adaptive mode the retry quota must still refill on first-attempt
+// successes; one SDK forgets to, and its quota then never recovers (SPEC §6).
+func TestAdaptiveQuotaStillRefills(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 503}, {status: 200}}}
+	q := &ratelimit.Quota{}
+	p := policy.Adaptive()
+	p.Quota = q
+	tr, _ := newTransport(t, s, p)
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := q.Level("api.example.com"); got != 495 {
+		t.Fatalf("quota after two retries, the last refunded = %v; want 495", got)
+	}
+	for range 3 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if got := q.Level("api.example.com"); got != 498 {
+		t.Errorf("quota after 3 first-attempt successes = %v; want 498 (+1 each)", got)
+	}
+}
+
+func TestFixedRateLimitPacesEveryAttempt(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	p := policy.Standard()
+	p.RateLimit = &ratelimit.Fixed{Rate: 10, Burst: 1}
+	tr, clock := newTransport(t, s, p)
+	p.RateLimit.Now = clock.Now
+	for range 3 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := []time.Duration{100 * time.Millisecond, 100 * time.Millisecond}
+	if diff := cmp.Diff(want, clock.Sleeps()); diff != "" {
+		t.Errorf("waits mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestFixedRateFailFastBeforeFirstAttempt(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	p := policy.Standard()
+	p.RateLimit = &ratelimit.Fixed{Rate: 1, Burst: 1, FailFast: true}
+	tr, clock := newTransport(t, s, p)
+	p.RateLimit.Now = clock.Now
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	body := &closeCounter{}
+	req := newReq(t, "PUT", url, "")
+	req.Body = body
+	_, err = tr.RoundTrip(req)
+	if !errors.Is(err, ratelimit.ErrRateLimited) || s.count() != 1 {
+		t.Errorf("second request: error = %v after %d attempts; want ErrRateLimited and no attempt", err, s.count())
+	}
+	if body.closed.Load() != 1 {
+		t.Errorf("request body closed %d times; want 1", body.closed.Load())
+	}
+}

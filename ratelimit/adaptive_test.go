@@ -1,0 +1,284 @@
+package ratelimit_test
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// throttled returns an Adaptive whose scope "s" was throttled at t0+500ms at
+// a measured 10 req/s: fill rate 7, capacity 7, no token yet.
+func throttled(t *testing.T, a *ratelimit.Adaptive) *ratelimit.Adaptive {
+	t.Helper()
+	play(a, steady(0, 500*ms, classify.Success, classify.Throttle))
+	if st := a.StateAt(t0.Add(500*ms), "s"); st.FillRate != 7 || st.Tokens != 0 {
+		t.Fatalf("setup: StateAt(s) = %+v; want fill rate 7 and no token", st)
+	}
+	return a
+}
+
+func TestAdaptiveNotEnabledNeverWaits(t *testing.T) {
+	a := ratelimit.Adaptive{FailFast: true}
+	for i := range 1000 {
+		now := t0.Add(time.Duration(i) * ms)
+		if w, ok := a.ReserveAt(now, "s"); w != 0 || !ok {
+			t.Fatalf("ReserveAt(t0+%dms, s) before any throttle = %v, %t; want 0, true", i, w, ok)
+		}
+		for _, k := range []classify.Kind{classify.Success, classify.Transient, classify.Timeout, classify.Fatal} {
+			a.RecordAt(now, "s", k)
+		}
+	}
+	if st := a.StateAt(t0.Add(time.Second), "s"); st.Enabled {
+		t.Errorf("StateAt(s) after 4000 non-throttle outcomes: Enabled = true; want false")
+	}
+}
+
+func TestAdaptiveStateOfUnknownScopeIsZero(t *testing.T) {
+	var a ratelimit.Adaptive
+	if diff := cmp.Diff(ratelimit.AdaptiveState{}, a.StateAt(t0, "never")); diff != "" {
+		t.Errorf("StateAt(never) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestAdaptiveStateReportsLastThrottle(t *testing.T) {
+	a := throttled(t, &ratelimit.Adaptive{})
+	if got, want := a.StateAt(t0.Add(time.Second), "s").LastThrottle, t0.Add(500*ms); !got.Equal(want) {
+		t.Errorf("StateAt(s).LastThrottle = %v; want %v", got, want)
+	}
+}
+
+func TestAdaptiveFailFastRefusesWithoutTaking(t *testing.T) {
+	a := throttled(t, &ratelimit.Adaptive{FailFast: true})
+	now := t0.Add(500 * ms)
+	if w, ok := a.ReserveAt(now, "s"); w != 142857143 || ok {
+		t.Errorf("ReserveAt(s) with FailFast and no token = %v, %t; want 142.857143ms, false", w, ok)
+	}
+	if got := a.StateAt(now, "s").Tokens; got != 0 {
+		t.Errorf("StateAt(s).Tokens after a refusal = %v; want 0 (nothing taken)", got)
+	}
+	if w, ok := a.ReserveAt(now.Add(time.Second), "s"); w != 0 || !ok {
+		t.Errorf("ReserveAt(s) with FailFast and 7 tokens = %v, %t; want 0, true", w, ok)
+	}
+}
+
+func TestAdaptiveMaxWaitRefusesLongerWaits(t *testing.T) {
+	a := throttled(t, &ratelimit.Adaptive{MaxWait: 200 * ms})
+	now := t0.Add(500 * ms)
+	type result struct {
+		Wait time.Duration
+		OK   bool
+	}
+	var got []result
+	for range 3 {
+		w, ok := a.ReserveAt(now, "s")
+		got = append(got, result{w, ok})
+	}
+	// 1/7 s fits in 200 ms; 2/7 s does not, and nothing is taken, so the
+	// third call is refused the same way.
+	want := []result{{142857143, true}, {285714286, false}, {285714286, false}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ReserveAt(s) with MaxWait 200ms mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestAdaptiveCancelReturnsToken(t *testing.T) {
+	a := throttled(t, &ratelimit.Adaptive{})
+	now := t0.Add(500 * ms)
+	a.ReserveAt(now, "s")
+	a.ReserveAt(now, "s")
+	a.CancelAt(now, "s") // the second caller gave up
+	if got := a.StateAt(now, "s").Tokens; got != -1 {
+		t.Errorf("StateAt(s).Tokens after two reservations and a cancel = %v; want -1", got)
+	}
+	if w, _ := a.ReserveAt(now, "s"); w != 285714286 {
+		t.Errorf("ReserveAt(s) after the cancel = %v; want 285.714286ms, the freed turn", w)
+	}
+	a.CancelAt(now.Add(time.Hour), "s")
+	if got, want := a.StateAt(now.Add(time.Hour), "s").Tokens, 7.0; got != want {
+		t.Errorf("StateAt(s).Tokens after an hour and a cancel = %v; want %v (capacity)", got, want)
+	}
+	a.CancelAt(now, "unknown") // no scope stored: nothing happens
+	if st := a.StateAt(now, "unknown"); st.Enabled {
+		t.Errorf("CancelAt(unknown) created an enabled scope")
+	}
+}
+
+func TestAdaptiveScopesIndependent(t *testing.T) {
+	a := throttled(t, &ratelimit.Adaptive{FailFast: true})
+	now := t0.Add(500 * ms)
+	if _, ok := a.ReserveAt(now, "s"); ok {
+		t.Fatalf("ReserveAt(s) after its throttle granted; want refused (no token, FailFast)")
+	}
+	for range 100 {
+		if w, ok := a.ReserveAt(now, "other"); w != 0 || !ok {
+			t.Fatalf("ReserveAt(other) while s is throttled = %v, %t; want 0, true", w, ok)
+		}
+	}
+	if a.StateAt(now, "other").Enabled {
+		t.Errorf("StateAt(other).Enabled = true after s was throttled; want false")
+	}
+}
+
+func TestAdaptiveNonThrottleKindsDoNotDecrease(t *testing.T) {
+	for _, k := range []classify.Kind{classify.Success, classify.Transient, classify.Timeout, classify.Fatal, classify.Kind(99)} {
+		a := throttled(t, &ratelimit.Adaptive{})
+		a.RecordAt(t0.Add(600*ms), "s", k)
+		// 0.4·(0.1 - 1.957434)³ + 10 = 0.4·(-6.408259) + 10 = 7.436696,
+		// under the cap 2·10.
+		if got := a.StateAt(t0.Add(600*ms), "s").FillRate; math.Abs(got-7.436696) > 1e-6 {
+			t.Errorf("FillRate after RecordAt(%v) = %v; want 7.436696 (the curve)", k, got)
+		}
+	}
+}
+
+func TestAdaptiveOutOfRangeSettingsMeanDefaults(t *testing.T) {
+	script := steady(0, 3*time.Second, classify.Success, classify.Throttle)
+	var def ratelimit.Adaptive
+	play(&def, script)
+	want := def.StateAt(t0.Add(4*time.Second), "s")
+	for _, a := range []*ratelimit.Adaptive{
+		{Beta: 1, Scale: -1, Smoothing: 1.5, MinFillRate: -1},
+		{Beta: math.NaN(), Scale: math.NaN(), Smoothing: math.NaN(), MinFillRate: math.NaN()},
+		{Beta: -0.5, Scale: math.Inf(1), Smoothing: -1, MinFillRate: math.Inf(1)},
+		{Beta: ratelimit.DefaultBeta, Scale: ratelimit.DefaultScale, Smoothing: ratelimit.DefaultSmoothing, MinFillRate: ratelimit.DefaultMinFillRate},
+	} {
+		play(a, script)
+		if diff := cmp.Diff(want, a.StateAt(t0.Add(4*time.Second), "s")); diff != "" {
+			t.Errorf("StateAt with Beta %v, Scale %v, Smoothing %v, MinFillRate %v mismatch (-want +got):\n%s",
+				a.Beta, a.Scale, a.Smoothing, a.MinFillRate, diff)
+		}
+	}
+}
+
+func TestAdaptiveClockBackwardsCountsAsStandingStill(t *testing.T) {
+	a := throttled(t, &ratelimit.Adaptive{})
+	a.ReserveAt(t0.Add(time.Second), "s") // 3.5 tokens refilled, one taken
+	a.RecordAt(t0, "s", classify.Success) // earlier than seen: counts at 1 s
+	w, _ := a.ReserveAt(t0, "s")
+	st := a.StateAt(t0, "s")
+	if w != 0 || st.Tokens < 0 || st.Tokens > st.Capacity || math.IsNaN(st.FillRate) {
+		t.Errorf("after a backwards step: wait %v, state %+v; want no wait and tokens within [0, capacity]", w, st)
+	}
+}
+
+func TestAdaptiveMaxScopesEvictsLeastRecentlyUsed(t *testing.T) {
+	a := ratelimit.Adaptive{MaxScopes: 3}
+	for _, s := range []string{"a", "b", "c"} {
+		a.RecordAt(t0, s, classify.Throttle)
+	}
+	a.ReserveAt(t0, "a") // b is now the least recently used
+	a.ReserveAt(t0, "d")
+	var got []bool
+	for _, s := range []string{"a", "b", "c", "d"} {
+		got = append(got, a.StateAt(t0, s).Enabled)
+	}
+	// d is stored but was never throttled; b was evicted and starts over.
+	if diff := cmp.Diff([]bool{true, false, true, false}, got); diff != "" {
+		t.Errorf("Enabled of a, b, c, d after adding d with MaxScopes 3 mismatch (-want +got):\n%s", diff)
+	}
+	for i := range 100 {
+		a.ReserveAt(t0, fmt.Sprint("host", i))
+	}
+	if a.StateAt(t0, "a").Enabled || a.StateAt(t0, "c").Enabled {
+		t.Errorf("a and c still stored after 100 newer scopes with MaxScopes 3")
+	}
+}
+
+func TestAdaptiveUsesNowField(t *testing.T) {
+	clock := faketime.New()
+	a := ratelimit.Adaptive{Now: clock.Now}
+	a.Reserve("s")
+	for i := range 5 { // as throttled does, on the fake clock
+		clock.Advance(100 * ms)
+		k := classify.Success
+		if i == 4 {
+			k = classify.Throttle
+		}
+		a.Record("s", k)
+	}
+	w, ok := a.Reserve("s")
+	a.Cancel("s")
+	if st := a.State("s"); w != 142857143 || !ok || st.FillRate != 7 || st.Tokens != 0 {
+		t.Errorf("on the fake clock: Reserve = %v, %t, then after Cancel State = %+v; want 142.857143ms, true, fill rate 7, no token", w, ok, st)
+	}
+}
+
+func TestAdaptiveHotPathDoesNotAllocate(t *testing.T) {
+	var a ratelimit.Adaptive
+	a.ReserveAt(t0, "cold")
+	if allocs := testing.AllocsPerRun(1000, func() {
+		a.Reserve("cold")
+		a.Record("cold", classify.Success)
+	}); allocs != 0 {
+		t.Errorf("Reserve and Record on a stored scope never throttled: %v allocs per run; want 0", allocs)
+	}
+	throttled(t, &a)
+	now := t0.Add(500 * ms)
+	if allocs := testing.AllocsPerRun(1000, func() {
+		a.ReserveAt(now, "s")
+		a.CancelAt(now, "s")
+		a.RecordAt(now, "s", classify.Throttle)
+		a.StateAt(now, "s")
+	}); allocs != 0 {
+		t.Errorf("ReserveAt, CancelAt, RecordAt and StateAt on a throttled scope: %v allocs per run; want 0", allocs)
+	}
+}
+
+func TestAdaptiveConcurrentUse(t *testing.T) {
+	clock := faketime.New()
+	a := ratelimit.Adaptive{MaxScopes: 2, MaxWait: time.Second, Now: clock.Now}
+	scopes := []string{"a", "b", "c"}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				s := scopes[(g+i)%len(scopes)]
+				if w, ok := a.Reserve(s); ok && w > 0 && i%2 == 0 {
+					a.Cancel(s)
+				}
+				k := classify.Success
+				if i%7 == 0 {
+					k = classify.Throttle
+				}
+				a.Record(s, k)
+				if i%20 == 0 {
+					clock.Advance(10 * ms)
+				}
+				if st := a.State(s); st.Enabled && (st.FillRate < ratelimit.DefaultMinFillRate || st.Tokens > st.Capacity) {
+					t.Errorf("State(%s) = %+v; want fill rate >= 0.5 and tokens <= capacity", s, st)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// BenchmarkAdaptiveReserveRecord measures one attempt's bookkeeping on a
+// scope that was never throttled, and on one that was.
+func BenchmarkAdaptiveReserveRecord(b *testing.B) {
+	for _, enabled := range []bool{false, true} {
+		b.Run(fmt.Sprintf("enabled=%t", enabled), func(b *testing.B) {
+			var a ratelimit.Adaptive
+			a.RecordAt(t0, "api.example.com", classify.Success)
+			if enabled {
+				a.RecordAt(t0, "api.example.com", classify.Throttle)
+			}
+			now := t0.Add(time.Hour) // tokens never run out
+			b.ReportAllocs()
+			for b.Loop() {
+				a.ReserveAt(now, "api.example.com")
+				a.RecordAt(now, "api.example.com", classify.Success)
+			}
+		})
+	}
+}

@@ -1,0 +1,128 @@
+package ratelimit
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Fixed paces sends per scope at a fixed rate with a burst: the throttle
+// policy of Amazon SNS deliveries, maxReceivesPerSecond (SPEC §4). Each scope
+// has its own token bucket, a golang.org/x/time/rate.Limiter that holds up to
+// Burst tokens, starts full and gains Rate tokens per second. Call ReserveAt
+// before each attempt, first attempts included, and wait what it returns.
+// Unlike [Adaptive] the rate never changes, whatever the responses, so there
+// is nothing to record.
+//
+// With Rate 10 and Burst 2, three requests at the same instant wait 0, 0 and
+// 100 ms, and a fourth 200 ms. With the default Burst of 1 they wait 0, 100,
+// 200 and 300 ms: sends are spaced 1/Rate apart and no window of one second
+// holds more than Rate+1 of them.
+//
+// A Rate that is zero, negative, NaN or +Inf means no limit: ReserveAt returns
+// at once without looking the scope up. At most MaxScopes scopes are stored;
+// a new scope beyond that evicts the least recently used one, which starts
+// again with a full burst when next used. A scope unused for Burst/Rate
+// seconds has a full bucket anyway, so evicting it changes nothing.
+//
+// The zero value is ready to use and limits nothing. A Fixed is safe for
+// concurrent use; it never sleeps and starts no goroutine. It must not be
+// copied, nor its fields changed, after first use.
+type Fixed struct {
+	Rate      float64          // sends per second per scope; zero or negative means no limit
+	Burst     int              // most sends at once after an idle spell; zero or negative means 1 (evenly spaced sends)
+	FailFast  bool             // refuse, instead of waiting, when no token is there
+	MaxWait   time.Duration    // refuse when the wait would be longer; zero means no limit (the caller's context bounds it)
+	MaxScopes int              // most scopes stored at once; zero means DefaultMaxScopes
+	Now       func() time.Time // clock of the methods without an At suffix; nil means time.Now
+
+	mu     sync.Mutex
+	scopes scopeMap[fixedScope] // guarded by mu
+}
+
+// fixedScope is one scope's bucket and its latest reservation that had to
+// wait, which CancelAt may give back.
+type fixedScope struct {
+	lim  *rate.Limiter
+	last *rate.Reservation // nil once given back
+	act  time.Time         // when last may send
+}
+
+// ReserveAt takes one send token from scope's bucket as of now, through
+// rate.Limiter.ReserveN, and returns how long the caller must wait before
+// sending. With ok false nothing was taken (the reservation was cancelled)
+// and the attempt must not be sent (the caller returns [ErrRateLimited],
+// wrapped): FailFast is set and a wait was needed, or the wait exceeds
+// MaxWait. The wait is then still reported.
+func (f *Fixed) ReserveAt(now time.Time, scope string) (wait time.Duration, ok bool) {
+	if !f.limited() {
+		return 0, true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.scopes.get(scope)
+	if s == nil {
+		s = f.scopes.add(scope, orDefault(f.MaxScopes, DefaultMaxScopes))
+		s.lim = rate.NewLimiter(rate.Limit(f.Rate), orDefault(f.Burst, 1))
+	}
+	r := s.lim.ReserveN(now, 1) // always OK: one token never exceeds the burst
+	wait = r.DelayFrom(now)
+	if wait == 0 {
+		return 0, true
+	}
+	if f.FailFast || (f.MaxWait > 0 && wait > f.MaxWait) {
+		r.CancelAt(now) // the latest reservation: its token comes back whole
+		return wait, false
+	}
+	s.last, s.act = r, now.Add(wait)
+	return wait, true
+}
+
+// Reserve is ReserveAt at f.Now(), or the wall clock if f.Now is nil.
+func (f *Fixed) Reserve(scope string) (wait time.Duration, ok bool) {
+	return f.ReserveAt(f.now(), scope)
+}
+
+// CancelAt tries to give back, as of now, the token of a reservation for
+// scope whose caller gave up waiting. It is best effort and never lets the
+// scope send faster than its rate: it gives the token back (with
+// rate.Reservation.CancelAt) only when the scope's latest reservation is the
+// only one still waiting, so that it must be the caller's. When several
+// callers wait, giving a token back would let a later caller send at the same
+// instant as another, so nothing is given back; rate.Limiter itself restores
+// nothing when a waiter other than the latest cancels. A lost token delays the
+// scope's next send by at most 1/Rate.
+func (f *Fixed) CancelAt(now time.Time, scope string) {
+	if !f.limited() {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.scopes.peek(scope)
+	if s == nil || s.last == nil || !s.act.After(now) {
+		return
+	}
+	// Waiting reservations send 1/Rate apart, so the latest is the only one
+	// waiting when the one before it would send no later than now.
+	// The interval is rounded down, so that rounding errs on that side.
+	interval := time.Duration(min(float64(time.Second)/f.Rate, math.MaxInt64))
+	if prev := s.act.Add(-interval); !prev.After(now) {
+		s.last.CancelAt(now)
+		s.last = nil
+	}
+}
+
+// Cancel is CancelAt at f.Now(), or the wall clock if f.Now is nil.
+func (f *Fixed) Cancel(scope string) { f.CancelAt(f.now(), scope) }
+
+// limited reports whether Rate sets a limit: it is positive and finite.
+func (f *Fixed) limited() bool { return f.Rate > 0 && !math.IsInf(f.Rate, 1) }
+
+func (f *Fixed) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
