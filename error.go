@@ -18,6 +18,9 @@ var (
 	// ErrDeadline means the wait before the next attempt would have ended
 	// after the context's deadline, so it was not started.
 	ErrDeadline = errors.New("retrytransport: next attempt would pass the context deadline")
+	// ErrBudget means the policy's MaxTotalTime was spent, or the wait
+	// before the next attempt would have ended after it.
+	ErrBudget = errors.New("retrytransport: policy's MaxTotalTime spent")
 	// ErrServerDelay means the server asked, with Retry-After, for a longer
 	// wait than the policy's MaxDelay allows. It only appears in an Event:
 	// the caller gets the server's response.
@@ -33,7 +36,8 @@ type RetryError struct {
 	// Attempts is the number of attempts made, the first included; >= 1.
 	Attempts int
 	// Reason is why retrying stopped: ErrExhausted, ErrNotRetryable,
-	// ErrDeadline, ratelimit.ErrQuotaExceeded, or the context's error.
+	// ErrDeadline, ErrBudget, ratelimit.ErrQuotaExceeded,
+	// ratelimit.ErrRateLimited, or the context's error.
 	Reason error
 	// Err is the last attempt's transport error, or the context's error if
 	// the caller cancelled while waiting. It is never nil.
@@ -63,6 +67,8 @@ func reasonText(r error) string {
 		return "not retryable"
 	case ErrDeadline:
 		return "deadline too near"
+	case ErrBudget:
+		return "MaxTotalTime spent"
 	case ErrServerDelay:
 		return "Retry-After above the policy's MaxDelay"
 	}

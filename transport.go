@@ -193,6 +193,10 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 		attemptCtx = watch.context(ctx)
 	}
 
+	var budgetEnd time.Time // zero: no budget
+	if p.MaxTotalTime > 0 {
+		budgetEnd = t.now().Add(p.MaxTotalTime)
+	}
 	cost := 0 // quota tokens paid for the current attempt; 0 for the first
 	var lastErr error
 	for attempt := 1; ; attempt++ {
@@ -209,17 +213,27 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 				}
 				// The previous response was already drained and closed
 				// when the retry was decided.
-				last := lastErr
-				if last == nil {
-					last = err
-				}
-				return nil, &RetryError{Attempts: attempt - 1, Reason: err, Err: last}
+				return nil, &RetryError{Attempts: attempt - 1, Reason: err, Err: orErr(lastErr, err)}
+			}
+		}
+		timeout := p.AttemptTimeout
+		if !budgetEnd.IsZero() {
+			left := budgetEnd.Sub(t.now())
+			if left <= 0 {
+				return nil, &RetryError{Attempts: attempt - 1, Reason: ErrBudget, Err: orErr(lastErr, ErrBudget)}
+			}
+			if timeout == 0 || left < timeout {
+				timeout = left
 			}
 		}
 		areq, err := attemptRequest(req, attempt, rec, attemptCtx)
 		if err != nil {
 			return nil, &RetryError{Attempts: attempt - 1, Reason: ErrNotRetryable,
 				Err: fmt.Errorf("retrytransport: rewinding request body: %w", err)}
+		}
+		var timer *attemptTimer
+		if timeout > 0 {
+			areq, timer = startAttemptTimer(areq, timeout)
 		}
 		if watch != nil {
 			watch.reset()
@@ -233,6 +247,9 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 			resp.Request = req // the caller's request, not our per-attempt copy
 		}
 		out := p.Classify(areq, resp, err)
+		if timer != nil && timer.stop(resp) && ctx.Err() == nil {
+			out = classify.Outcome{Kind: classify.Timeout, Reason: "attempt timeout"}
+		}
 		if st.adaptive != nil && ctx.Err() == nil {
 			st.adaptive.Record(scope, out.Kind)
 		}
@@ -272,8 +289,8 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 
 		now := t.now()
 		var delay time.Duration
-		if resp != nil {
-			delay, ev.ServerDelay = retryafter.Parse(resp.Header, now)
+		if resp != nil && !p.IgnoreDelayHeaders {
+			delay, _, ev.ServerDelay = retryafter.ParseSources(resp.Header, now, p.DelayHeaders)
 		}
 		if ev.ServerDelay {
 			if delay > p.MaxDelay {
@@ -295,6 +312,10 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 		if dl, ok := ctx.Deadline(); ok && now.Add(delay).After(dl) {
 			st.refund(scope, cost)
 			return t.stop(st, ev, resp, err, ErrDeadline)
+		}
+		if !budgetEnd.IsZero() && now.Add(delay).After(budgetEnd) {
+			st.refund(scope, cost)
+			return t.stop(st, ev, resp, err, ErrBudget)
 		}
 		ev.Delay = delay
 		if st.quota != nil {
@@ -342,6 +363,14 @@ func (t *Transport) pace(ctx context.Context, st *hostState, scope string) error
 		}
 	}
 	return nil
+}
+
+// orErr returns err, or def if err is nil.
+func orErr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
 }
 
 // wait sleeps for d, unless that would end after ctx's deadline.

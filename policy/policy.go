@@ -9,6 +9,7 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // Defaults that a zero Policy field stands for.
@@ -51,6 +52,33 @@ type Policy struct {
 	// MaxDelay is not slept at all: the response is returned to the caller
 	// at once. Zero or negative means DefaultMaxDelay (20 s).
 	MaxDelay time.Duration
+
+	// DelayHeaders is the set of response headers trusted to carry a
+	// server-requested delay (Retry-After, retry-after-ms,
+	// x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, the IETF
+	// RateLimit fields); the first one present, in retryafter.ParseSources'
+	// order, replaces the backoff for that retry. A server's delay is never
+	// shortened by jitter; one longer than MaxDelay is not slept at all.
+	// Zero means retryafter.DefaultSources (all of them).
+	DelayHeaders retryafter.Source
+
+	// IgnoreDelayHeaders makes the transport ignore every server-requested
+	// delay and always use Backoff.
+	IgnoreDelayHeaders bool
+
+	// AttemptTimeout bounds each attempt until its response headers arrive;
+	// an attempt that takes longer is abandoned, classified as a Timeout,
+	// and may be retried. Reading the returned response's body is bounded
+	// only by the caller's context. Zero means no per-attempt timeout.
+	AttemptTimeout time.Duration
+
+	// MaxTotalTime is a budget for the whole request, every attempt and
+	// wait included, until the last response's headers (Azure's
+	// MaximumExecutionTime). No wait is started that would end past it, no
+	// attempt is started once it is spent, and each attempt is abandoned
+	// when it runs out; the error then wraps ErrBudget (package
+	// retrytransport). Zero means no budget beyond the caller's context.
+	MaxTotalTime time.Duration
 
 	// Classify decides each attempt's outcome. Nil means classify.Standard.
 	Classify classify.Func
@@ -159,7 +187,42 @@ func (p Policy) WithDefaults() Policy {
 	if p.MaxDrain <= 0 {
 		p.MaxDrain = DefaultMaxDrain
 	}
+	if p.DelayHeaders == 0 {
+		p.DelayHeaders = retryafter.DefaultSources
+	}
+	if p.AttemptTimeout < 0 {
+		p.AttemptTimeout = 0
+	}
+	if p.MaxTotalTime < 0 {
+		p.MaxTotalTime = 0
+	}
 	return p
+}
+
+// fixedDelays returns the sum of the waits p's backoff will certainly make
+// before all of its retries, for the strategies whose delays are fixed (no
+// jitter): backoff.Constant and backoff.Incremental over MaxAttempts, and an
+// SNS backoff.Schedule's lower bound (its Total without jitter, up to
+// MaxAttempts-1 retries).
+func fixedDelays(p Policy) (time.Duration, bool) {
+	p = p.WithDefaults()
+	retries := p.MaxAttempts - 1
+	switch b := p.Backoff.(type) {
+	case backoff.Constant, backoff.Incremental, backoff.Schedule:
+		var sum time.Duration
+		for n := 1; n <= retries && n <= 10_000; n++ {
+			d := min(b.Delay(n), p.MaxDelay)
+			if s, ok := b.(backoff.Schedule); ok && s.Jitter > 0 {
+				d = 0 // jitter may shorten it; only the unjittered parts are certain
+			}
+			sum += d
+			if sum > 1<<62 {
+				break
+			}
+		}
+		return sum, true
+	}
+	return 0, false
 }
 
 // Validate reports every setting of p that is out of range, each error
@@ -176,6 +239,20 @@ func (p Policy) Validate() error {
 	}
 	if p.MaxBodyBuffer < 0 {
 		errs = append(errs, fmt.Errorf("policy: MaxBodyBuffer = %d; want > 0, or 0 for the default", p.MaxBodyBuffer))
+	}
+	if p.AttemptTimeout < 0 {
+		errs = append(errs, fmt.Errorf("policy: AttemptTimeout = %v; want >= 0 (0: none)", p.AttemptTimeout))
+	}
+	if p.MaxTotalTime < 0 {
+		errs = append(errs, fmt.Errorf("policy: MaxTotalTime = %v; want >= 0 (0: none)", p.MaxTotalTime))
+	}
+	if p.MaxTotalTime > 0 && p.AttemptTimeout > p.MaxTotalTime {
+		errs = append(errs, fmt.Errorf("policy: AttemptTimeout = %v is longer than MaxTotalTime = %v; want AttemptTimeout <= MaxTotalTime", p.AttemptTimeout, p.MaxTotalTime))
+	}
+	if p.MaxTotalTime > 0 {
+		if fixed, ok := fixedDelays(p); ok && fixed > p.MaxTotalTime {
+			errs = append(errs, fmt.Errorf("policy: the fixed delays of Backoff add up to %v over %d attempts, more than MaxTotalTime = %v", fixed, p.WithDefaults().MaxAttempts, p.MaxTotalTime))
+		}
 	}
 	if p.MaxDrain < 0 {
 		errs = append(errs, fmt.Errorf("policy: MaxDrain = %d; want > 0, or 0 for the default", p.MaxDrain))

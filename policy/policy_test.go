@@ -16,6 +16,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // ignoreClassify compares Policies without their Classify func, which cmp
@@ -29,6 +30,7 @@ var defaults = policy.Policy{
 	MaxDelay:      20 * time.Second,
 	MaxBodyBuffer: 1 << 20,
 	MaxDrain:      64 << 10,
+	DelayHeaders:  retryafter.DefaultSources,
 }
 
 // sameAsStandard reports the first attempt that fn classifies differently
@@ -115,6 +117,10 @@ func TestWithDefaultsKeepsSetFields(t *testing.T) {
 		RetryNonIdempotent: true,
 		MaxBodyBuffer:      10,
 		MaxDrain:           1,
+		DelayHeaders:       retryafter.RetryAfter,
+		IgnoreDelayHeaders: true,
+		AttemptTimeout:     time.Second,
+		MaxTotalTime:       time.Minute,
 	}
 	got := p.WithDefaults()
 	want := p
@@ -295,5 +301,35 @@ func TestInvalidPolicyStillNormalises(t *testing.T) {
 	}
 	if err := p.WithDefaults().Validate(); err != nil {
 		t.Errorf("WithDefaults().Validate() of negative settings = %v; want nil", err)
+	}
+}
+
+func TestValidateBudgets(t *testing.T) {
+	tests := []struct {
+		name string
+		p    policy.Policy
+		want string // substring of the error; "" for valid
+	}{
+		{"AttemptTimeoutWithinBudget", policy.Policy{AttemptTimeout: time.Second, MaxTotalTime: 2 * time.Second}, ""},
+		{"AttemptTimeoutLongerThanBudget", policy.Policy{AttemptTimeout: 3 * time.Second, MaxTotalTime: 2 * time.Second}, "AttemptTimeout = 3s is longer than MaxTotalTime = 2s"},
+		{"NegativeAttemptTimeout", policy.Policy{AttemptTimeout: -1}, "AttemptTimeout = -1ns"},
+		{"NegativeMaxTotalTime", policy.Policy{MaxTotalTime: -1}, "MaxTotalTime = -1ns"},
+		// 3 retries at 1 s fit in 3 s but not in 2.5 s.
+		{"ConstantDelaysFit", policy.Policy{MaxAttempts: 4, Backoff: backoff.Constant{Interval: time.Second}, MaxTotalTime: 3 * time.Second}, ""},
+		{"ConstantDelaysExceedBudget", policy.Policy{MaxAttempts: 4, Backoff: backoff.Constant{Interval: time.Second}, MaxTotalTime: 2500 * time.Millisecond}, "add up to 3s over 4 attempts"},
+		// SNS: 2 immediate, then 1 s each: 0+0+1+1 = 2 s over 4 retries.
+		{"ScheduleExceedsBudget", policy.Policy{MaxAttempts: 5, Backoff: backoff.Schedule{MinDelay: time.Second, MaxDelay: time.Second, NumRetries: 4, NumNoDelayRetries: 2}, MaxTotalTime: time.Second}, "add up to 2s"},
+		{"JitterIsNotFixed", policy.Policy{MaxAttempts: 10, MaxTotalTime: time.Second}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.p.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Validate() = %v; want nil", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Validate() = %v; want an error containing %q", err, tt.want)
+			}
+		})
 	}
 }
