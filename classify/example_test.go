@@ -41,3 +41,24 @@ func ExampleIsIdempotent() {
 	// true false
 	// true
 }
+
+// A Classifier adds an API's own codes and statuses to the default rules.
+func ExampleClassifier() {
+	c := classify.Classifier{
+		ThrottlingCodes: []string{"RateLimited"}, // this API's throttling code, in any 4xx
+		FatalStatuses:   []int{500},              // this API's 500s never heal
+	}
+	req, _ := http.NewRequest("GET", "https://api.example.com/", nil)
+	for _, r := range []struct {
+		status int
+		body   string
+	}{{422, `{"code":"RateLimited"}`}, {500, ""}, {503, ""}} {
+		resp := &http.Response{StatusCode: r.status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(r.body))}
+		o := c.Classify(req, resp, nil)
+		fmt.Println(r.status, o.Kind, o.Reason)
+	}
+	// Output:
+	// 422 throttle error code RateLimited
+	// 500 fatal status not retryable
+	// 503 transient status 503
+}

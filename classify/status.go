@@ -2,6 +2,7 @@ package classify
 
 import (
 	"net/http"
+	"strings"
 )
 
 // Reasons for status outcomes, constant so that classifying does not allocate.
@@ -32,7 +33,38 @@ const (
 // Status reads at most MaxPeek bytes of the body, and only for 400, 403, 502
 // and 503 responses without an error-type header; the body is then restored
 // so that the caller reads it whole.
+//
+// Two server verdicts come first: a Stripe-Should-Retry header of "false"
+// makes any status Fatal and "true" makes any status of 400 or more
+// retryable (Transient unless the rules say Throttle); and a 403 or 429 with
+// X-RateLimit-Remaining: 0 (GitHub's primary rate limit) is a Throttle,
+// whose wait the X-RateLimit-Reset header gives.
 func Status(resp *http.Response) Outcome {
+	if s := resp.StatusCode; s >= 400 {
+		switch resp.Header.Get("Stripe-Should-Retry") {
+		case "false":
+			return Outcome{Kind: Fatal, Reason: "Stripe-Should-Retry: false"}
+		case "true":
+			if o := status(resp); o.Retryable() {
+				return o
+			}
+			return Outcome{Kind: Transient, Reason: "Stripe-Should-Retry: true"}
+		}
+		if (s == http.StatusForbidden || s == http.StatusTooManyRequests) && rateLimitSpent(resp.Header) {
+			return Outcome{Kind: Throttle, Reason: "X-RateLimit-Remaining: 0", Unprocessed: true}
+		}
+	}
+	return status(resp)
+}
+
+// rateLimitSpent reports an X-RateLimit-Remaining of exactly 0.
+func rateLimitSpent(h http.Header) bool {
+	v, ok := h["X-Ratelimit-Remaining"]
+	return ok && len(v) > 0 && strings.TrimSpace(v[0]) == "0"
+}
+
+// status is Status without the server verdicts.
+func status(resp *http.Response) Outcome {
 	switch s := resp.StatusCode; {
 	case s < 100:
 		return Outcome{Kind: Fatal, Reason: "invalid status"}
