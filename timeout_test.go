@@ -115,6 +115,9 @@ func TestDelayHeaders(t *testing.T) {
 		{"UntrustedHeaderUsesBackoff", policy.Policy{DelayHeaders: retryafter.RetryAfter}, hint("x-amz-retry-after", "250"), 500 * time.Millisecond},
 		{"IgnoreDelayHeaders", policy.Policy{IgnoreDelayHeaders: true}, retryAfter(3), 500 * time.Millisecond},
 		{"ServerHintNotJittered", policy.Policy{}, retryAfter(0), 0},
+		// SPEC §6: max(backoff, min(hint, backoff + 5 s)); backoff is 0.5 s here.
+		{"BoundedHintLong", policy.Policy{ServerDelayBound: 5 * time.Second, MaxDelay: time.Minute}, retryAfter(30), 5500 * time.Millisecond},
+		{"BoundedHintShort", policy.Policy{ServerDelayBound: 5 * time.Second}, retryAfter(0), 500 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,5 +146,20 @@ func TestCallerDeadlineIsNotAnAttemptTimeout(t *testing.T) {
 	_, err := c.Do(req)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("GET error = %v; want the caller's context.DeadlineExceeded", err)
+	}
+}
+
+func TestThrottleBackoff(t *testing.T) {
+	s := &script{steps: []step{{status: 429}, {status: 503}, {status: 200}}}
+	p := policy.Policy{ThrottleBackoff: backoff.Constant{Interval: 3 * time.Second}}
+	tr, clock := newTransport(t, s, p)
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// After the 429: ThrottleBackoff (3 s); after the 503: Backoff (halfJitter, retry 2: 1 s).
+	if diff := cmp.Diff([]time.Duration{3 * time.Second, time.Second}, clock.Sleeps()); diff != "" {
+		t.Errorf("waits mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -288,16 +288,10 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 		}
 
 		now := t.now()
-		var delay time.Duration
-		if resp != nil && !p.IgnoreDelayHeaders {
-			delay, _, ev.ServerDelay = retryafter.ParseSources(resp.Header, now, p.DelayHeaders)
-		}
-		if ev.ServerDelay {
-			if delay > p.MaxDelay {
-				return t.stop(st, ev, resp, err, ErrServerDelay)
-			}
-		} else {
-			delay = min(max(p.Backoff.Delay(attempt), 0), p.MaxDelay)
+		delay, server := st.delay(attempt, out.Kind, resp, now)
+		ev.ServerDelay = server
+		if server && delay > p.MaxDelay {
+			return t.stop(st, ev, resp, err, ErrServerDelay)
 		}
 		cost = 0
 		if st.quota != nil {
@@ -382,6 +376,30 @@ func (t *Transport) wait(ctx context.Context, d time.Duration) error {
 		return ErrDeadline
 	}
 	return t.sleep(ctx, d)
+}
+
+// delay is the wait before retry n after an outcome of kind k: the server's
+// (reported by server) if the response carries a trusted delay header, else
+// the backoff capped at MaxDelay. A server delay is never jittered; with a
+// ServerDelayBound it is kept between the backoff and the backoff plus the
+// bound. The caller refuses a server delay above MaxDelay.
+func (st *hostState) delay(n int, k classify.Kind, resp *http.Response, now time.Time) (d time.Duration, server bool) {
+	p := &st.p
+	strategy := p.Backoff
+	if k == classify.Throttle && p.ThrottleBackoff != nil {
+		strategy = p.ThrottleBackoff
+	}
+	if resp != nil && !p.IgnoreDelayHeaders {
+		d, _, server = retryafter.ParseSources(resp.Header, now, p.DelayHeaders)
+	}
+	if server && p.ServerDelayBound <= 0 {
+		return d, true
+	}
+	b := min(max(strategy.Delay(n), 0), p.MaxDelay)
+	if !server {
+		return b, false
+	}
+	return max(b, min(d, b+p.ServerDelayBound)), true
 }
 
 // attemptRequest returns the request to send as attempt number attempt: req

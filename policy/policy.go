@@ -47,6 +47,12 @@ type Policy struct {
 	// [0, min(2^(n-1) s, 20 s)) before retry n.
 	Backoff backoff.Strategy
 
+	// ThrottleBackoff, if set, replaces Backoff for retries after a
+	// Throttle outcome: throttled servers usually need a longer pause than
+	// flaky ones (SPEC §6: the newer AWS SDKs wait from 1 s after a throttle
+	// and from 50 ms otherwise). Nil means Backoff for every outcome.
+	ThrottleBackoff backoff.Strategy
+
 	// MaxDelay caps every wait before a retry. A computed backoff longer
 	// than MaxDelay is cut to it; a server's Retry-After longer than
 	// MaxDelay is not slept at all: the response is returned to the caller
@@ -61,6 +67,12 @@ type Policy struct {
 	// shortened by jitter; one longer than MaxDelay is not slept at all.
 	// Zero means retryafter.DefaultSources (all of them).
 	DelayHeaders retryafter.Source
+
+	// ServerDelayBound, when positive, bounds a server-requested delay by
+	// the backoff: the wait is max(backoff, min(server, backoff +
+	// ServerDelayBound)), as the newer AWS SDKs treat x-amz-retry-after
+	// (SPEC §6, with 5 s). Zero means the server's delay is used as given.
+	ServerDelayBound time.Duration
 
 	// IgnoreDelayHeaders makes the transport ignore every server-requested
 	// delay and always use Backoff.

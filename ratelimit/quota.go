@@ -87,7 +87,8 @@ var ErrQuotaExceeded = errors.New("ratelimit: retry quota exceeded")
 type Quota struct {
 	Capacity         int              // bucket size, tokens; zero means DefaultQuotaCapacity
 	RetryCost        int              // tokens a retry after Transient costs; zero means DefaultRetryCost
-	TimeoutCost      int              // tokens a retry after Timeout or Throttle costs; zero means DefaultTimeoutCost
+	TimeoutCost      int              // tokens a retry after Timeout (and Throttle, unless ThrottleCost is set) costs; zero means DefaultTimeoutCost
+	ThrottleCost     int              // tokens a retry after Throttle costs; zero means TimeoutCost (SPEC §6's newer SDKs: 5, with RetryCost 14)
 	SuccessIncrement int              // tokens a first-attempt success adds; zero means DefaultSuccessIncrement
 	RefillPerSecond  float64          // tokens regained per second of elapsed time; zero means none (only successes refill)
 	Wait             bool             // take the cost when short and report the wait, instead of refusing; needs RefillPerSecond > 0
@@ -118,8 +119,8 @@ func (b *bucket) refill(now time.Time, rate, capacity float64) {
 }
 
 // AcquireAt takes from scope's bucket, as of now, the cost of a retry after
-// an outcome of kind k: RetryCost after Transient, TimeoutCost after Timeout
-// or Throttle. It returns the tokens taken, to pass to RefundAt if the retry
+// an outcome of kind k: RetryCost after Transient, TimeoutCost after Timeout,
+// ThrottleCost (by default TimeoutCost) after Throttle. It returns the tokens taken, to pass to RefundAt if the retry
 // succeeds, and how long to wait before the retry: zero unless Wait is in
 // effect and the bucket was short. With ok false nothing was taken and the
 // retry must not happen: the bucket could not pay in circuit-breaker mode,
@@ -128,8 +129,10 @@ func (q *Quota) AcquireAt(now time.Time, scope string, k classify.Kind) (cost in
 	switch k {
 	case classify.Transient:
 		cost = orDefault(q.RetryCost, DefaultRetryCost)
-	case classify.Throttle, classify.Timeout:
+	case classify.Timeout:
 		cost = orDefault(q.TimeoutCost, DefaultTimeoutCost)
+	case classify.Throttle:
+		cost = orDefault(q.ThrottleCost, orDefault(q.TimeoutCost, DefaultTimeoutCost))
 	default:
 		return 0, 0, false
 	}

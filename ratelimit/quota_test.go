@@ -298,3 +298,16 @@ func BenchmarkQuotaAcquireRefund(b *testing.B) {
 		})
 	}
 }
+
+func TestQuotaThrottleCost(t *testing.T) {
+	q := &ratelimit.Quota{RetryCost: 14, ThrottleCost: 5}
+	now := time.Unix(0, 0)
+	for _, tt := range []struct {
+		k    classify.Kind
+		want int
+	}{{classify.Transient, 14}, {classify.Throttle, 5}, {classify.Timeout, ratelimit.DefaultTimeoutCost}} {
+		if cost, _, ok := q.AcquireAt(now, "s", tt.k); !ok || cost != tt.want {
+			t.Errorf("AcquireAt(%v) cost = %d, %t; want %d, true", tt.k, cost, ok, tt.want)
+		}
+	}
+}
