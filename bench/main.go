@@ -1,0 +1,143 @@
+// Command bench runs retrytransport side by side with the bare transport
+// and peer retry libraries against loopback servers, and prints one
+// Markdown table per scenario followed by the project's goals for that
+// scenario, each met or missed, as ratios measured in the same run.
+//
+//	go run .          # full run, about 3 minutes on 2 cores
+//	go run . -quick   # every scenario shrunk, under 30 seconds
+//
+// It is a separate module so that the peer libraries never become
+// dependencies of retrytransport itself.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+)
+
+// config sizes the scenarios.
+type config struct {
+	benchTime       time.Duration // per paired testing.Benchmark run (overhead)
+	benchRounds     int           // rounds of the overhead's paired benchmarks
+	outageRequests  int           // logical requests in the outage
+	outageTail      int           // the last requests whose amplification is a goal
+	throttleFor     time.Duration // each throttled run
+	brownoutOutage  time.Duration // 503 phase of the brownout
+	brownoutHealthy time.Duration // healthy phase after it
+	faultRequests   int           // logical requests per method with connection faults
+}
+
+func fullConfig() config {
+	return config{
+		benchTime: 250 * time.Millisecond, benchRounds: 3,
+		outageRequests: 2000, outageTail: 500,
+		throttleFor:    8 * time.Second,
+		brownoutOutage: 2 * time.Second, brownoutHealthy: time.Second,
+		faultRequests: 2000,
+	}
+}
+
+func quickConfig() config {
+	return config{
+		benchTime: 30 * time.Millisecond, benchRounds: 1,
+		outageRequests: 400, outageTail: 100,
+		throttleFor:    time.Second,
+		brownoutOutage: 500 * time.Millisecond, brownoutHealthy: 300 * time.Millisecond,
+		faultRequests: 300,
+	}
+}
+
+func main() {
+	testing.Init() // registers -test.benchtime, which the overhead scenario sets
+	quick := flag.Bool("quick", false, "shrink every scenario so that the whole run takes under 30 s")
+	flag.Parse()
+	cfg := fullConfig()
+	if *quick || os.Getenv("BENCH_QUICK") != "" {
+		cfg = quickConfig()
+	}
+	if err := run(os.Stdout, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// run prints the header and every scenario's table to w.
+func run(w io.Writer, cfg config) error {
+	if err := setBenchTime(cfg.benchTime.String()); err != nil {
+		return err
+	}
+	start := time.Now()
+	cs := contenders()
+	writeHeader(w)
+	timed := func(scenario func()) {
+		t0 := time.Now()
+		scenario()
+		fmt.Fprintf(w, "\nScenario time %s.\n", secs(time.Since(t0)))
+	}
+	timed(func() { runOverhead(w, cfg, cs) })
+	timed(func() { runOutage(w, cfg, cs) })
+	timed(func() { runThrottled(w, cfg, cs, false) })
+	timed(func() { runThrottled(w, cfg, cs, true) })
+	timed(func() { runBrownout(w, cfg, cs) })
+	timed(func() { runFaults(w, cfg, cs) })
+	fmt.Fprintf(w, "\nTotal time %s.\n", secs(time.Since(start)))
+	return nil
+}
+
+func writeHeader(w io.Writer) {
+	fmt.Fprintln(w, "## retrytransport side by side")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%s, %s/%s, %d CPUs, GOMAXPROCS %d. Peers: %s.\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), peerVersions())
+	fmt.Fprintln(w)
+	awsMode := "its legacy retry behaviour (AWS_NEW_RETRIES_2026 unset)"
+	if os.Getenv("AWS_NEW_RETRIES_2026") == "true" {
+		awsMode = "AWS_NEW_RETRIES_2026=true, whose loop the adapter does NOT follow: the aws rows are not faithful"
+	}
+	fmt.Fprintf(w, "Every library keeps its defaults (attempts, what it retries, quotas, Retry-After handling) except its waits: "+
+		"backoff scaled to a %v base and a %v cap for all alike; a server's Retry-After stays real time. "+
+		"go-retryablehttp's logger is off; failsafe-go, which waits nothing by default, gets exponential backoff %v to %v; "+
+		"the aws-sdk-go-v2 retryers run in an adapter that follows the SDK's retry middleware, in %s. "+
+		"Each contender gets a fresh go-cleanhttp pooled transport (idle pool %d per host) and a fresh server and library state in every scenario. "+
+		"\"conns\" is the connections the server accepted.\n",
+		baseWait, maxWait, baseWait, maxWait, awsMode, maxIdlePerHost)
+	if adaptiveIsStandard() {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "\"retrytransport adaptive (= standard)\": policy.Adaptive() still returns policy.Standard(), "+
+			"since its client-side rate limiter is not built yet; the row measures standard mode a second time.")
+	}
+}
+
+// setBenchTime sets the -test.benchtime of the testing.Benchmark runs that
+// follow: a duration, or a count of iterations such as "1000x".
+func setBenchTime(v string) error {
+	if err := flag.Set("test.benchtime", v); err != nil {
+		return fmt.Errorf("setting the benchmark time to %q: %w", v, err)
+	}
+	return nil
+}
+
+// peerVersions lists the module versions of the peer libraries in this
+// binary.
+func peerVersions() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	var vs []string
+	for _, d := range bi.Deps {
+		switch d.Path {
+		case "github.com/hashicorp/go-retryablehttp", "github.com/failsafe-go/failsafe-go",
+			"github.com/aws/aws-sdk-go-v2", "github.com/aws/smithy-go":
+			vs = append(vs, d.Path+" "+d.Version)
+		}
+	}
+	return strings.Join(vs, ", ")
+}
