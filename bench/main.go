@@ -32,6 +32,7 @@ type config struct {
 	brownoutOutage  time.Duration // 503 phase of the brownout
 	brownoutHealthy time.Duration // healthy phase after it
 	faultRequests   int           // logical requests per method with connection faults
+	scopesFor       time.Duration // each phase of the two-scope run
 }
 
 func fullConfig() config {
@@ -41,6 +42,7 @@ func fullConfig() config {
 		throttleFor:    8 * time.Second,
 		brownoutOutage: 2 * time.Second, brownoutHealthy: time.Second,
 		faultRequests: 2000,
+		scopesFor:     4 * time.Second,
 	}
 }
 
@@ -51,6 +53,7 @@ func quickConfig() config {
 		throttleFor:    time.Second,
 		brownoutOutage: 500 * time.Millisecond, brownoutHealthy: 300 * time.Millisecond,
 		faultRequests: 300,
+		scopesFor:     500 * time.Millisecond,
 	}
 }
 
@@ -85,6 +88,7 @@ func run(w io.Writer, cfg config) error {
 	timed(func() { runOutage(w, cfg, cs) })
 	timed(func() { runThrottled(w, cfg, cs, false) })
 	timed(func() { runThrottled(w, cfg, cs, true) })
+	timed(func() { runScopes(w, cfg, cs) })
 	timed(func() { runBrownout(w, cfg, cs) })
 	timed(func() { runFaults(w, cfg, cs) })
 	fmt.Fprintf(w, "\nTotal time %s.\n", secs(time.Since(start)))

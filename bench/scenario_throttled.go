@@ -98,22 +98,30 @@ func throttledGoals(runs []throttledRun) []goal {
 	return goals
 }
 
-func throttled(cfg config, c contender, retryAfter bool) throttledRun {
+// throttledServer admits throttleRate requests per second (burst
+// throttleBurst) and answers 429 to the rest, counting hits and throttles
+// until the end of the run.
+type throttledServer struct {
+	*server
+	deadline        atomic.Int64 // UnixNano; hits after it are not counted
+	hits, throttles atomic.Int64
+}
+
+func newThrottledServer(retryAfter bool) *throttledServer {
 	limiter := rate.NewLimiter(throttleRate, throttleBurst)
-	var deadline atomic.Int64 // UnixNano; set before the first request
-	var hits, throttles atomic.Int64
-	srv := newServer(func(w http.ResponseWriter, r *http.Request) {
+	s := &throttledServer{}
+	s.server = newServer(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		counted := time.Now().UnixNano() < deadline.Load()
+		counted := time.Now().UnixNano() < s.deadline.Load()
 		if counted {
-			hits.Add(1)
+			s.hits.Add(1)
 		}
 		if limiter.Allow() {
 			_, _ = w.Write([]byte("ok"))
 			return
 		}
 		if counted {
-			throttles.Add(1)
+			s.throttles.Add(1)
 		}
 		h := w.Header()
 		if retryAfter {
@@ -124,13 +132,29 @@ func throttled(cfg config, c contender, retryAfter bool) throttledRun {
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = w.Write([]byte(`{"__type":"ThrottlingException","message":"Rate exceeded"}`))
 	})
+	return s
+}
+
+// countUntil makes the server count hits and throttles until end.
+func (s *throttledServer) countUntil(end time.Time) { s.deadline.Store(end.UnixNano()) }
+
+// share429 is the share of counted hits answered 429.
+func (s *throttledServer) share429() float64 {
+	if h := s.hits.Load(); h > 0 {
+		return float64(s.throttles.Load()) / float64(h)
+	}
+	return 0
+}
+
+func throttled(cfg config, c contender, retryAfter bool) throttledRun {
+	srv := newThrottledServer(retryAfter)
 	defer srv.Close()
 	base := newBase()
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: c.wrap(base)}
 
 	end := time.Now().Add(cfg.throttleFor)
-	deadline.Store(end.UnixNano())
+	srv.countUntil(end)
 	outs := runFor(throttleWorkers, end, func(ctx context.Context, _ int) outcome {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 		return send(ctx, client, req)
@@ -138,10 +162,8 @@ func throttled(cfg config, c contender, retryAfter bool) throttledRun {
 	r := throttledRun{c: c, requests: len(outs), failed: failures(outs), conns: srv.conns.Load()}
 	seconds := cfg.throttleFor.Seconds()
 	r.goodput = float64(len(outs)-r.failed) / seconds
-	r.hitsPerSec = float64(hits.Load()) / seconds
-	if h := hits.Load(); h > 0 {
-		r.share429 = float64(throttles.Load()) / float64(h)
-	}
+	r.hitsPerSec = float64(srv.hits.Load()) / seconds
+	r.share429 = srv.share429()
 	r.p50, r.p99 = latencies(outs)
 	return r
 }
