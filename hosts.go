@@ -2,9 +2,10 @@ package retrytransport
 
 import (
 	"fmt"
-	"net"
 	"sort"
 	"strings"
+
+	"github.com/retrytransport/retrytransport/policy"
 )
 
 // hostTable finds the policy state for a request's hostname: an exact
@@ -27,8 +28,8 @@ func (h *hostTable) add(pattern string, st *hostState) error {
 	if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
 		pattern = pattern[1 : len(pattern)-1]
 	}
-	if err := checkPattern(pattern); err != nil {
-		return err
+	if err := policy.CheckPattern(pattern); err != nil {
+		return fmt.Errorf("retrytransport: %w", err)
 	}
 	if suffix, ok := strings.CutPrefix(pattern, "*"); ok {
 		for i := range h.wild {
@@ -45,22 +46,6 @@ func (h *hostTable) add(pattern string, st *hostState) error {
 		h.exact = make(map[string]*hostState)
 	}
 	h.exact[pattern] = st
-	return nil
-}
-
-// checkPattern reports why pattern is not a hostname or "*.suffix".
-func checkPattern(pattern string) error {
-	rest := strings.TrimPrefix(pattern, "*.")
-	switch {
-	case pattern == "":
-		return fmt.Errorf("retrytransport: host pattern is empty")
-	case strings.Contains(rest, "*"):
-		return fmt.Errorf("retrytransport: host pattern %q: '*' is allowed only as a leading \"*.\"", pattern)
-	case rest == "":
-		return fmt.Errorf("retrytransport: host pattern %q has nothing after \"*.\"", pattern)
-	case net.ParseIP(rest) == nil && strings.ContainsAny(rest, ":/[] "):
-		return fmt.Errorf("retrytransport: host pattern %q: want a hostname without scheme, port or path", pattern)
-	}
 	return nil
 }
 

@@ -48,6 +48,19 @@ func WithHostPolicy(pattern string, p policy.Policy) Option {
 	return func(c *config) { c.hosts = append(c.hosts, hostEntry{pattern, p}) }
 }
 
+// WithPolicyMap sets the default policy and the per-host policies from m,
+// as WithPolicy(m.Default) followed by WithHostPolicy for each of m.Hosts
+// would. It suits a policy.Map loaded with policy.LoadMap from a
+// configuration file.
+func WithPolicyMap(m policy.Map) Option {
+	return func(c *config) {
+		c.def = m.Default
+		for pattern, p := range m.Hosts {
+			c.hosts = append(c.hosts, hostEntry{pattern, p})
+		}
+	}
+}
+
 // WithClock replaces the clock and the timer of the Transport and of every
 // retry quota it creates. now returns the current time; sleep waits for d
 // or until ctx is done, and then returns ctx's error. Nil arguments keep the

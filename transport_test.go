@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
@@ -549,5 +550,32 @@ func TestScopeFunctionSplitsQuota(t *testing.T) {
 	}
 	if a1, a2, b := send("orders"), send("orders"), send("users"); a1 != 2 || a2 != 1 || b != 2 {
 		t.Errorf("attempts orders, orders, users = %d, %d, %d; want 2, 1, 2 (one quota per table)", a1, a2, b)
+	}
+}
+
+func TestWithPolicyMap(t *testing.T) {
+	m, err := policy.LoadMap(strings.NewReader(`{
+		"default": {"maxAttempts": 2},
+		"hosts": {"api.example.com": {"maxAttempts": 4}, "*.example.org": {"preset": "none"}}
+	}`))
+	if err != nil {
+		t.Fatalf("LoadMap: %v", err)
+	}
+	s := &script{steps: []step{{status: 503}}}
+	clock := faketime.NewAt(time.Now())
+	tr := retrytransport.New(mockBase(s), retrytransport.WithPolicyMap(m), retrytransport.WithClock(clock.Now, clock.Sleep))
+	for _, tt := range []struct {
+		url  string
+		want int
+	}{{"http://api.example.com/", 4}, {"http://a.example.org/", 1}, {"http://other.example/", 2}} {
+		before := s.count()
+		resp, err := tr.RoundTrip(newReq(t, "GET", tt.url, ""))
+		if err != nil {
+			t.Fatalf("RoundTrip(%s): %v", tt.url, err)
+		}
+		resp.Body.Close()
+		if got := s.count() - before; got != tt.want {
+			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
+		}
 	}
 }

@@ -1,8 +1,48 @@
 // Package policy describes what a retrying transport does for the requests
-// of one host: a [Policy] value with presets for the AWS retry modes
-// ([Standard], [Adaptive], [None]).
+// of one host: a [Policy] value, named presets, per-host maps, and loaders
+// that build them from JSON documents and environment variables.
 //
 // A Policy is plain data. It holds no per-request state; the transport that
 // uses it creates the quota buckets it needs, so one Policy value can serve
-// many transports without them sharing anything by accident.
+// many transports without them sharing anything by accident. A pointer
+// field that is set (Quota, Limiter, RateLimit) is used as given and so is
+// shared by every transport given the same value.
+//
+// # Presets
+//
+// Presets are functions that return a new Policy on every call (preset.go,
+// sns.go), each documenting its source:
+//
+//   - AWS SDK retry modes (SPEC §1, §6): [Standard], [Adaptive], [None],
+//     and the SDKs' newer standard behaviour, [StandardV2].
+//   - Amazon SNS delivery policies (SPEC §4): [SNSAWSManaged] and
+//     [SNSCustomerManaged].
+//   - Azure guidance (SPEC §5): [AzureStorageExponential],
+//     [AzureStorageLinear], [AzureStorageInteractive],
+//     [AzureStorageBackground], [AzureInteractive] and [AzureBackground].
+//
+// [Preset] finds one by name, in any case, for configuration files and
+// command lines; [PresetNames] lists the names.
+//
+// # Loading
+//
+//   - [Load] reads a Policy from this package's JSON schema (load.go,
+//     backoffjson.go), and [Policy.MarshalJSON] writes one, so that the
+//     two round-trip; Policy.UnmarshalJSON lets a Policy sit in a larger
+//     configuration struct.
+//   - [LoadSNS] reads an SNS delivery policy as AWS documents it (sns.go).
+//   - [LoadMap] reads a [Map]: a default policy and one per host pattern
+//     (map.go).
+//   - [FromEnv] applies RETRY_MODE and MAX_ATTEMPTS, or their AWS names,
+//     through a getenv function that the caller passes (env.go).
+//
+// Every loader rejects unknown fields and reports each bad setting as a
+// *[FieldError] naming the field, the value and what is allowed
+// (decode.go), and checks its result with [Policy.Validate].
+//
+// # Not here
+//
+// The package neither reads files nor the environment on its own, keeps no
+// state between calls, and does not retry anything: package retrytransport
+// applies the policies.
 package policy

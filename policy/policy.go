@@ -153,30 +153,6 @@ type Policy struct {
 	MaxDrain int64
 }
 
-// Standard returns AWS standard retry mode (SPEC §1-§2): 3 attempts, full
-// jitter backoff 2^(n-1) s capped at 20 s, Retry-After honoured up to 20 s,
-// and a retry quota of 500 tokens per host (retry cost 5, timeout and
-// throttle cost 10, +1 for each first-attempt success). It returns a fresh
-// value, so every transport built with it owns its own quota.
-func Standard() Policy {
-	return Policy{MaxAttempts: DefaultMaxAttempts, Backoff: backoff.FullJitter{}}
-}
-
-// Adaptive returns AWS adaptive retry mode (SPEC §1): Standard plus a
-// client-side rate limiter per scope that paces every attempt, the first
-// included, from the throttles the scope receives. Each Transport built
-// with it creates its own ratelimit.Adaptive with the default parameters,
-// which fix the SDKs' cold start (see ratelimit.Adaptive).
-func Adaptive() Policy {
-	p := Standard()
-	p.Adaptive = true
-	return p
-}
-
-// None returns a policy that never retries: one attempt, as the "legacy"
-// or "off" retry mode of SPEC §1.
-func None() Policy { return Policy{MaxAttempts: 1} }
-
 // WithDefaults returns p with every zero field replaced by the default its
 // comment names, and negative values normalised. Quota stays nil when unset:
 // the transport creates it, so that it is never shared by accident.

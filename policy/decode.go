@@ -1,0 +1,283 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file holds the JSON walker that Load, LoadMap and LoadSNS share. It
+// reads a document one object at a time, so that every error can name the
+// path of the field at fault, reject unknown and repeated fields, and go on
+// to report the other mistakes of the same document.
+
+// FieldError reports a setting that [Load], [LoadMap], [LoadSNS], [Preset]
+// or [FromEnv] cannot accept. Those functions return it as a pointer, often
+// several joined with errors.Join; find one with errors.As.
+type FieldError struct {
+	// Field says where: a JSON path such as "backoff.base",
+	// `hosts["api.example.com"].maxAttempts` or
+	// "healthyRetryPolicy.numRetries", "preset", or the name of an
+	// environment variable.
+	Field string
+
+	// Value is the value found, as written: `"5x"`, `-3`, `"fast"`. It is
+	// empty when the field itself is at fault (unknown, repeated or
+	// missing); Want then says why.
+	Value string
+
+	// Want describes what is allowed, such as "0..100" or "one of
+	// fullJitter, equalJitter, ...".
+	Want string
+}
+
+// Error returns "policy: <Field> = <Value>; want <Want>", or
+// "policy: <Field>: <Want>" when Value is empty.
+func (e *FieldError) Error() string {
+	if e.Value == "" {
+		return "policy: " + e.Field + ": " + e.Want
+	}
+	return "policy: " + e.Field + " = " + e.Value + "; want " + e.Want
+}
+
+// wantDuration is what every duration field of the JSON schemas accepts.
+const wantDuration = `a duration string >= 0, such as "1.5s"`
+
+// decoder collects the errors of one document.
+type decoder struct{ errs []error }
+
+// fail records a FieldError.
+func (d *decoder) fail(path, value, want string) {
+	d.errs = append(d.errs, &FieldError{Field: path, Value: value, Want: want})
+}
+
+// err returns the errors found so far, joined, or nil.
+func (d *decoder) err() error { return errors.Join(d.errs...) }
+
+// readDocument reads exactly one JSON value from r: anything but white space
+// after it is an error.
+func readDocument(r io.Reader) (json.RawMessage, error) {
+	dec := json.NewDecoder(r)
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("policy: empty document; want a JSON object")
+		}
+		return nil, fmt.Errorf("policy: invalid JSON: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("policy: unexpected data after the JSON document")
+	}
+	return raw, nil
+}
+
+// member is one field of a JSON object, as written.
+type member struct {
+	name string
+	raw  json.RawMessage
+}
+
+// field is a field that an object accepts, and what to do with its value.
+type field struct {
+	name string
+	set  func(v value)
+}
+
+// members splits raw, the JSON value at path, into the members of an
+// object, in order. It reports a value that is not an object (want
+// describes what is) and a repeated name, and returns ok false for the
+// former.
+func (d *decoder) members(path string, raw json.RawMessage, want string) (ms []member, ok bool) {
+	return d.membersAt(path, raw, want, func(name string) string { return join(path, name) })
+}
+
+// membersAt is members with at giving the path of each member.
+func (d *decoder) membersAt(path string, raw json.RawMessage, want string, at func(string) string) (ms []member, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		d.fail(orDocument(path), show(raw), want)
+		return nil, false
+	}
+	seen := make(map[string]bool)
+	for dec.More() {
+		t, err := dec.Token()
+		name, isName := t.(string)
+		var v json.RawMessage
+		if err != nil || !isName || dec.Decode(&v) != nil {
+			// raw was checked by encoding/json before it got here.
+			d.fail(orDocument(path), show(raw), "well-formed JSON")
+			return nil, false
+		}
+		if seen[name] {
+			d.fail(at(name), "", "repeated field; want it once")
+			continue
+		}
+		seen[name] = true
+		ms = append(ms, member{name, v})
+	}
+	return ms, true
+}
+
+// apply passes each member of ms, the object at path, to the field of its
+// name, and reports the members that no field accepts. A null value is the
+// same as a missing member.
+func (d *decoder) apply(path string, ms []member, fields []field) {
+	for _, m := range ms {
+		i := 0
+		for i < len(fields) && fields[i].name != m.name {
+			i++
+		}
+		switch {
+		case i == len(fields):
+			names := make([]string, len(fields))
+			for j, f := range fields {
+				names[j] = f.name
+			}
+			d.fail(join(path, m.name), "", "unknown field; want one of "+strings.Join(names, ", "))
+		case !isNull(m.raw):
+			fields[i].set(value{d, join(path, m.name), m.raw})
+		}
+	}
+}
+
+// object decodes the JSON object raw at path with fields.
+func (d *decoder) object(path string, raw json.RawMessage, want string, fields ...field) {
+	if ms, ok := d.members(path, raw, want); ok {
+		d.apply(path, ms, fields)
+	}
+}
+
+// value is the JSON value of one field.
+type value struct {
+	d    *decoder
+	path string
+	raw  json.RawMessage
+}
+
+// fail reports v as not what want describes.
+func (v value) fail(want string) { v.d.fail(v.path, show(v.raw), want) }
+
+// integer returns v as an integer in [lo, hi], or reports it and returns
+// ok false.
+func (v value) integer(lo, hi int64, want string) (n int64, ok bool) {
+	if json.Unmarshal(v.raw, &n) != nil || n < lo || n > hi {
+		v.fail(want)
+		return 0, false
+	}
+	return n, true
+}
+
+// int returns v as an integer in [lo, hi], or reports it and returns 0.
+func (v value) int(lo, hi int64, want string) int64 {
+	n, _ := v.integer(lo, hi, want)
+	return n
+}
+
+// count returns v as an int >= 0, or reports it and returns 0.
+func (v value) count(want string) int { return int(v.int(0, math.MaxInt, want)) }
+
+// float returns v as a number for which ok holds, or reports it and
+// returns 0.
+func (v value) float(ok func(float64) bool, want string) float64 {
+	var f float64
+	if json.Unmarshal(v.raw, &f) != nil || !ok(f) {
+		v.fail(want)
+		return 0
+	}
+	return f
+}
+
+// bool returns v as a boolean, or reports it and returns false.
+func (v value) bool() bool {
+	var b bool
+	if json.Unmarshal(v.raw, &b) != nil {
+		v.fail("true or false")
+	}
+	return b
+}
+
+// string returns v as a string, or reports it (want says what it should
+// be) and returns ok false.
+func (v value) string(want string) (string, bool) {
+	var s string
+	if json.Unmarshal(v.raw, &s) != nil {
+		v.fail(want)
+		return "", false
+	}
+	return s, true
+}
+
+// duration returns v as a Go duration string >= 0, or reports it and
+// returns 0.
+func (v value) duration() time.Duration {
+	s, ok := v.string(wantDuration)
+	if !ok {
+		return 0
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		v.fail(wantDuration)
+		return 0
+	}
+	return d
+}
+
+// elements returns the elements of v, a JSON array, with their paths, or
+// reports it and returns nil.
+func (v value) elements(want string) []value {
+	var raws []json.RawMessage
+	if json.Unmarshal(v.raw, &raws) != nil {
+		v.fail(want)
+		return nil
+	}
+	vs := make([]value, len(raws))
+	for i, r := range raws {
+		vs[i] = value{v.d, v.path + "[" + strconv.Itoa(i) + "]", r}
+	}
+	return vs
+}
+
+// nonNegative, unit and below1 are the ranges of the float fields.
+func nonNegative(f float64) bool { return f >= 0 }
+func unit(f float64) bool        { return f >= 0 && f <= 1 }
+func below1(f float64) bool      { return f >= 0 && f < 1 }
+
+// isNull reports whether raw is the JSON null.
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// join returns the path of the field name inside the object at path.
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}
+
+// orDocument names the top-level value, whose path is empty, in errors.
+func orDocument(path string) string {
+	if path == "" {
+		return "document"
+	}
+	return path
+}
+
+// show returns raw, compacted, for an error message; a long value is cut
+// short.
+func show(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		b.Reset()
+		b.Write(bytes.TrimSpace(raw))
+	}
+	const limit = 64
+	if b.Len() > limit {
+		return strings.ToValidUTF8(string(b.Bytes()[:limit]), "") + "..."
+	}
+	return b.String()
+}

@@ -1,0 +1,121 @@
+package policy_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// withAttempts returns p with MaxAttempts n.
+func withAttempts(p policy.Policy, n int) policy.Policy {
+	p.MaxAttempts = n
+	return p
+}
+
+// env returns a getenv over vars; a missing variable reads as "".
+func env(vars map[string]string) func(string) string {
+	return func(name string) string { return vars[name] }
+}
+
+func TestFromEnv(t *testing.T) {
+	limiter := &ratelimit.Adaptive{Beta: 0.5}
+	budget := policy.Policy{MaxAttempts: 5, MaxTotalTime: time.Minute}
+	tests := []struct {
+		name string
+		p    policy.Policy
+		vars map[string]string
+		want policy.Policy
+	}{
+		{"Nothing", policy.Standard(), nil, policy.Standard()},
+		{"EmptyValues", policy.Standard(), map[string]string{"RETRY_MODE": "", "MAX_ATTEMPTS": " \t", "AWS_RETRY_MODE": "", "AWS_MAX_ATTEMPTS": ""}, policy.Standard()},
+		{"Adaptive", policy.Standard(), map[string]string{"RETRY_MODE": "adaptive"}, policy.Adaptive()},
+		{"AdaptiveAnyCase", policy.Standard(), map[string]string{"AWS_RETRY_MODE": " Adaptive "}, policy.Adaptive()},
+		{"StandardClearsAdaptive", policy.Policy{Adaptive: true, Limiter: limiter, MaxTotalTime: time.Minute}, map[string]string{"RETRY_MODE": "STANDARD"}, policy.Policy{MaxTotalTime: time.Minute}},
+		{"AdaptiveKeepsLimiter", policy.Policy{Limiter: limiter}, map[string]string{"RETRY_MODE": "adaptive"}, policy.Policy{Adaptive: true, Limiter: limiter}},
+		{"Legacy", policy.Adaptive(), map[string]string{"RETRY_MODE": "legacy"}, policy.Policy{MaxAttempts: 1, Backoff: backoff.FullJitter{}}},
+		{"Off", budget, map[string]string{"AWS_RETRY_MODE": "off"}, policy.Policy{MaxAttempts: 1, MaxTotalTime: time.Minute}},
+		{"StandardTurnsRetriesOn", policy.None(), map[string]string{"RETRY_MODE": "standard"}, policy.Policy{MaxAttempts: 3}},
+		{"AdaptiveTurnsRetriesOn", policy.None(), map[string]string{"AWS_RETRY_MODE": "adaptive"}, policy.Policy{MaxAttempts: 3, Adaptive: true}},
+		{"StandardKeepsAttempts", budget, map[string]string{"RETRY_MODE": "standard"}, budget},
+		{"Attempts", policy.Standard(), map[string]string{"MAX_ATTEMPTS": "10"}, withAttempts(policy.Standard(), 10)},
+		{"AWSAttempts", budget, map[string]string{"AWS_MAX_ATTEMPTS": " 1 "}, policy.Policy{MaxAttempts: 1, MaxTotalTime: time.Minute}},
+		{"AttemptsAfterMode", policy.Standard(), map[string]string{"RETRY_MODE": "off", "MAX_ATTEMPTS": "5"}, withAttempts(policy.Standard(), 5)},
+		{"GenericModeWins", policy.Standard(), map[string]string{"RETRY_MODE": "standard", "AWS_RETRY_MODE": "adaptive"}, policy.Standard()},
+		{"GenericAttemptsWin", policy.Standard(), map[string]string{"MAX_ATTEMPTS": "2", "AWS_MAX_ATTEMPTS": "7"}, withAttempts(policy.Standard(), 2)},
+		{"ShadowedBadValueIgnored", policy.Standard(), map[string]string{"RETRY_MODE": "adaptive", "AWS_RETRY_MODE": "bogus", "MAX_ATTEMPTS": "4", "AWS_MAX_ATTEMPTS": "x"}, withAttempts(policy.Adaptive(), 4)},
+		{"EmptyGenericFallsBack", policy.Standard(), map[string]string{"RETRY_MODE": " ", "AWS_RETRY_MODE": "adaptive", "MAX_ATTEMPTS": "", "AWS_MAX_ATTEMPTS": "6"}, withAttempts(policy.Adaptive(), 6)},
+		{"MixedNames", policy.Standard(), map[string]string{"RETRY_MODE": "adaptive", "AWS_MAX_ATTEMPTS": "8"}, withAttempts(policy.Adaptive(), 8)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := policy.FromEnv(tt.p, env(tt.vars))
+			if err != nil {
+				t.Fatalf("FromEnv(%v) error = %v; want nil", tt.vars, err)
+			}
+			if diff := cmp.Diff(tt.want, got, policyOpts); diff != "" {
+				t.Errorf("FromEnv(%v) mismatch (-want +got):\n%s", tt.vars, diff)
+			}
+			if got.Limiter != tt.want.Limiter {
+				t.Errorf("FromEnv(%v).Limiter = %p; want %p", tt.vars, got.Limiter, tt.want.Limiter)
+			}
+		})
+	}
+}
+
+func TestFromEnvErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		vars map[string]string
+		want string
+	}{
+		{"Mode", map[string]string{"RETRY_MODE": "fast"}, `policy: RETRY_MODE = "fast"; want standard, adaptive, legacy or off`},
+		{"AWSMode", map[string]string{"AWS_RETRY_MODE": "Standard2"}, `policy: AWS_RETRY_MODE = "Standard2"; want standard, adaptive, legacy or off`},
+		{"Zero", map[string]string{"AWS_MAX_ATTEMPTS": "0"}, `policy: AWS_MAX_ATTEMPTS = "0"; want an integer > 0`},
+		{"Negative", map[string]string{"MAX_ATTEMPTS": "-3"}, `policy: MAX_ATTEMPTS = "-3"; want an integer > 0`},
+		{"NotInteger", map[string]string{"MAX_ATTEMPTS": "3.5"}, `policy: MAX_ATTEMPTS = "3.5"; want an integer > 0`},
+		{"TooBig", map[string]string{"MAX_ATTEMPTS": "99999999999999999999"}, `policy: MAX_ATTEMPTS = "99999999999999999999"; want an integer > 0`},
+		{"Both", map[string]string{"RETRY_MODE": "x", "AWS_MAX_ATTEMPTS": "y"},
+			"policy: RETRY_MODE = \"x\"; want standard, adaptive, legacy or off\npolicy: AWS_MAX_ATTEMPTS = \"y\"; want an integer > 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := policy.Policy{MaxAttempts: 7, Adaptive: true}
+			got, err := policy.FromEnv(p, env(tt.vars))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("FromEnv(%v) error = %v; want %s", tt.vars, err, tt.want)
+			}
+			var fe *policy.FieldError
+			if !errors.As(err, &fe) {
+				t.Errorf("FromEnv(%v) error is %T; want it to hold a *policy.FieldError", tt.vars, err)
+			}
+			if diff := cmp.Diff(p, got, policyOpts); diff != "" {
+				t.Errorf("FromEnv(%v) with an error changed p (-want +got):\n%s", tt.vars, diff)
+			}
+		})
+	}
+}
+
+func TestFromEnvNilGetenv(t *testing.T) {
+	p := policy.Policy{MaxAttempts: 2}
+	if got, err := policy.FromEnv(p, nil); err != nil || got.MaxAttempts != 2 {
+		t.Errorf("FromEnv(p, nil) = MaxAttempts %d, %v; want 2, nil", got.MaxAttempts, err)
+	}
+}
+
+// FromEnv reads only the four variables it documents.
+func TestFromEnvReadsOnlyItsVariables(t *testing.T) {
+	var read []string
+	_, _ = policy.FromEnv(policy.Policy{}, func(name string) string {
+		read = append(read, name)
+		return ""
+	})
+	want := []string{"RETRY_MODE", "AWS_RETRY_MODE", "MAX_ATTEMPTS", "AWS_MAX_ATTEMPTS"}
+	if diff := cmp.Diff(want, read); diff != "" {
+		t.Errorf("FromEnv read variables mismatch (-want +got):\n%s", diff)
+	}
+}

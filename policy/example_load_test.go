@@ -1,0 +1,141 @@
+package policy_test
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/policy"
+)
+
+func ExampleLoad() {
+	doc := `{
+	  "preset": "standard",
+	  "maxAttempts": 5,
+	  "backoff": {"type": "fullJitter", "base": "200ms", "max": "5s"},
+	  "delayHeaders": ["Retry-After"],
+	  "maxTotalTime": "30s",
+	  "quota": {"capacity": 100}
+	}`
+	p, err := policy.Load(strings.NewReader(doc))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("attempts:", p.MaxAttempts)
+	fmt.Printf("backoff: %+v\n", p.Backoff)
+	fmt.Println("headers:", p.DelayHeaders)
+	fmt.Println("budget:", p.MaxTotalTime)
+	fmt.Println("quota capacity:", p.Quota.Capacity)
+
+	_, err = policy.Load(strings.NewReader(`{"maxAttempts": -3, "backoff": {"type": "fulljitterx"}}`))
+	fmt.Println(err)
+	// Output:
+	// attempts: 5
+	// backoff: {Base:200ms Max:5s Rand:<nil>}
+	// headers: Retry-After
+	// budget: 30s
+	// quota capacity: 100
+	// policy: maxAttempts = -3; want an integer >= 1, or 0 for the default
+	// policy: backoff.type = "fulljitterx"; want one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered
+}
+
+func ExamplePolicy_MarshalJSON() {
+	b, err := policy.AzureInteractive().MarshalJSON()
+	fmt.Println(string(b), err)
+	// Output:
+	// {"maxAttempts":4,"backoff":{"type":"constant","interval":"500ms","fastFirstRetry":true},"maxTotalTime":"2s"} <nil>
+}
+
+func ExampleLoadSNS() {
+	// The example delivery policy of the SNS guide.
+	doc := `{
+	  "healthyRetryPolicy": {
+	    "minDelayTarget": 1, "maxDelayTarget": 60, "numRetries": 50,
+	    "numNoDelayRetries": 3, "numMinDelayRetries": 2, "numMaxDelayRetries": 35,
+	    "backoffFunction": "exponential"
+	  },
+	  "throttlePolicy": {"maxReceivesPerSecond": 10},
+	  "requestPolicy": {"headerContentType": "application/json"}
+	}`
+	p, err := policy.LoadSNS(strings.NewReader(doc))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("attempts:", p.MaxAttempts, "max delay:", p.MaxDelay, "quota off:", p.DisableQuota)
+	fmt.Println("rate:", p.RateLimit.Rate, "per second")
+	// The jitter takes up to a tenth of each delay's distance above
+	// minDelayTarget off it; a draw of 0 takes nothing.
+	s := p.Backoff.(backoff.Schedule)
+	s.Rand = func() float64 { return 0 }
+	for _, n := range []int{1, 4, 6, 10, 15, 16, 50} {
+		fmt.Printf("retry %d waits up to %v\n", n, s.Delay(n).Round(10*time.Millisecond))
+	}
+
+	_, err = policy.LoadSNS(strings.NewReader(`{"healthyRetryPolicy": {"numRetries": 101}}`))
+	fmt.Println(err)
+	// Output:
+	// attempts: 51 max delay: 1m0s quota off: true
+	// rate: 10 per second
+	// retry 1 waits up to 0s
+	// retry 4 waits up to 1s
+	// retry 6 waits up to 1s
+	// retry 10 waits up to 6.17s
+	// retry 15 waits up to 1m0s
+	// retry 16 waits up to 1m0s
+	// retry 50 waits up to 1m0s
+	// policy: healthyRetryPolicy.numRetries = 101; want 0..100
+}
+
+func ExampleFromEnv() {
+	// In a program: policy.FromEnv(policy.Standard(), os.Getenv).
+	vars := map[string]string{"AWS_RETRY_MODE": "adaptive", "AWS_MAX_ATTEMPTS": "5", "MAX_ATTEMPTS": "4"}
+	p, err := policy.FromEnv(policy.Standard(), func(name string) string { return vars[name] })
+	fmt.Println(p.Adaptive, p.MaxAttempts, err)
+
+	_, err = policy.FromEnv(policy.Standard(), func(name string) string {
+		if name == "RETRY_MODE" {
+			return "fast"
+		}
+		return ""
+	})
+	fmt.Println(err)
+	// Output:
+	// true 4 <nil>
+	// policy: RETRY_MODE = "fast"; want standard, adaptive, legacy or off
+}
+
+func ExamplePreset() {
+	p, err := policy.Preset("Azure-Background")
+	fmt.Println(p.MaxAttempts, p.MaxTotalTime, err)
+
+	_, err = policy.Preset("fast")
+	fmt.Println(err)
+	// Output:
+	// 6 1m0s <nil>
+	// policy: preset = "fast"; want one of standard, adaptive, none, standard-v2, sns-aws-managed, sns-customer-managed, azure-storage-exponential, azure-storage-linear, azure-storage-interactive, azure-storage-background, azure-interactive, azure-background
+}
+
+func ExampleLoadMap() {
+	doc := `{
+	  "default": {"preset": "standard"},
+	  "hosts": {
+	    "api.example.com": {"maxAttempts": 5},
+	    "*.example.com": {"preset": "none"}
+	  }
+	}`
+	m, err := policy.LoadMap(strings.NewReader(doc))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, host := range []string{"api.example.com", "www.example.com", "example.com"} {
+		fmt.Println(host, m.Lookup(host).MaxAttempts)
+	}
+	// Output:
+	// api.example.com 5
+	// www.example.com 1
+	// example.com 3
+}

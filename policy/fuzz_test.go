@@ -1,0 +1,150 @@
+package policy_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/policy"
+)
+
+// checkRoundTrip fails t unless p, a policy a loader returned, passes
+// Validate and comes back equal from Load(MarshalJSON(p)); a p with a
+// Classify must instead make MarshalJSON fail on it.
+func checkRoundTrip(t *testing.T, input []byte, p policy.Policy) {
+	t.Helper()
+	if err := p.Validate(); err != nil {
+		t.Fatalf("loader(%q) returned a policy that fails Validate: %v", input, err)
+	}
+	b, err := p.MarshalJSON()
+	if p.Classify != nil {
+		if err == nil || !strings.Contains(err.Error(), "classify") {
+			t.Fatalf("MarshalJSON of loader(%q) with a Classify = %s, %v; want an error naming classify", input, b, err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("MarshalJSON of loader(%q) error = %v; want nil", input, err)
+	}
+	q, err := policy.Load(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("Load(MarshalJSON(loader(%q))) = Load(%s) error = %v; want nil", input, b, err)
+	}
+	if diff := cmp.Diff(p, q, policyOpts); diff != "" {
+		t.Fatalf("Load(MarshalJSON(loader(%q))) mismatch (-want +got):\n%s", input, diff)
+	}
+}
+
+// checkError fails t unless err reads as this package's errors do.
+func checkError(t *testing.T, input []byte, err error) {
+	t.Helper()
+	for _, e := range unwrapAll(err) {
+		if !strings.HasPrefix(e.Error(), "policy: ") {
+			t.Fatalf("loader(%q) error %q does not start with \"policy: \"", input, e)
+		}
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	for _, doc := range []string{
+		fullDocument, `{}`, ``, `null`, `{"preset": "sns-aws-managed", "maxAttempts": 2}`,
+		`{"backoff": {"type": "jittered", "strategy": {"type": "capped", "strategy": {"type": "schedule", "numRetries": 3}}}}`,
+		`{"delayHeaders": "all", "quota": {}, "limiter": {"beta": 0.5}, "rateLimit": {"rate": 0.5}}`,
+		`{"delayHeaders": ["retry-after", "RateLimit"], "maxTotalTime": "1s", "backoff": {"type": "constant", "interval": "600ms"}, "maxAttempts": 3}`,
+		`{"maxAttempts": -3, "backoff": {"type": "fulljitterx"}, "bogus": 1}`, `{"maxAttempts": 1, "maxAttempts": 2}`, `{} {}`,
+		`{"classifier": {"throttlingStatuses": [420], "transientCodes": ["Busy"]}}`,
+	} {
+		f.Add([]byte(doc))
+	}
+	for _, name := range policy.PresetNames() {
+		p, _ := policy.Preset(name)
+		b, _ := p.MarshalJSON()
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := policy.Load(bytes.NewReader(data))
+		if err != nil {
+			checkError(t, data, err)
+			return
+		}
+		checkRoundTrip(t, data, p)
+	})
+}
+
+func FuzzLoadSNS(f *testing.F) {
+	for _, doc := range []string{
+		snsExample, `{}`, `{"http": {"defaultHealthyRetryPolicy": {"numRetries": 0}}}`,
+		`{"healthyRetryPolicy": {"minDelayTarget": 36, "maxDelayTarget": 36, "numRetries": 100, "backoffFunction": "geometric"}}`,
+		`{"healthyRetryPolicy": {"minDelayTarget": 1, "maxDelayTarget": 3600, "numRetries": 2, "backoffFunction": "arithmetic"}, "guaranteed": false}`,
+		`{"healthyRetryPolicy": {"numRetries": 101, "minDelayTarget": 0}, "throttlePolicy": {"maxReceivesPerSecond": 0}}`,
+		`{"sicklyRetryPolicy": null, "requestPolicy": {"headerContentType": "text/plain"}}`, `[]`,
+	} {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := policy.LoadSNS(bytes.NewReader(data))
+		if err != nil {
+			checkError(t, data, err)
+			return
+		}
+		s, ok := p.Backoff.(backoff.Schedule)
+		if !ok || p.MaxAttempts < 1 || p.MaxAttempts > 101 || !p.DisableQuota {
+			t.Fatalf("LoadSNS(%q) = %+v; want a Schedule, 1..101 attempts and no quota", data, p)
+		}
+		if p.MaxAttempts > 1 && s.Total() > time.Hour {
+			t.Fatalf("LoadSNS(%q): Total() = %v; want at most 1h", data, s.Total())
+		}
+		checkRoundTrip(t, data, p)
+	})
+}
+
+func FuzzLoadMap(f *testing.F) {
+	for _, doc := range []string{
+		mapDocument, `{}`, `{"hosts": {"*.a.com": {"preset": "none"}, "A.com": {}}}`, `{"hosts": {"a.com": {}, "A.COM": {}}}`,
+	} {
+		f.Add([]byte(doc))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := policy.LoadMap(bytes.NewReader(data))
+		if err != nil {
+			checkError(t, data, err)
+			return
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatalf("LoadMap(%q) returned a Map that fails Validate: %v", data, err)
+		}
+		checkRoundTrip(t, data, m.Default)
+		for pattern, p := range m.Hosts {
+			checkRoundTrip(t, data, p)
+			_ = m.Lookup(strings.TrimPrefix(pattern, "*"))
+		}
+	})
+}
+
+func FuzzFromEnv(f *testing.F) {
+	f.Add("standard", "3", "", "")
+	f.Add("", "", "adaptive", "10")
+	f.Add("off", "5", "legacy", "x")
+	f.Add("fast", "0", "", "-1")
+	f.Add(" Adaptive ", " 1 ", "STANDARD", "99999999999999999999")
+	f.Fuzz(func(t *testing.T, mode, attempts, awsMode, awsAttempts string) {
+		vars := map[string]string{"RETRY_MODE": mode, "MAX_ATTEMPTS": attempts, "AWS_RETRY_MODE": awsMode, "AWS_MAX_ATTEMPTS": awsAttempts}
+		for _, base := range []policy.Policy{policy.Standard(), policy.None(), policy.Adaptive()} {
+			got, err := policy.FromEnv(base, env(vars))
+			if err != nil {
+				checkError(t, []byte(mode+"|"+attempts+"|"+awsMode+"|"+awsAttempts), err)
+				if diff := cmp.Diff(base, got, policyOpts); diff != "" {
+					t.Fatalf("FromEnv(%q) with an error changed p (-want +got):\n%s", vars, diff)
+				}
+				continue
+			}
+			if got.MaxAttempts < 1 {
+				t.Fatalf("FromEnv(%q).MaxAttempts = %d; want >= 1", vars, got.MaxAttempts)
+			}
+			checkRoundTrip(t, []byte(mode+"|"+attempts+"|"+awsMode+"|"+awsAttempts), got)
+		}
+	})
+}

@@ -1,0 +1,287 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/retryafter"
+)
+
+// Load reads a Policy from the JSON document in r, in the schema below, and
+// checks it with [Policy.Validate]. It reads r to its end: anything but
+// white space after the document is an error. Each call returns fresh
+// values: a quota, limiter or rate limit in the document becomes a new
+// *ratelimit.Quota, *ratelimit.Adaptive or *ratelimit.Fixed, which the
+// transports given the returned Policy share (see [Policy.Quota]).
+//
+// # Schema
+//
+// The document is an object. Every member is optional: a missing member, or
+// null, leaves its field zero, which means the default the field's comment
+// names. Names are the Policy field names with a lower-case first letter,
+// matched exactly, but for preset and classifier (which sets Classify).
+// Durations are Go duration strings (time.ParseDuration): "1.5s", "300ms",
+// "1m".
+//
+//	member              value
+//	preset              a name from PresetNames, in any case (see below)
+//	maxAttempts         integer >= 0 (0: the default, 3)
+//	backoff             strategy object (see Strategies)
+//	throttleBackoff     strategy object
+//	maxDelay            duration
+//	delayHeaders        "all", or a list of Retry-After, retry-after-ms,
+//	                    x-ms-retry-after-ms, x-amz-retry-after,
+//	                    X-RateLimit-Reset, RateLimit (in any case)
+//	serverDelayBound    duration
+//	ignoreDelayHeaders  boolean
+//	attemptTimeout      duration
+//	maxTotalTime        duration
+//	classifier          object: throttlingStatuses, transientStatuses,
+//	                    fatalStatuses (lists of statuses 100..599),
+//	                    throttlingCodes, transientCodes (lists of codes)
+//	quota               object: capacity, retryCost, timeoutCost,
+//	                    throttleCost, successIncrement, maxScopes (integers
+//	                    >= 0), refillPerSecond (number >= 0), wait (boolean)
+//	disableQuota        boolean
+//	retryNonIdempotent  boolean
+//	maxBodyBuffer       integer >= 0, bytes
+//	adaptive            boolean
+//	limiter             object: beta (0 <= n < 1), scale, minFillRate
+//	                    (>= 0), smoothing (0..1), reference, failFast
+//	                    (booleans), maxWait (duration), maxScopes (integer)
+//	rateLimit           object: rate (>= 0), burst, maxScopes (integers
+//	                    >= 0), failFast (boolean), maxWait (duration)
+//	maxDrain            integer >= 0, bytes
+//
+// With a preset, the policy starts as that preset, wherever the member is
+// written, and the other members override its fields. An object member
+// replaces the preset's value whole; it is not merged with it.
+//
+// A classifier becomes a classify.Classifier whose Classify method is the
+// policy's Classify; an empty one leaves Classify nil, which classifies
+// the same. [Policy.MarshalJSON] cannot write a func, so a policy loaded
+// with a classifier cannot be written back. Scope and the hooks (Now, Rand)
+// have no member.
+//
+// # Strategies
+//
+// backoff and throttleBackoff take an object whose "type" names a strategy
+// of package backoff, in any case; its other members are that strategy's
+// fields, named by the rule above:
+//
+//	type          members
+//	fullJitter    base, max
+//	equalJitter   base, max
+//	decorrelated  base, max
+//	scaledJitter  initialDelay, maxBackoff, scaleFactor (0 or >= 1),
+//	              jitter (0..1), noJitter
+//	exponential   minBackoff, maxBackoff, deltaBackoff, noMinBackoff,
+//	              fastFirstRetry
+//	incremental   initial, increment, fastFirstRetry
+//	constant      interval, fastFirstRetry
+//	schedule      minDelay, maxDelay, numRetries, numNoDelayRetries,
+//	              numMinDelayRetries, numMaxDelayRetries (integers >= 0),
+//	              backoffFunction (linear, arithmetic, exponential or
+//	              geometric), jitter (0..1)
+//	capped        strategy (a strategy object), max
+//	jittered      strategy (a strategy object), fraction (0..1)
+//
+// A schedule here is held only to these signs and ranges, not to the
+// limits SNS puts on its customers' policies: [SNSAWSManaged] has 100,015
+// retries. Use [LoadSNS] for a delivery policy written for SNS.
+//
+// # Errors
+//
+// Load reports every mistake it finds, joined with errors.Join, each a
+// *[FieldError] that names the JSON path, the value and what is allowed:
+//
+//	policy: maxAttempts = -3; want an integer >= 1, or 0 for the default
+//	policy: backoff.type = "fulljitterx"; want one of fullJitter, ...
+//	policy: backoff.base = "1"; want a duration string >= 0, such as "1.5s"
+//	policy: backoff.bas: unknown field; want one of type, base, max
+//
+// Malformed JSON gives one error that wraps encoding/json's. Once the
+// document decodes, Load returns [Policy.Validate]'s errors, if any.
+func Load(r io.Reader) (Policy, error) {
+	raw, err := readDocument(r)
+	if err != nil {
+		return Policy{}, err
+	}
+	return decodePolicy("", raw)
+}
+
+// UnmarshalJSON sets *p to the policy that [Load] reads from data, so that a
+// Policy can sit in a larger configuration struct. It leaves *p unchanged on
+// error, and for a JSON null. Error paths start at the policy, not at the
+// enclosing document.
+func (p *Policy) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	if !json.Valid(data) {
+		return errors.New("policy: invalid JSON")
+	}
+	q, err := decodePolicy("", data)
+	if err != nil {
+		return err
+	}
+	*p = q
+	return nil
+}
+
+// decodePolicy decodes and validates the policy document raw found at path.
+func decodePolicy(path string, raw json.RawMessage) (Policy, error) {
+	d := &decoder{}
+	p := d.policy(path, raw)
+	if err := d.err(); err != nil {
+		return Policy{}, err
+	}
+	if err := p.Validate(); err != nil {
+		return Policy{}, within(path, err)
+	}
+	return p, nil
+}
+
+// Descriptions of the values the policy members accept.
+const (
+	wantAttempts = "an integer >= 1, or 0 for the default"
+	wantCount    = "an integer >= 0 (0: the default)"
+	wantBytes    = "a byte count >= 1, or 0 for the default"
+	wantStatus   = "an HTTP status 100..599"
+	wantCode     = "a non-empty error code"
+)
+
+// policy decodes the policy object raw at path.
+func (d *decoder) policy(path string, raw json.RawMessage) Policy {
+	var p Policy
+	ms, ok := d.members(path, raw, "a policy object")
+	if !ok {
+		return p
+	}
+	// The preset comes first wherever it is written, so that the other
+	// members override it.
+	for _, m := range ms {
+		if m.name == "preset" && !isNull(m.raw) {
+			v := value{d, join(path, m.name), m.raw}
+			if name, ok := v.string("one of " + strings.Join(PresetNames(), ", ")); ok {
+				if q, found := lookupPreset(name); found {
+					p = q
+				} else {
+					v.fail("one of " + strings.Join(PresetNames(), ", "))
+				}
+			}
+		}
+	}
+	d.apply(path, ms, []field{
+		{"preset", func(value) {}},
+		{"maxAttempts", func(v value) { p.MaxAttempts = v.count(wantAttempts) }},
+		{"backoff", func(v value) { p.Backoff = v.strategy() }},
+		{"throttleBackoff", func(v value) { p.ThrottleBackoff = v.strategy() }},
+		{"maxDelay", func(v value) { p.MaxDelay = v.duration() }},
+		{"delayHeaders", func(v value) { p.DelayHeaders = v.sources() }},
+		{"serverDelayBound", func(v value) { p.ServerDelayBound = v.duration() }},
+		{"ignoreDelayHeaders", func(v value) { p.IgnoreDelayHeaders = v.bool() }},
+		{"attemptTimeout", func(v value) { p.AttemptTimeout = v.duration() }},
+		{"maxTotalTime", func(v value) { p.MaxTotalTime = v.duration() }},
+		{"classifier", func(v value) { p.Classify = v.classifier() }},
+		{"quota", func(v value) { p.Quota = v.quota() }},
+		{"disableQuota", func(v value) { p.DisableQuota = v.bool() }},
+		{"retryNonIdempotent", func(v value) { p.RetryNonIdempotent = v.bool() }},
+		{"maxBodyBuffer", func(v value) { p.MaxBodyBuffer = int64(v.count(wantBytes)) }},
+		{"adaptive", func(v value) { p.Adaptive = v.bool() }},
+		{"limiter", func(v value) { p.Limiter = v.limiter() }},
+		{"rateLimit", func(v value) { p.RateLimit = v.rateLimit() }},
+		{"maxDrain", func(v value) { p.MaxDrain = int64(v.count(wantBytes)) }},
+	})
+	return p
+}
+
+// classifier decodes a classifier object and returns its Classify method,
+// or nil for an empty one, which classifies as classify.Standard does.
+func (v value) classifier() classify.Func {
+	var c classify.Classifier
+	statuses := func(dst *[]int) func(value) {
+		return func(v value) {
+			for _, e := range v.elements("a list of HTTP statuses") {
+				*dst = append(*dst, int(e.int(100, 599, wantStatus)))
+			}
+		}
+	}
+	codes := func(dst *[]string) func(value) {
+		return func(v value) {
+			for _, e := range v.elements("a list of error codes") {
+				switch s, ok := e.string(wantCode); {
+				case ok && s == "":
+					e.fail(wantCode)
+				case ok:
+					*dst = append(*dst, s)
+				}
+			}
+		}
+	}
+	v.d.object(v.path, v.raw, "a classifier object",
+		field{"throttlingStatuses", statuses(&c.ThrottlingStatuses)},
+		field{"transientStatuses", statuses(&c.TransientStatuses)},
+		field{"fatalStatuses", statuses(&c.FatalStatuses)},
+		field{"throttlingCodes", codes(&c.ThrottlingCodes)},
+		field{"transientCodes", codes(&c.TransientCodes)},
+	)
+	if len(c.ThrottlingStatuses)+len(c.TransientStatuses)+len(c.FatalStatuses)+len(c.ThrottlingCodes)+len(c.TransientCodes) == 0 {
+		return nil
+	}
+	return c.Classify
+}
+
+// sourceList returns every retryafter.Source, one bit each, in bit order.
+func sourceList() []retryafter.Source {
+	var list []retryafter.Source
+	for i := range 16 {
+		if s := retryafter.Source(1) << i; s&retryafter.AllSources != 0 {
+			list = append(list, s)
+		}
+	}
+	return list
+}
+
+// sources decodes delayHeaders: "all", or a non-empty list of the names
+// that retryafter.Source.String gives, in any case.
+func (v value) sources() retryafter.Source {
+	var names []string
+	for _, s := range sourceList() {
+		names = append(names, s.String())
+	}
+	want := `"all" or a non-empty list of ` + strings.Join(names, ", ")
+	if bytes.HasPrefix(bytes.TrimSpace(v.raw), []byte(`"`)) {
+		if all, _ := v.string(want); !strings.EqualFold(all, "all") {
+			v.fail(want)
+		}
+		return retryafter.AllSources
+	}
+	elems := v.elements(want)
+	if elems != nil && len(elems) == 0 {
+		v.fail(want + " (ignoreDelayHeaders trusts none)")
+	}
+	var set retryafter.Source
+	wantName := "one of " + strings.Join(names, ", ")
+	list := sourceList()
+	for _, e := range elems {
+		name, ok := e.string(wantName)
+		if !ok {
+			continue
+		}
+		found := false
+		for _, s := range list {
+			if strings.EqualFold(name, s.String()) {
+				set, found = set|s, true
+			}
+		}
+		if !found {
+			e.fail(wantName)
+		}
+	}
+	return set
+}

@@ -1,0 +1,243 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Map holds a policy per host pattern and a default for the other hosts,
+// as a configuration file gives them (see [LoadMap]). A request's policy
+// is that of the pattern equal to its hostname, else that of the longest
+// matching "*." pattern, else Default; [Map.Lookup] applies this rule.
+//
+// A Map is plain data. Its zero value gives every host the zero Policy,
+// which is [Standard]'s behaviour. Hosts is a map, so copies of a Map share
+// it: do not change it while others use the Map.
+type Map struct {
+	// Default is the policy of every host that no pattern matches.
+	Default Policy
+
+	// Hosts maps host patterns to their policies. A pattern is a hostname
+	// ("api.example.com"), an IP address (an IPv6 one with or without
+	// brackets), or "*." and a domain ("*.example.com"), which matches
+	// every name below the domain but not the domain itself. Patterns
+	// match in any case, and carry no scheme, port or path.
+	Hosts map[string]Policy
+}
+
+// LoadMap reads a Map from the JSON document in r:
+//
+//	{"default": {"preset": "standard"},
+//	 "hosts": {"api.example.com": {"maxAttempts": 5},
+//	           "*.example.com": {"preset": "none"}}}
+//
+// Both members are optional; each policy is an object in the schema of
+// [Load], with its own preset if any, and the transports given the Map
+// share any quota or limiter it creates, each host its own. LoadMap checks
+// the result with [Map.Validate]. Errors are those of Load, with paths
+// that start at the Map, such as `hosts["api.example.com"].maxAttempts`.
+func LoadMap(r io.Reader) (Map, error) {
+	raw, err := readDocument(r)
+	if err != nil {
+		return Map{}, err
+	}
+	return decodeMap(raw)
+}
+
+// UnmarshalJSON sets *m to the Map that [LoadMap] reads from data. It
+// leaves *m unchanged on error, and for a JSON null.
+func (m *Map) UnmarshalJSON(data []byte) error {
+	if isNull(data) {
+		return nil
+	}
+	if !json.Valid(data) {
+		return errors.New("policy: invalid JSON")
+	}
+	n, err := decodeMap(data)
+	if err != nil {
+		return err
+	}
+	*m = n
+	return nil
+}
+
+// decodeMap decodes and validates a Map document.
+func decodeMap(raw json.RawMessage) (Map, error) {
+	d := &decoder{}
+	var m Map
+	d.object("", raw, "an object with default and hosts",
+		field{"default", func(v value) { m.Default = v.d.policy(v.path, v.raw) }},
+		field{"hosts", func(v value) {
+			ms, _ := v.d.membersAt(v.path, v.raw, "an object of host patterns and their policies", hostPath)
+			m.Hosts = make(map[string]Policy, len(ms))
+			seen := make(map[string]string) // normalised pattern -> pattern
+			for _, h := range ms {
+				path := hostPath(h.name)
+				norm := normalizePattern(h.name)
+				if want := checkHostPattern(norm); want != "" {
+					v.d.fail(path, "", want)
+				} else if first, ok := seen[norm]; ok {
+					v.d.fail(path, "", "the same pattern as "+hostPath(first)+"; want each pattern once")
+				}
+				seen[norm] = h.name
+				if !isNull(h.raw) {
+					m.Hosts[h.name] = v.d.policy(path, h.raw)
+				}
+			}
+		}})
+	if err := d.err(); err != nil {
+		return Map{}, err
+	}
+	if err := m.Validate(); err != nil {
+		return Map{}, err
+	}
+	return m, nil
+}
+
+// MarshalJSON writes m in the form that [LoadMap] reads, the hosts in
+// sorted order, each policy as [Policy.MarshalJSON] writes it; it returns
+// the errors of those calls, with paths that start at the Map.
+func (m Map) MarshalJSON() ([]byte, error) {
+	e := &encoder{}
+	o := e.object("")
+	o.member("default", e.policy("default", m.Default))
+	if len(m.Hosts) > 0 {
+		hosts := e.object("hosts")
+		for _, pattern := range slices.Sorted(maps.Keys(m.Hosts)) {
+			hosts.member(pattern, e.policy(hostPath(pattern), m.Hosts[pattern]))
+		}
+		o.member("hosts", hosts.bytes())
+	}
+	if err := errors.Join(e.errs...); err != nil {
+		return nil, err
+	}
+	return o.bytes(), nil
+}
+
+// Validate reports the patterns of m that are malformed or repeated (two
+// that differ only in case or brackets) as *[FieldError]s, and the errors
+// of every policy's [Policy.Validate], each prefixed with "default" or its
+// pattern, all joined with errors.Join.
+func (m Map) Validate() error {
+	var errs []error
+	if err := m.Default.Validate(); err != nil {
+		errs = append(errs, within("default", err))
+	}
+	seen := make(map[string]string)
+	for _, pattern := range slices.Sorted(maps.Keys(m.Hosts)) {
+		norm := normalizePattern(pattern)
+		if want := checkHostPattern(norm); want != "" {
+			errs = append(errs, &FieldError{Field: hostPath(pattern), Want: want})
+		} else if first, ok := seen[norm]; ok {
+			errs = append(errs, &FieldError{Field: hostPath(pattern), Want: "the same pattern as " + hostPath(first) + "; want each pattern once"})
+		}
+		seen[norm] = pattern
+		if err := m.Hosts[pattern].Validate(); err != nil {
+			errs = append(errs, within(hostPath(pattern), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Lookup returns the policy for hostname, a request's host without its
+// port, as url.URL.Hostname gives it: the policy of the pattern equal to
+// hostname, else that of the longest "*." pattern whose domain hostname is
+// below, else Default. Case does not matter. Lookup scans Hosts on every
+// call; a transport builds an index instead.
+func (m Map) Lookup(hostname string) Policy {
+	hostname = normalizePattern(hostname)
+	best, bestLen := "", 0
+	for _, pattern := range slices.Sorted(maps.Keys(m.Hosts)) {
+		norm := normalizePattern(pattern)
+		if norm == hostname {
+			return m.Hosts[pattern]
+		}
+		suffix, wild := strings.CutPrefix(norm, "*")
+		if wild && len(suffix) > bestLen && len(hostname) > len(suffix) && strings.HasSuffix(hostname, suffix) {
+			best, bestLen = pattern, len(suffix)
+		}
+	}
+	if bestLen > 0 {
+		return m.Hosts[best]
+	}
+	return m.Default
+}
+
+// normalizePattern returns pattern in lower case, without the brackets of
+// an IPv6 literal.
+func normalizePattern(pattern string) string {
+	pattern = strings.ToLower(pattern)
+	if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
+		pattern = pattern[1 : len(pattern)-1]
+	}
+	return pattern
+}
+
+// CheckPattern reports why pattern is not a host pattern as Map and the
+// transport's WithHostPolicy accept it: a hostname, an IP address (IPv6
+// with or without brackets) or "*." and a domain; case does not matter. It
+// returns nil for a valid pattern.
+func CheckPattern(pattern string) error {
+	if why := checkHostPattern(normalizePattern(pattern)); why != "" {
+		return fmt.Errorf("policy: host pattern %q: %s", pattern, why)
+	}
+	return nil
+}
+
+// checkHostPattern returns why a normalised pattern is not a hostname, an
+// IP address or "*.domain", or "" if it is one. It makes the checks of the
+// root package's checkPattern.
+func checkHostPattern(pattern string) string {
+	rest := strings.TrimPrefix(pattern, "*.")
+	switch {
+	case pattern == "":
+		return `empty pattern; want a hostname or "*." and a domain`
+	case strings.Contains(rest, "*"):
+		return `'*' in a pattern; want it only as a leading "*."`
+	case rest == "":
+		return `nothing after "*."; want a domain`
+	case net.ParseIP(rest) == nil && strings.ContainsAny(rest, ":/[] "):
+		return "not a host pattern; want a hostname without scheme, port or path"
+	}
+	return ""
+}
+
+// hostPath returns the path of pattern's policy in a Map document.
+func hostPath(pattern string) string { return "hosts[" + strconv.Quote(pattern) + "]" }
+
+// within prefixes the errors of err, which Policy.Validate returned for the
+// policy at path, with that path.
+func within(path string, err error) error {
+	if path == "" || err == nil {
+		return err
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var errs []error
+		for _, e := range j.Unwrap() {
+			errs = append(errs, within(path, e))
+		}
+		return errors.Join(errs...)
+	}
+	return &pathError{path, err}
+}
+
+// pathError is an error of the policy at path in a larger document.
+type pathError struct {
+	path string
+	err  error
+}
+
+// Error returns "policy: <path>: <err>". Every error of this package starts
+// with "policy: ", which is taken off err so that it is not said twice.
+func (e *pathError) Error() string {
+	return "policy: " + e.path + ": " + strings.TrimPrefix(e.err.Error(), "policy: ")
+}
+
+func (e *pathError) Unwrap() error { return e.err }

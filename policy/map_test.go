@@ -1,0 +1,169 @@
+package policy_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/policy"
+)
+
+const mapDocument = `{
+ "default": {"preset": "standard"},
+ "hosts": {
+  "api.example.com": {"maxAttempts": 5},
+  "*.example.com": {"preset": "none"},
+  "*.eu.example.com": {"maxAttempts": 4, "backoff": {"type": "constant", "interval": "1s"}},
+  "[::1]": {"maxAttempts": 2},
+  "Storage.Example.NET": {"preset": "azure-storage-exponential"}
+ }
+}`
+
+func TestLoadMap(t *testing.T) {
+	got, err := policy.LoadMap(strings.NewReader(mapDocument))
+	if err != nil {
+		t.Fatalf("LoadMap(mapDocument) error = %v; want nil", err)
+	}
+	want := policy.Map{
+		Default: policy.Standard(),
+		Hosts: map[string]policy.Policy{
+			"api.example.com":     {MaxAttempts: 5},
+			"*.example.com":       policy.None(),
+			"*.eu.example.com":    {MaxAttempts: 4, Backoff: backoff.Constant{Interval: time.Second}},
+			"[::1]":               {MaxAttempts: 2},
+			"Storage.Example.NET": policy.AzureStorageExponential(),
+		},
+	}
+	if diff := cmp.Diff(want, got, policyOpts); diff != "" {
+		t.Errorf("LoadMap(mapDocument) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestMapLookup(t *testing.T) {
+	m, err := policy.LoadMap(strings.NewReader(mapDocument))
+	if err != nil {
+		t.Fatalf("LoadMap(mapDocument) error = %v", err)
+	}
+	tests := []struct {
+		host     string
+		attempts int // MaxAttempts of the policy Lookup should pick
+	}{
+		{"api.example.com", 5},          // exact beats wildcard
+		{"API.Example.COM", 5},          // any case
+		{"www.example.com", 1},          // wildcard
+		{"a.b.example.com", 1},          // any depth
+		{"x.eu.example.com", 4},         // longest wildcard
+		{"eu.example.com", 1},           // "*.eu.example.com" needs a name below it
+		{"example.com", 3},              // the domain itself: the default
+		{"::1", 2},                      // bracketed pattern, bare hostname
+		{"storage.example.net", 4},      // pattern written in upper case
+		{"other.org", 3},                // default
+		{"notexample.com", 3},           // a suffix, but not a subdomain
+		{"", 3},                         // nothing matches
+		{"*.example.com", 1},            // taken literally: below example.com
+		{"[::1]", 2},                    // brackets on the hostname too
+		{"x.storage.example.net", 3},    // an exact pattern does not match below it
+		{"api.example.com.evil.org", 3}, // nor does a prefix
+	}
+	for _, tt := range tests {
+		if got := m.Lookup(tt.host).MaxAttempts; got != tt.attempts {
+			t.Errorf("Lookup(%q).MaxAttempts = %d; want %d", tt.host, got, tt.attempts)
+		}
+	}
+	if got := (policy.Map{}).Lookup("any.host").MaxAttempts; got != 0 {
+		t.Errorf("Map{}.Lookup(any.host).MaxAttempts = %d; want 0 (the zero Policy)", got)
+	}
+}
+
+func TestLoadMapErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		want string
+	}{
+		{"EmptyPattern", `{"hosts": {"": {}}}`, `policy: hosts[""]: empty pattern; want a hostname or "*." and a domain`},
+		{"InnerStar", `{"hosts": {"a.*.com": {}}}`, `policy: hosts["a.*.com"]: '*' in a pattern; want it only as a leading "*."`},
+		{"BareStar", `{"hosts": {"*": {}}}`, `policy: hosts["*"]: '*' in a pattern; want it only as a leading "*."`},
+		{"NothingAfterStar", `{"hosts": {"*.": {}}}`, `policy: hosts["*."]: nothing after "*."; want a domain`},
+		{"Scheme", `{"hosts": {"https://api.example.com": {}}}`, `policy: hosts["https://api.example.com"]: not a host pattern; want a hostname without scheme, port or path`},
+		{"Port", `{"hosts": {"api.example.com:443": {}}}`, `policy: hosts["api.example.com:443"]: not a host pattern; want a hostname without scheme, port or path`},
+		{"SameInAnotherCase", `{"hosts": {"api.example.com": {}, "API.example.com": {}}}`, `policy: hosts["API.example.com"]: the same pattern as hosts["api.example.com"]; want each pattern once`},
+		{"SameWithBrackets", `{"hosts": {"::1": {}, "[::1]": {}}}`, `policy: hosts["[::1]"]: the same pattern as hosts["::1"]; want each pattern once`},
+		{"Repeated", `{"hosts": {"a.com": {}, "a.com": {}}}`, `policy: hosts["a.com"]: repeated field; want it once`},
+		{"HostPolicy", `{"hosts": {"api.example.com": {"maxAttempts": -1}}}`, `policy: hosts["api.example.com"].maxAttempts = -1; want an integer >= 1, or 0 for the default`},
+		{"HostValidate", `{"hosts": {"a.com": {"attemptTimeout": "3s", "maxTotalTime": "2s"}}}`, `policy: hosts["a.com"]: AttemptTimeout = 3s is longer than MaxTotalTime = 2s; want AttemptTimeout <= MaxTotalTime`},
+		{"DefaultPolicy", `{"default": {"backoff": {"type": "x"}}}`, `policy: default.backoff.type = "x"; want one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered`},
+		{"DefaultValidate", `{"default": {"attemptTimeout": "3s", "maxTotalTime": "2s"}}`, `policy: default: AttemptTimeout = 3s is longer than MaxTotalTime = 2s; want AttemptTimeout <= MaxTotalTime`},
+		{"UnknownField", `{"defaults": {}}`, `policy: defaults: unknown field; want one of default, hosts`},
+		{"HostsNotObject", `{"hosts": []}`, `policy: hosts = []; want an object of host patterns and their policies`},
+		{"Trailing", `{}{}`, `policy: unexpected data after the JSON document`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := policy.LoadMap(strings.NewReader(tt.doc))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("LoadMap(%s) error = %v; want %s", tt.doc, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMapValidate(t *testing.T) {
+	m := policy.Map{
+		Default: policy.Policy{MaxAttempts: -1},
+		Hosts:   map[string]policy.Policy{"ok.com": {}, "bad host": {}, "OK.com": {MaxDrain: -2}},
+	}
+	// Patterns in sorted order, upper case first.
+	want := "policy: default: MaxAttempts = -1; want >= 1, or 0 for the default\n" +
+		`policy: hosts["OK.com"]: MaxDrain = -2; want > 0, or 0 for the default` + "\n" +
+		`policy: hosts["bad host"]: not a host pattern; want a hostname without scheme, port or path` + "\n" +
+		`policy: hosts["ok.com"]: the same pattern as hosts["OK.com"]; want each pattern once`
+	if err := m.Validate(); err == nil || err.Error() != want {
+		t.Errorf("Map.Validate() = %v; want\n%s", err, want)
+	}
+	if err := (policy.Map{}).Validate(); err != nil {
+		t.Errorf("Map{}.Validate() = %v; want nil", err)
+	}
+}
+
+func TestMapRoundTrip(t *testing.T) {
+	m, err := policy.LoadMap(strings.NewReader(mapDocument))
+	if err != nil {
+		t.Fatalf("LoadMap(mapDocument) error = %v", err)
+	}
+	b, err := m.MarshalJSON()
+	if err != nil {
+		t.Fatalf("Map.MarshalJSON() error = %v", err)
+	}
+	got, err := policy.LoadMap(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("LoadMap(%s) error = %v", b, err)
+	}
+	if diff := cmp.Diff(m, got, policyOpts); diff != "" {
+		t.Errorf("LoadMap(MarshalJSON(m)) mismatch (-want +got):\n%s", diff)
+	}
+	b, err = policy.Map{Hosts: map[string]policy.Policy{"b.com": policy.None(), "a.com": {}}}.MarshalJSON()
+	if want := `{"default":{},"hosts":{"a.com":{},"b.com":{"maxAttempts":1}}}`; err != nil || string(b) != want {
+		t.Errorf("Map.MarshalJSON() = %s, %v; want %s, nil", b, err, want)
+	}
+	_, err = policy.Map{Hosts: map[string]policy.Policy{"a.com": policy.Policy{}.WithDefaults()}}.MarshalJSON()
+	if want := `policy: cannot write hosts["a.com"].classify as JSON: it is a func`; err == nil || err.Error() != want {
+		t.Errorf("Map.MarshalJSON(with Classify) error = %v; want %s", err, want)
+	}
+}
+
+func TestMapUnmarshalJSON(t *testing.T) {
+	var cfg struct {
+		Retries policy.Map `json:"retries"`
+	}
+	if err := json.Unmarshal([]byte(`{"retries": {"hosts": {"*.a.com": {"preset": "none"}}}}`), &cfg); err != nil {
+		t.Fatalf("json.Unmarshal error = %v; want nil", err)
+	}
+	if got := cfg.Retries.Lookup("x.a.com").MaxAttempts; got != 1 {
+		t.Errorf("Lookup(x.a.com).MaxAttempts = %d; want 1", got)
+	}
+}

@@ -1,0 +1,179 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/retrytransport/retrytransport/retryafter"
+)
+
+// MarshalJSON writes p in the schema that [Load] reads, so that Load gives
+// back a Policy equal to p: the same values, and new pointers in place of
+// Quota, Limiter and RateLimit holding the same settings. Zero fields are
+// left out, the members come in the order of the Policy fields, and no
+// preset is written: every setting is spelled out.
+//
+// A func cannot be written, so MarshalJSON returns an error naming the
+// field when one is set: Classify, Scope, a Rand of a strategy, or a Now of
+// the quota or a limiter. Write p before [Policy.WithDefaults], which sets
+// Classify. It also returns an error for a Backoff or ThrottleBackoff that is
+// not one of the strategy values of package backoff (a backoff.Func, a
+// pointer, a type of your own), for a number that JSON cannot hold (NaN, an
+// infinity) and for DelayHeaders bits that name no retryafter.Source. The
+// errors are joined with errors.Join; each reads "policy: cannot write
+// <path> as JSON: <why>", with path in the names of the schema.
+//
+// A value that Load would reject, such as a negative MaxAttempts, is
+// written as it is, so MarshalJSON never changes a setting silently.
+func (p Policy) MarshalJSON() ([]byte, error) {
+	e := &encoder{}
+	b := e.policy("", p)
+	if err := errors.Join(e.errs...); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// policy encodes p, the policy at path.
+func (e *encoder) policy(path string, p Policy) []byte {
+	o := e.object(path)
+	o.int("maxAttempts", int64(p.MaxAttempts))
+	if p.Backoff != nil {
+		o.member("backoff", e.strategy(join(path, "backoff"), p.Backoff))
+	}
+	if p.ThrottleBackoff != nil {
+		o.member("throttleBackoff", e.strategy(join(path, "throttleBackoff"), p.ThrottleBackoff))
+	}
+	o.dur("maxDelay", p.MaxDelay)
+	if p.DelayHeaders != 0 {
+		o.member("delayHeaders", e.sources(join(path, "delayHeaders"), p.DelayHeaders))
+	}
+	o.dur("serverDelayBound", p.ServerDelayBound)
+	o.bool("ignoreDelayHeaders", p.IgnoreDelayHeaders)
+	o.dur("attemptTimeout", p.AttemptTimeout)
+	o.dur("maxTotalTime", p.MaxTotalTime)
+	o.fn("classify", p.Classify != nil)
+	if p.Quota != nil {
+		o.member("quota", e.quota(join(path, "quota"), p.Quota))
+	}
+	o.bool("disableQuota", p.DisableQuota)
+	o.bool("retryNonIdempotent", p.RetryNonIdempotent)
+	o.int("maxBodyBuffer", p.MaxBodyBuffer)
+	o.bool("adaptive", p.Adaptive)
+	if p.Limiter != nil {
+		o.member("limiter", e.limiter(join(path, "limiter"), p.Limiter))
+	}
+	if p.RateLimit != nil {
+		o.member("rateLimit", e.rateLimit(join(path, "rateLimit"), p.RateLimit))
+	}
+	o.fn("scope", p.Scope != nil)
+	o.int("maxDrain", p.MaxDrain)
+	return o.bytes()
+}
+
+// sources encodes a non-empty DelayHeaders set: "all", or its names.
+func (e *encoder) sources(path string, set retryafter.Source) []byte {
+	if rest := set &^ retryafter.AllSources; rest != 0 {
+		e.fail(path, "it holds "+rest.String()+", which names no retryafter.Source")
+		return []byte("null")
+	}
+	if set == retryafter.AllSources {
+		return []byte(`"all"`)
+	}
+	var names []string
+	for _, s := range sourceList() {
+		if set&s != 0 {
+			names = append(names, s.String())
+		}
+	}
+	b, _ := json.Marshal(names) // a []string always marshals
+	return b
+}
+
+// encoder collects the errors of one MarshalJSON call.
+type encoder struct{ errs []error }
+
+// fail records that the field at path cannot be written, and why.
+func (e *encoder) fail(path, why string) {
+	e.errs = append(e.errs, fmt.Errorf("policy: cannot write %s as JSON: %s", orDocument(path), why))
+}
+
+// jsonObject builds the JSON object at path member by member, in the order
+// written, leaving out the zero values.
+type jsonObject struct {
+	e    *encoder
+	path string
+	buf  []byte
+}
+
+// object starts the object at path.
+func (e *encoder) object(path string) *jsonObject { return &jsonObject{e: e, path: path} }
+
+// member appends the member name with the JSON value raw.
+func (o *jsonObject) member(name string, raw []byte) {
+	if len(o.buf) == 0 {
+		o.buf = append(o.buf, '{')
+	} else {
+		o.buf = append(o.buf, ',')
+	}
+	quoted, _ := json.Marshal(name) // a string always marshals
+	o.buf = append(o.buf, quoted...)
+	o.buf = append(o.buf, ':')
+	o.buf = append(o.buf, raw...)
+}
+
+func (o *jsonObject) str(name, s string) {
+	if s != "" {
+		b, _ := json.Marshal(s) // a string always marshals
+		o.member(name, b)
+	}
+}
+
+func (o *jsonObject) int(name string, n int64) {
+	if n != 0 {
+		o.member(name, strconv.AppendInt(nil, n, 10))
+	}
+}
+
+func (o *jsonObject) dur(name string, d time.Duration) {
+	if d != 0 {
+		o.str(name, d.String())
+	}
+}
+
+func (o *jsonObject) bool(name string, b bool) {
+	if b {
+		o.member(name, []byte("true"))
+	}
+}
+
+// float appends f in the shortest form that reads back as the same
+// float64, and reports NaN and the infinities, which JSON cannot hold.
+func (o *jsonObject) float(name string, f float64) {
+	switch {
+	case f == 0:
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		o.e.fail(join(o.path, name), "it is "+strconv.FormatFloat(f, 'g', -1, 64))
+	default:
+		o.member(name, strconv.AppendFloat(nil, f, 'g', -1, 64))
+	}
+}
+
+// fn reports the func field name if it is set: a func has no JSON form.
+func (o *jsonObject) fn(name string, set bool) {
+	if set {
+		o.e.fail(join(o.path, name), "it is a func")
+	}
+}
+
+// bytes returns the finished object.
+func (o *jsonObject) bytes() []byte {
+	if len(o.buf) == 0 {
+		return []byte("{}")
+	}
+	return append(o.buf, '}')
+}

@@ -1,0 +1,220 @@
+package policy_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// presetWants holds every preset as its documentation describes it.
+var presetWants = []struct {
+	name string
+	fn   func() policy.Policy
+	want policy.Policy
+}{
+	{"standard", policy.Standard, policy.Policy{MaxAttempts: 3, Backoff: backoff.FullJitter{}}},
+	{"adaptive", policy.Adaptive, policy.Policy{MaxAttempts: 3, Backoff: backoff.FullJitter{}, Adaptive: true}},
+	{"none", policy.None, policy.Policy{MaxAttempts: 1}},
+	{"standard-v2", policy.StandardV2, policy.Policy{
+		MaxAttempts:      3,
+		Backoff:          backoff.FullJitter{Base: 50 * time.Millisecond},
+		ThrottleBackoff:  backoff.FullJitter{Base: time.Second},
+		Quota:            &ratelimit.Quota{RetryCost: 14, ThrottleCost: 5},
+		ServerDelayBound: 5 * time.Second,
+	}},
+	{"sns-aws-managed", policy.SNSAWSManaged, policy.Policy{
+		MaxAttempts: 100_016,
+		Backoff: backoff.Schedule{MinDelay: time.Second, MaxDelay: 20 * time.Second, NumRetries: 100_015,
+			NumNoDelayRetries: 3, NumMinDelayRetries: 2, NumMaxDelayRetries: 100_000, BackoffFunction: backoff.CurveExponential, Jitter: 0.1},
+		MaxDelay:           20 * time.Second,
+		DisableQuota:       true,
+		RetryNonIdempotent: true,
+	}},
+	{"sns-customer-managed", policy.SNSCustomerManaged, policy.Policy{
+		MaxAttempts: 51,
+		Backoff: backoff.Schedule{MinDelay: 10 * time.Second, MaxDelay: 600 * time.Second, NumRetries: 50,
+			NumMinDelayRetries: 2, NumMaxDelayRetries: 38, BackoffFunction: backoff.CurveExponential, Jitter: 0.1},
+		MaxDelay:           600 * time.Second,
+		DisableQuota:       true,
+		RetryNonIdempotent: true,
+	}},
+	{"azure-storage-exponential", policy.AzureStorageExponential, policy.Policy{
+		MaxAttempts:  4,
+		Backoff:      backoff.Exponential{MinBackoff: 3 * time.Second, MaxBackoff: 30 * time.Second, DeltaBackoff: 4 * time.Second},
+		MaxDelay:     30 * time.Second,
+		MaxTotalTime: 120 * time.Second,
+	}},
+	{"azure-storage-linear", policy.AzureStorageLinear, policy.Policy{
+		MaxAttempts:  4,
+		Backoff:      backoff.Constant{Interval: 30 * time.Second},
+		MaxDelay:     30 * time.Second,
+		MaxTotalTime: 120 * time.Second,
+	}},
+	{"azure-storage-interactive", policy.AzureStorageInteractive, policy.Policy{
+		MaxAttempts:  4,
+		Backoff:      backoff.Constant{Interval: 500 * time.Millisecond},
+		MaxTotalTime: 2 * time.Second,
+	}},
+	{"azure-storage-background", policy.AzureStorageBackground, policy.Policy{
+		MaxAttempts:  6,
+		Backoff:      backoff.Exponential{MinBackoff: 3 * time.Second, MaxBackoff: 30 * time.Second, DeltaBackoff: 4 * time.Second},
+		MaxDelay:     30 * time.Second,
+		MaxTotalTime: 30 * time.Second,
+	}},
+	{"azure-interactive", policy.AzureInteractive, policy.Policy{
+		MaxAttempts:  4,
+		Backoff:      backoff.Constant{Interval: 500 * time.Millisecond, FastFirstRetry: true},
+		MaxTotalTime: 2 * time.Second,
+	}},
+	{"azure-background", policy.AzureBackground, policy.Policy{
+		MaxAttempts:  6,
+		Backoff:      backoff.Exponential{NoMinBackoff: true, MaxBackoff: 60 * time.Second, DeltaBackoff: 2 * time.Second},
+		MaxDelay:     60 * time.Second,
+		MaxTotalTime: 60 * time.Second,
+	}},
+}
+
+func TestPresetsAreDocumentedValues(t *testing.T) {
+	var names []string
+	for _, tt := range presetWants {
+		names = append(names, tt.name)
+		if diff := cmp.Diff(tt.want, tt.fn(), policyOpts); diff != "" {
+			t.Errorf("preset %s mismatch (-want +got):\n%s", tt.name, diff)
+		}
+		if got, err := policy.Preset(tt.name); err != nil || cmp.Diff(tt.want, got, policyOpts) != "" {
+			t.Errorf("Preset(%q) = %+v, %v; want the preset's value, nil", tt.name, got, err)
+		}
+	}
+	if diff := cmp.Diff(names, policy.PresetNames()); diff != "" {
+		t.Errorf("PresetNames() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPresetsValidate(t *testing.T) {
+	for _, tt := range presetWants {
+		if err := tt.fn().Validate(); err != nil {
+			t.Errorf("preset %s: Validate() = %v; want nil", tt.name, err)
+		}
+	}
+}
+
+func TestPresetNamesIgnoreCase(t *testing.T) {
+	for _, name := range []string{"STANDARD", "Adaptive", "sNs-AwS-mAnAgEd", "Azure-Background"} {
+		got, err := policy.Preset(name)
+		want, _ := policy.Preset(strings.ToLower(name))
+		if err != nil || cmp.Diff(want, got, policyOpts) != "" {
+			t.Errorf("Preset(%q) = %+v, %v; want Preset(%q), nil", name, got, err, strings.ToLower(name))
+		}
+	}
+}
+
+func TestPresetUnknownName(t *testing.T) {
+	for _, name := range []string{"", "fast", "standard ", "standard_v2", "legacy"} {
+		got, err := policy.Preset(name)
+		var fe *policy.FieldError
+		if !errors.As(err, &fe) || fe.Field != "preset" || !strings.Contains(fe.Want, "standard, adaptive, none, standard-v2") {
+			t.Errorf("Preset(%q) error = %v; want a *FieldError for preset listing the names", name, err)
+		}
+		if fe != nil && fe.Value != `"`+name+`"` {
+			t.Errorf("Preset(%q) error Value = %s; want the name quoted", name, fe.Value)
+		}
+		if diff := cmp.Diff(policy.Policy{}, got, policyOpts); diff != "" {
+			t.Errorf("Preset(%q) policy mismatch (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+func TestPresetNamesReturnsACopy(t *testing.T) {
+	names := policy.PresetNames()
+	names[0] = "changed"
+	if got := policy.PresetNames()[0]; got != "standard" {
+		t.Errorf("PresetNames()[0] after changing an earlier result = %q; want standard", got)
+	}
+}
+
+// A preset with a quota of its own returns a new one on every call, so that
+// two transports built from two calls never share buckets.
+func TestStandardV2ReturnsFreshQuota(t *testing.T) {
+	a, b := policy.StandardV2(), policy.StandardV2()
+	if a.Quota == nil || a.Quota == b.Quota {
+		t.Fatalf("StandardV2().Quota = %p, %p; want two different non-nil pointers", a.Quota, b.Quota)
+	}
+	a.Quota.RetryCost = 1
+	if c, _ := policy.Preset("standard-v2"); c.Quota.RetryCost != 14 || c.Quota == a.Quota {
+		t.Errorf("Preset(standard-v2).Quota after changing an earlier one = %+v; want a new quota with RetryCost 14", c.Quota)
+	}
+}
+
+// TestPresetDelays checks the waits the sources describe, with every random
+// draw at 0.5, the middle of each range.
+func TestPresetDelays(t *testing.T) {
+	half := func() float64 { return 0.5 }
+	tests := []struct {
+		name string
+		s    backoff.Strategy
+		want []time.Duration
+	}{
+		{"standard-v2", withRand(policy.StandardV2().Backoff, half), []time.Duration{25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond}},
+		{"standard-v2 throttle", withRand(policy.StandardV2().ThrottleBackoff, half), []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second}},
+		// Storage: "about 3, 7 and 15 s".
+		{"azure-storage-exponential", withRand(policy.AzureStorageExponential().Backoff, half), []time.Duration{3 * time.Second, 7 * time.Second, 15 * time.Second}},
+		{"azure-storage-linear", policy.AzureStorageLinear().Backoff, []time.Duration{30 * time.Second, 30 * time.Second, 30 * time.Second}},
+		{"azure-storage-interactive", policy.AzureStorageInteractive().Backoff, []time.Duration{500 * time.Millisecond, 500 * time.Millisecond, 500 * time.Millisecond}},
+		{"azure-storage-background", withRand(policy.AzureStorageBackground().Backoff, half), []time.Duration{3 * time.Second, 7 * time.Second, 15 * time.Second, 30 * time.Second, 30 * time.Second}},
+		// Topaz: fast first retry, then 500 ms.
+		{"azure-interactive", policy.AzureInteractive().Backoff, []time.Duration{0, 500 * time.Millisecond, 500 * time.Millisecond}},
+		// Topaz background: "0, about 2, 6, 14 s, up to 30 s".
+		{"azure-background", withRand(policy.AzureBackground().Backoff, half), []time.Duration{0, 2 * time.Second, 6 * time.Second, 14 * time.Second, 30 * time.Second}},
+	}
+	for _, tt := range tests {
+		var got []time.Duration
+		for n := 1; n <= len(tt.want); n++ {
+			got = append(got, tt.s.Delay(n))
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: delays of retries 1..%d mismatch (-want +got):\n%s", tt.name, len(tt.want), diff)
+		}
+	}
+}
+
+// TestSNSPresetTotals checks the schedules' waits without jitter against
+// the figures SNS publishes: 100,015 retries over 23 days, and 50 retries
+// over more than 6 hours.
+func TestSNSPresetTotals(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		p        policy.Policy
+		attempts int
+		total    time.Duration
+	}{
+		{"SNSAWSManaged", policy.SNSAWSManaged(), 100_016, 2_000_070_100 * time.Millisecond},
+		{"SNSCustomerManaged", policy.SNSCustomerManaged(), 51, 24_444_200 * time.Millisecond},
+	} {
+		s := tt.p.Backoff.(backoff.Schedule)
+		if got := s.Total().Round(100 * time.Millisecond); got != tt.total || tt.p.MaxAttempts != tt.attempts {
+			t.Errorf("%s: Total() = %v, MaxAttempts = %d; want %v, %d", tt.name, got, tt.p.MaxAttempts, tt.total, tt.attempts)
+		}
+		if d := s.MaxDelay; tt.p.MaxDelay < d {
+			t.Errorf("%s: MaxDelay = %v, below the schedule's %v; want no delay cut", tt.name, tt.p.MaxDelay, d)
+		}
+	}
+}
+
+// withRand returns s with its Rand set to r.
+func withRand(s backoff.Strategy, r func() float64) backoff.Strategy {
+	switch s := s.(type) {
+	case backoff.FullJitter:
+		s.Rand = r
+		return s
+	case backoff.Exponential:
+		s.Rand = r
+		return s
+	}
+	return s
+}
