@@ -14,7 +14,8 @@ import (
 )
 
 // throttled returns an Adaptive whose scope "s" was throttled at t0+500ms at
-// a measured 10 req/s: fill rate 7, capacity 7, no token yet.
+// a measured 10 req/s: fill rate 7, capacity 1 (0.1 s of 7 tokens a second,
+// raised to the floor), no token yet.
 func throttled(t *testing.T, a *ratelimit.Adaptive) *ratelimit.Adaptive {
 	t.Helper()
 	play(a, steady(0, 500*ms, classify.Success, classify.Throttle))
@@ -64,7 +65,7 @@ func TestAdaptiveFailFastRefusesWithoutTaking(t *testing.T) {
 		t.Errorf("StateAt(s).Tokens after a refusal = %v; want 0 (nothing taken)", got)
 	}
 	if w, ok := a.ReserveAt(now.Add(time.Second), "s"); w != 0 || !ok {
-		t.Errorf("ReserveAt(s) with FailFast and 7 tokens = %v, %t; want 0, true", w, ok)
+		t.Errorf("ReserveAt(s) with FailFast and a full bucket (1 token) = %v, %t; want 0, true", w, ok)
 	}
 }
 
@@ -100,8 +101,10 @@ func TestAdaptiveCancelReturnsToken(t *testing.T) {
 	if w, _ := a.ReserveAt(now, "s"); w != 285714286 {
 		t.Errorf("ReserveAt(s) after the cancel = %v; want 285.714286ms, the freed turn", w)
 	}
+	// An hour refills the bucket to its capacity, 1; the token given back
+	// must not raise it above that: min(1 + 1, 1).
 	a.CancelAt(now.Add(time.Hour), "s")
-	if got, want := a.StateAt(now.Add(time.Hour), "s").Tokens, 7.0; got != want {
+	if got, want := a.StateAt(now.Add(time.Hour), "s").Tokens, 1.0; got != want {
 		t.Errorf("StateAt(s).Tokens after an hour and a cancel = %v; want %v (capacity)", got, want)
 	}
 	a.CancelAt(now, "unknown") // no scope stored: nothing happens
@@ -159,12 +162,59 @@ func TestAdaptiveOutOfRangeSettingsMeanDefaults(t *testing.T) {
 
 func TestAdaptiveClockBackwardsCountsAsStandingStill(t *testing.T) {
 	a := throttled(t, &ratelimit.Adaptive{})
-	a.ReserveAt(t0.Add(time.Second), "s") // 3.5 tokens refilled, one taken
-	a.RecordAt(t0, "s", classify.Success) // earlier than seen: counts at 1 s
-	w, _ := a.ReserveAt(t0, "s")
+	// At 1 s, 0.5·7 = 3.5 tokens have come, the bucket holds 1, and the
+	// reservation takes it: 0 left.
+	a.ReserveAt(t0.Add(time.Second), "s")
+	// Earlier than seen, so it counts at 1 s. It closes [0.5, 1) with
+	// count 1: measured 0.8·1/0.5 + 0.2·10 = 3.6. The curve 0.5 s after the
+	// throttle, 0.4·(0.5 - 1.957434)³ + 10 = 8.761698, is capped at 2·3.6 =
+	// 7.2: fill 7.2, capacity max(0.72, 1) = 1, still 0 tokens.
+	a.RecordAt(t0, "s", classify.Success)
+	// Also at 1 s: nothing refilled, so the wait is (1 - 0)/7.2 =
+	// 138.888889 ms (rounded up to the nanosecond) and -1 token is left.
+	// Time counted backwards would instead refill a negative amount or run
+	// the curve back to its floor.
+	w, ok := a.ReserveAt(t0, "s")
 	st := a.StateAt(t0, "s")
-	if w != 0 || st.Tokens < 0 || st.Tokens > st.Capacity || math.IsNaN(st.FillRate) {
-		t.Errorf("after a backwards step: wait %v, state %+v; want no wait and tokens within [0, capacity]", w, st)
+	type state struct {
+		Wait                             time.Duration
+		OK                               bool
+		Fill, Measured, Tokens, Capacity float64
+	}
+	got := state{w, ok, st.FillRate, st.MeasuredRate, st.Tokens, st.Capacity}
+	want := state{138888889, true, 7.2, 3.6, -1, 1}
+	if diff := cmp.Diff(want, got, approx); diff != "" {
+		t.Errorf("ReserveAt and StateAt at t0 after 1 s was seen mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestAdaptiveBurstAfterIdleIsATenthOfASecond(t *testing.T) {
+	var a ratelimit.Adaptive
+	// Twenty responses by 100 ms, the last a throttle: the cold-start
+	// estimate is 20/0.1 = 200 req/s, so fill 0.7·200 = 140 and capacity
+	// 0.1·140 = 14, from an empty bucket.
+	play(&a, append(burst(19, 100*ms, classify.Success), rec(100*ms, classify.Throttle)))
+	if st := a.StateAt(t0.Add(100*ms), "s"); st.FillRate != 140 || st.Capacity != 14 || st.Tokens != 0 {
+		t.Fatalf("setup: StateAt(s) = %+v; want fill rate 140, capacity 14, no token", st)
+	}
+	// After a second without traffic (a wait the server asked for, say),
+	// 140 tokens have come but the bucket holds 14: 14 sends go at once
+	// and the 15th waits (1 - 0)/140 = 7.142857 ms, rounded up. With the
+	// SDKs' capacity of a second, all 140 would go at once.
+	now := t0.Add(1100 * ms)
+	var n int
+	var w time.Duration
+	for ; n <= 140; n++ {
+		var ok bool
+		if w, ok = a.ReserveAt(now, "s"); !ok {
+			t.Fatalf("ReserveAt(t0+1.1s, s) #%d refused; want granted", n+1)
+		}
+		if w > 0 {
+			break
+		}
+	}
+	if n != 14 || w != 7142858 {
+		t.Errorf("after an idle second at fill 140: %d sends without waiting, then a wait of %v; want 14, then 7.142858ms", n, w)
 	}
 }
 

@@ -21,6 +21,15 @@ const (
 	// full, so that a rate below one request per second still lets one
 	// request through.
 	minCapacity = 1.0
+	// burstWindow is how many seconds of the fill rate the send bucket
+	// holds when full, outside reference mode (SPEC §6 and the SDKs: one
+	// second, capacity = max(new, 1)). A server's own burst is typically a
+	// fraction of a second, so a full second of tokens saved up while the
+	// client was idle (during a server-requested wait, for example) goes
+	// out as one synchronised burst that the server throttles, and the
+	// decrease those throttles cause starts from a measured rate that the
+	// idle period dragged down: the rate collapses.
+	burstWindow = 0.1
 	// maxRateFactor caps a new rate at this multiple of the measured rate:
 	// the limiter never allows much more than the client has shown it sends.
 	maxRateFactor = 2.0
@@ -38,6 +47,7 @@ const (
 // params are an [Adaptive]'s settings with the defaults resolved.
 type params struct {
 	beta, scale, smoothing, minFill float64
+	window                          float64 // seconds of the fill rate the bucket holds: burstWindow, or 1 in reference mode
 	reference                       bool
 }
 
@@ -179,13 +189,14 @@ func (c *cubic) held(t float64, p *params) bool {
 }
 
 // setRate makes r, capped at maxRateFactor times the measured rate m, the
-// bucket's new rate at t: fill = max(r, minFill), capacity = max(r, 1). The
-// time since the last refill is paid at the old rate first.
+// bucket's new rate at t: fill = max(r, minFill), capacity = max(r·window,
+// 1), where window is burstWindow (0.1 s), or 1 s in reference mode as in
+// the SDKs. The time since the last refill is paid at the old rate first.
 func (c *cubic) setRate(t, r, m float64, p *params) {
 	c.refill(t, p)
 	r = min(r, maxRateFactor*m)
 	c.fill = max(r, p.minFill)
-	c.capacity = max(r, minCapacity)
+	c.capacity = max(r*p.window, minCapacity)
 	c.tokens = min(c.tokens, c.capacity)
 }
 

@@ -12,7 +12,9 @@ import (
 
 // The expected values in this file are worked out by hand from the formulas
 // of SPEC §6 (see the comments on each row), not taken from a run. Instants
-// are offsets from t0, the scope's first event, in milliseconds.
+// are offsets from t0, the scope's first event, in milliseconds. The
+// capacity is max(r·0.1, 1) for a rate r (fill = max(r, 0.5)), except in
+// reference mode, where it is the SDKs' max(r, 1).
 
 const ms = time.Millisecond
 
@@ -76,7 +78,8 @@ func TestAdaptiveArithmetic(t *testing.T) {
 	}{
 		// Before any bucket closes: 4 responses over 0.4 s estimate 10 req/s.
 		// The curve before a throttle is 0.4·t³ capped at 2·measured: at 0.4 s
-		// 0.0256, so fill is the 0.5 floor and capacity the 1 floor.
+		// 0.0256, so fill is the 0.5 floor and capacity the 1 floor
+		// (0.00256 tokens).
 		{"estimate_before_close", &ratelimit.Adaptive{}, [][]ev{steady(0, 400*ms, ok, ok)}, 400 * ms, want{false, 0.5, 10, 1, 0}},
 		// The reference has no measurement yet: 0.
 		{"reference_zero_before_close", &ratelimit.Adaptive{Reference: true}, [][]ev{steady(0, 400*ms, ok, ok)}, 400 * ms, want{false, 0.5, 0, 1, 0}},
@@ -91,27 +94,38 @@ func TestAdaptiveArithmetic(t *testing.T) {
 		{"reference_smoothing_075", &ratelimit.Adaptive{Reference: true, Smoothing: 0.75}, [][]ev{steady(0, time.Second, ok, ok)}, time.Second, want{false, 0.5, 9.375, 1, 0}},
 		// A gap: after 10 req/s to 1 s, the next response at 2.2 s closes
 		// [1, 2) with count 1 over 1 s: 0.8·1 + 0.2·10 = 2.8. The curve,
-		// 0.4·2.2³ = 4.2592, is under the cap 2·2.8.
-		{"gap", &ratelimit.Adaptive{}, [][]ev{steady(0, time.Second, ok, ok), {rec(2200*ms, ok)}}, 2200 * ms, want{false, 4.2592, 2.8, 4.2592, 0}},
-		// Before a throttle the curve is 0.4·t³: at 3 s 10.8, under 2·10.
-		{"curve_before_throttle", &ratelimit.Adaptive{}, [][]ev{steady(0, 3*time.Second, ok, ok)}, 3 * time.Second, want{false, 10.8, 10, 10.8, 0}},
-		// A throttle at measured 10: lastMax 10, new 0.7·10 = 7 < 2·10.
-		{"throttle", &ratelimit.Adaptive{}, [][]ev{throttleAt500}, 500 * ms, want{true, 7, 10, 7, 10}},
-		// Reference, measured 8: 0.7·8 = 5.6.
+		// 0.4·2.2³ = 4.2592, is under the cap 2·2.8; capacity
+		// max(0.42592, 1) = 1.
+		{"gap", &ratelimit.Adaptive{}, [][]ev{steady(0, time.Second, ok, ok), {rec(2200*ms, ok)}}, 2200 * ms, want{false, 4.2592, 2.8, 1, 0}},
+		// Before a throttle the curve is 0.4·t³: at 3 s 10.8, under 2·10;
+		// capacity 10.8·0.1 = 1.08, just over the floor.
+		{"curve_before_throttle", &ratelimit.Adaptive{}, [][]ev{steady(0, 3*time.Second, ok, ok)}, 3 * time.Second, want{false, 10.8, 10, 1.08, 0}},
+		// A throttle at measured 10: lastMax 10, new 0.7·10 = 7 < 2·10;
+		// capacity max(0.7, 1) = 1.
+		{"throttle", &ratelimit.Adaptive{}, [][]ev{throttleAt500}, 500 * ms, want{true, 7, 10, 1, 10}},
+		// Reference, measured 8: 0.7·8 = 5.6, and a second of it, 5.6
+		// tokens, as capacity.
 		{"reference_throttle", &ratelimit.Adaptive{Reference: true}, [][]ev{throttleAt500}, 500 * ms, want{true, 5.6, 8, 5.6, 8}},
-		// Beta 0.5: 0.5·10 = 5.
-		{"throttle_beta_05", &ratelimit.Adaptive{Beta: 0.5}, [][]ev{throttleAt500}, 500 * ms, want{true, 5, 10, 5, 10}},
+		// Beta 0.5: 0.5·10 = 5; capacity max(0.5, 1) = 1.
+		{"throttle_beta_05", &ratelimit.Adaptive{Beta: 0.5}, [][]ev{throttleAt500}, 500 * ms, want{true, 5, 10, 1, 10}},
 		// W = cbrt(10·0.3/0.4) = cbrt(7.5) = 1.957434 s. One second after
 		// the throttle, at 10 req/s: 0.4·(1 - 1.957434)³ + 10
-		// = 0.4·(-0.877660) + 10 = 9.648936.
-		{"curve_1s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 9.64893600966, 10, 9.64893600966, 10}},
+		// = 0.4·(-0.877660) + 10 = 9.648936; capacity max(0.964894, 1) = 1.
+		{"curve_1s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 9.64893600966, 10, 1, 10}},
 		// Three seconds after: 0.4·(3 - 1.957434)³ + 10 = 0.4·1.133211 + 10
-		// = 10.453285.
-		{"curve_3s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 3500*ms, ok, ok)}, 3500 * ms, want{true, 10.453284520772, 10, 10.453284520772, 10}},
+		// = 10.453285; capacity 0.1·10.453285 = 1.0453285.
+		{"curve_3s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 3500*ms, ok, ok)}, 3500 * ms, want{true, 10.453284520772, 10, 1.0453284520772, 10}},
 		// The 2·measured cap: after the throttle, silence until 1.5 s. The
 		// response then closes [0.5, 1.5) with count 1: measured
-		// 0.8·1 + 0.2·10 = 2.8, so the curve's 9.648936 is capped at 5.6.
-		{"cap_2x_measured", &ratelimit.Adaptive{}, [][]ev{throttleAt500, {rec(1500*ms, ok)}}, 1500 * ms, want{true, 5.6, 2.8, 5.6, 10}},
+		// 0.8·1 + 0.2·10 = 2.8, so the curve's 9.648936 is capped at 5.6;
+		// capacity max(0.56, 1) = 1.
+		{"cap_2x_measured", &ratelimit.Adaptive{}, [][]ev{throttleAt500, {rec(1500*ms, ok)}}, 1500 * ms, want{true, 5.6, 2.8, 1, 10}},
+		// The same in reference mode, where capacity is the rate: the
+		// throttle's close measured 8 (lastMax 8, W = cbrt(8·0.3/0.4) =
+		// cbrt(6) = 1.817121 s); at 1.5 s, 0.8·1 + 0.2·8 = 2.4, so the
+		// curve's 0.4·(1 - 1.817121)³ + 8 = 7.781768 is capped at 2·2.4 =
+		// 4.8, and capacity is 4.8 too.
+		{"reference_cap_2x_measured", &ratelimit.Adaptive{Reference: true}, [][]ev{throttleAt500, {rec(1500*ms, ok)}}, 1500 * ms, want{true, 4.8, 2.4, 4.8, 8}},
 		// The floors. Reference cold start: throttled at 4 ms with measured
 		// 0, so lastMax 0 and new 0: fill max(0, 0.5), capacity max(0, 1).
 		{"reference_cold_start", &ratelimit.Adaptive{Reference: true}, [][]ev{{rec(4*ms, th)}}, 4 * ms, want{true, 0.5, 0, 1, 0}},
@@ -119,11 +133,12 @@ func TestAdaptiveArithmetic(t *testing.T) {
 		{"reference_min_fill_1", &ratelimit.Adaptive{Reference: true, MinFillRate: 1}, [][]ev{{rec(4*ms, th)}}, 4 * ms, want{true, 1, 0, 1, 0}},
 		// One response in 1 s, a throttle: it closes [0, 1) with count 1,
 		// 0.8·1 + 0.2·(estimate 1/1) = 1; new 0.7 is above the 0.5 floor but
-		// capacity stays at 1.
+		// capacity stays at 1 (0.07 tokens).
 		{"capacity_floor", &ratelimit.Adaptive{}, [][]ev{{rec(time.Second, th)}}, time.Second, want{true, 0.7, 1, 1, 1}},
 		// The cold-start fix: 20 responses at 2 ms, a throttle at 4 ms. The
-		// estimate is 21/max(0.004, 0.01) = 2100: fill 0.7·2100 = 1470.
-		{"cold_start", &ratelimit.Adaptive{}, [][]ev{burst(20, 2*ms, ok), {rec(4*ms, th)}}, 4 * ms, want{true, 1470, 2100, 1470, 2100}},
+		// estimate is 21/max(0.004, 0.01) = 2100: fill 0.7·2100 = 1470,
+		// capacity 0.1·1470 = 147 (the SDKs would hold 1470).
+		{"cold_start", &ratelimit.Adaptive{}, [][]ev{burst(20, 2*ms, ok), {rec(4*ms, th)}}, 4 * ms, want{true, 1470, 2100, 147, 2100}},
 		{"reference_cold_start_burst", &ratelimit.Adaptive{Reference: true}, [][]ev{burst(20, 2*ms, ok), {rec(4*ms, th)}}, 4 * ms, want{true, 0.5, 0, 1, 0}},
 	}
 	for _, tt := range tests {
@@ -211,19 +226,24 @@ func TestAdaptiveWaitsForRefill(t *testing.T) {
 		a     *ratelimit.Adaptive
 		steps []step
 	}{
-		// Enabled at 500 ms with fill 7, capacity 7 and an empty bucket: the
-		// first send waits (1 - 0)/7 = 142.857143 ms, the second (1 + 1)/7,
-		// rounded up to the nanosecond. A second later 7 tokens have come:
-		// -2 + 7 = 5, so no wait.
+		// Enabled at 500 ms with fill 7, capacity max(0.7, 1) = 1 and an
+		// empty bucket: the first send waits (1 - 0)/7 = 142.857143 ms, the
+		// second (1 + 1)/7, rounded up to the nanosecond. A second later 7
+		// tokens have come, but the bucket holds 1: min(-2 + 7, 1) = 1, so
+		// one send goes at once and the next waits (1 - 0)/7 again (with
+		// the SDKs' capacity of 7, four would go at once).
 		{"fixed", &ratelimit.Adaptive{}, []step{
-			{500 * ms, 142857143}, {500 * ms, 285714286}, {1500 * ms, 0},
+			{500 * ms, 142857143}, {500 * ms, 285714286}, {1500 * ms, 0}, {1500 * ms, 142857143},
 		}},
 		// The reference filled the bucket before the throttle: 0.05 tokens
 		// per 100 ms at 0.5/s up to capacity 1, so 0.25 at 500 ms, and the
 		// first wait is (1 - 0.25)/5.6 = 133.928571 ms, the second
-		// (1 + 0.75)/5.6 = 312.5 ms.
+		// (1 + 0.75)/5.6 = 312.5 ms. A second later 5.6 tokens have come
+		// and the bucket holds 5.6: -1.75 + 5.6 = 3.85, so three sends go
+		// at once and the fourth waits (1 - 0.85)/5.6 = 26.785714 ms.
 		{"reference", &ratelimit.Adaptive{Reference: true}, []step{
 			{500 * ms, 133928572}, {500 * ms, 312500000},
+			{1500 * ms, 0}, {1500 * ms, 0}, {1500 * ms, 0}, {1500 * ms, 26785715},
 		}},
 	}
 	for _, tt := range tests {

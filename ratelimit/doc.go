@@ -14,11 +14,13 @@
 // client that is throttled slows to what the server admits and speeds up
 // again once the throttling stops. A scope is not limited at all until its
 // first throttle, and throttling of one scope never slows another. By
-// default Adaptive fixes two weaknesses of the SDKs' algorithm: the collapse
-// to its minimum rate when the first throttle arrives before any rate has
-// been measured, and the compounding of decreases when many throttled
-// requests were already in flight. Set Reference to get the SDKs' exact
-// behaviour.
+// default Adaptive fixes three weaknesses of the SDKs' algorithm: the
+// collapse to its minimum rate when the first throttle arrives before any
+// rate has been measured, the compounding of decreases when many throttled
+// requests were already in flight, and the burst of a whole second's worth
+// of sends that its full bucket releases after an idle period, such as a
+// wait the server asked for (Adaptive's bucket holds a tenth of a second's
+// worth). Set Reference to get the SDKs' exact behaviour.
 //
 // [Fixed] paces each scope at a constant rate with a burst, like Amazon
 // SNS's maxReceivesPerSecond (SPEC §4), and is built on
