@@ -1,6 +1,7 @@
 package retrytransport
 
 import (
+	"context"
 	"errors"
 	"strconv"
 )
@@ -52,6 +53,20 @@ func (e *RetryError) Error() string {
 	}
 	return "retrytransport: gave up after " + strconv.Itoa(e.Attempts) + " " + n +
 		" (" + reasonText(e.Reason) + "): " + e.Err.Error()
+}
+
+// Timeout reports whether the request failed for lack of time: the
+// context's deadline, a per-attempt timeout, ErrDeadline or ErrBudget, or a
+// last error that is itself a timeout. It makes the *url.Error that
+// http.Client.Do returns report Timeout() as it does without this
+// transport, and lets the error satisfy net.Error-style checks.
+func (e *RetryError) Timeout() bool {
+	if e.Reason == ErrDeadline || e.Reason == ErrBudget ||
+		errors.Is(e.Reason, context.DeadlineExceeded) || errors.Is(e.Err, context.DeadlineExceeded) {
+		return true
+	}
+	var t interface{ Timeout() bool }
+	return errors.As(e.Err, &t) && t.Timeout()
 }
 
 // Unwrap returns the last error and the reason, for errors.Is and errors.As.

@@ -2,6 +2,7 @@ package retrytransport
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -20,6 +21,11 @@ type attemptTimer struct {
 	timer  *time.Timer
 	cancel context.CancelFunc
 }
+
+// errAttemptTimeout replaces the error of an attempt abandoned by its
+// timer: the base transport reports the cancellation as context.Canceled,
+// which would read as the caller's own.
+var errAttemptTimeout = fmt.Errorf("retrytransport: attempt timed out (Policy.AttemptTimeout or MaxTotalTime): %w", context.DeadlineExceeded)
 
 // startAttemptTimer returns a copy of req whose context is cancelled after d.
 func startAttemptTimer(req *http.Request, d time.Duration) (*http.Request, *attemptTimer) {

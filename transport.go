@@ -249,6 +249,9 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 		out := p.Classify(areq, resp, err)
 		if timer != nil && timer.stop(resp) && ctx.Err() == nil {
 			out = classify.Outcome{Kind: classify.Timeout, Reason: "attempt timeout"}
+			if err != nil {
+				err = errAttemptTimeout
+			}
 		}
 		if st.adaptive != nil && ctx.Err() == nil {
 			st.adaptive.Record(scope, out.Kind)
@@ -297,6 +300,13 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 		if st.quota != nil {
 			c, wait, ok := st.quota.Acquire(scope, out.Kind)
 			if !ok {
+				counters.quotaRefusals.Add(1)
+				return t.stop(st, ev, resp, err, ratelimit.ErrQuotaExceeded)
+			}
+			if delay+wait > p.MaxDelay {
+				// Wait mode: the bucket refills too slowly for a retry within
+				// MaxDelay; waiting longer would break the policy's cap.
+				st.refund(scope, c)
 				counters.quotaRefusals.Add(1)
 				return t.stop(st, ev, resp, err, ratelimit.ErrQuotaExceeded)
 			}
@@ -399,7 +409,11 @@ func (st *hostState) delay(n int, k classify.Kind, resp *http.Response, now time
 	if !server {
 		return b, false
 	}
-	return max(b, min(d, b+p.ServerDelayBound)), true
+	hi := b + p.ServerDelayBound
+	if hi < b { // overflow: the bound is effectively none
+		hi = d
+	}
+	return max(b, min(d, hi)), true
 }
 
 // attemptRequest returns the request to send as attempt number attempt: req

@@ -28,7 +28,7 @@ import (
 //   - Everything else (EOF, connection reset, a broken connection) is
 //     Transient but not Unprocessed: the server may have acted.
 func Error(req *http.Request, err error) Outcome {
-	if req.Context().Err() != nil || errors.Is(err, context.Canceled) {
+	if req.Context().Err() != nil || errors.Is(err, context.Canceled) || cancelled(req) {
 		return Outcome{Kind: Fatal, Reason: "canceled"}
 	}
 	if req.URL == nil || req.URL.Host == "" ||
@@ -62,6 +62,24 @@ func Error(req *http.Request, err error) Outcome {
 		return Outcome{Kind: Transient, Reason: "connection reset"}
 	}
 	return Outcome{Kind: Transient, Reason: "connection error"}
+}
+
+// cancelled reports whether req's deprecated Cancel channel is closed.
+// http.Client still closes it for a Transport that is not *http.Transport
+// when Client.Timeout fires, and net/http then fails the attempt with "net/http:
+// request canceled", sometimes before the context's own deadline shows.
+func cancelled(req *http.Request) bool {
+	//lint:ignore SA1019 http.Client still uses Request.Cancel for wrapped transports.
+	c := req.Cancel
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // dialError returns the *net.OpError of a failed dial anywhere in err's
@@ -125,6 +143,9 @@ func isHTTP2Unprocessed(err error) bool {
 	// their text is the only handle. These are the package's only string
 	// matches; classify tests pin them against real net/http errors.
 	msg := err.Error()
+	// "received GOAWAY from server ErrCode:" is net/http's report of a
+	// GOAWAY with an error whose last stream ID is below this stream's.
 	return strings.Contains(msg, "received Server's graceful shutdown GOAWAY") ||
+		strings.Contains(msg, "http2: Transport received GOAWAY from server ErrCode:") ||
 		strings.Contains(msg, "http2: Transport: cannot retry err [stream error:") && strings.Contains(msg, "; REFUSED_STREAM")
 }
