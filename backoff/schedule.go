@@ -209,22 +209,39 @@ func (s Schedule) resolve() plan {
 	return p
 }
 
-// delay returns the delay of retry n >= 1 without jitter. It compares n
-// with each phase in turn rather than with sums of counts, which could
-// overflow.
+// delay returns the delay of retry n >= 1 without jitter.
 func (p plan) delay(n int) time.Duration {
-	if n <= p.immediate {
+	switch ph, i, k := p.phase(n); ph {
+	case PhaseImmediate:
 		return 0
+	case PhasePreBackoff:
+		return p.lo
+	case PhaseBackoff:
+		return p.curve.at(i, k, p.lo, p.hi)
+	}
+	return p.hi // post-backoff, and any retry past the policy
+}
+
+// phase returns the phase of retry n >= 1 and, in the backoff phase, n's
+// position in it and its length. It compares n with each phase in turn
+// rather than with sums of counts, which could overflow.
+func (p plan) phase(n int) (ph Phase, i, k int) {
+	if n <= p.immediate {
+		return PhaseImmediate, 0, 0
 	}
 	n -= p.immediate
 	if n <= p.preBackoff {
-		return p.lo
+		return PhasePreBackoff, 0, 0
 	}
 	n -= p.preBackoff
 	if n <= p.backoff {
-		return p.curve.at(n, p.backoff, p.lo, p.hi)
+		return PhaseBackoff, n, p.backoff
 	}
-	return p.hi // post-backoff, and any retry past the policy
+	n -= p.backoff
+	if n <= p.postBackoff {
+		return PhasePostBackoff, 0, 0
+	}
+	return PhasePast, 0, 0
 }
 
 // addSat returns a + b for a, b >= 0, saturating at math.MaxInt64.

@@ -140,41 +140,18 @@ func markBudget(budget time.Duration, total span) budgetMark {
 }
 
 // phase returns the SNS phase (SPEC §4) of retry n if s is a
-// backoff.Schedule, following the rules of its doc: an immediate, a
-// pre-backoff, a backoff and a post-backoff phase, each of its count, the
-// counts normalised as the fields say; retries past them all wait MaxDelay.
-// For any other strategy it returns "".
+// backoff.Schedule, with the backoff phase's position, or "" for any other
+// strategy.
 func phase(s backoff.Strategy, n int) string {
 	sc, ok := s.(backoff.Schedule)
 	if !ok {
 		return ""
 	}
-	immediate := max(sc.NumNoDelayRetries, 0)
-	pre := max(sc.NumMinDelayRetries, 0)
-	post := max(sc.NumMaxDelayRetries, 0)
-	k := sc.NumRetries
-	if k <= 0 {
-		k = 3 // SNS's default numRetries
+	ph, i, k := sc.PhaseOf(n)
+	if ph == backoff.PhaseBackoff {
+		return fmt.Sprintf("backoff %d/%d", i, k)
 	}
-	for _, c := range []int{immediate, pre, post} {
-		k -= min(c, k)
-	}
-	if n <= immediate {
-		return "immediate"
-	}
-	n -= immediate
-	if n <= pre {
-		return "pre-backoff"
-	}
-	n -= pre
-	if n <= k {
-		return fmt.Sprintf("backoff %d/%d", n, k)
-	}
-	n -= k
-	if n <= post {
-		return "post-backoff"
-	}
-	return "past the policy"
+	return ph.String()
 }
 
 // printPolicy prints the header and the schedule of p, named name, to w:
