@@ -34,6 +34,8 @@ import (
 // For each request, Transport:
 //
 //   - picks the policy of the request URL's hostname (see WithHostPolicy);
+//   - waits, if the policy paces its scope (policy.Policy.Adaptive,
+//     RateLimit), for a send token, before every attempt;
 //   - sends the request, classifies the outcome (policy.Policy.Classify);
 //   - stops at a Success or Fatal outcome, after the last allowed attempt,
 //     when the request may not be sent again (below), or when the retry
@@ -147,8 +149,16 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 // Otherwise the error is a *RetryError, which says how many attempts were
 // made and why retrying stopped; errors.Is and errors.As reach both the last
 // attempt's transport error and the reason (ErrExhausted, ErrNotRetryable,
-// ErrDeadline, ratelimit.ErrQuotaExceeded, or the context's error when the
-// caller cancelled). http.Client.Do wraps it in a *url.Error.
+// ErrDeadline, ErrBudget, ratelimit.ErrQuotaExceeded,
+// ratelimit.ErrRateLimited, or the context's error when the caller
+// cancelled), and its Timeout method reports a deadline. http.Client.Do
+// wraps it in a *url.Error; when http.Client's own Timeout fires first,
+// net/http may report its own error instead.
+//
+// Two errors come before any attempt, and so are not a *RetryError: an
+// invalid host pattern given to New, and a client-side rate limiter that
+// refuses to wait for the first attempt (wrapping ratelimit.ErrRateLimited,
+// or ErrDeadline when the wait would pass the deadline).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if t.err != nil || req.URL == nil {
 		closeBody(req)
