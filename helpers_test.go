@@ -123,3 +123,16 @@ func readBody(t *testing.T, resp *http.Response) string {
 func retryAfter(secs int) http.Header {
 	return http.Header{"Retry-After": {strconv.Itoa(secs)}}
 }
+
+// attemptsFor sends one GET to url through tr and returns how many attempts
+// the script s answered for it.
+func attemptsFor(t *testing.T, tr http.RoundTripper, s *script, url string) int {
+	t.Helper()
+	before := s.count()
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip(%s): %v", url, err)
+	}
+	resp.Body.Close()
+	return s.count() - before
+}

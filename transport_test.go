@@ -412,13 +412,7 @@ func TestHostPolicies(t *testing.T) {
 		{"http://elsewhere.org/x", 2},
 	}
 	for _, tt := range tests {
-		before := s.count()
-		resp, err := tr.RoundTrip(newReq(t, "GET", tt.url, ""))
-		if err != nil {
-			t.Fatalf("RoundTrip(%s): %v", tt.url, err)
-		}
-		resp.Body.Close()
-		if got := s.count() - before; got != tt.want {
+		if got := attemptsFor(t, tr, s, tt.url); got != tt.want {
 			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
 		}
 	}
@@ -494,13 +488,7 @@ func TestHostPolicyIPLiterals(t *testing.T) {
 		url  string
 		want int
 	}{{"http://[::1]:8080/", 4}, {"http://127.0.0.1:9/", 5}, {"http://[::2]/", 2}} {
-		before := s.count()
-		resp, err := tr.RoundTrip(newReq(t, "GET", tt.url, ""))
-		if err != nil {
-			t.Fatalf("RoundTrip(%s): %v", tt.url, err)
-		}
-		resp.Body.Close()
-		if got := s.count() - before; got != tt.want {
+		if got := attemptsFor(t, tr, s, tt.url); got != tt.want {
 			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
 		}
 	}
@@ -568,13 +556,7 @@ func TestWithPolicyMap(t *testing.T) {
 		url  string
 		want int
 	}{{"http://api.example.com/", 4}, {"http://a.example.org/", 1}, {"http://other.example/", 2}} {
-		before := s.count()
-		resp, err := tr.RoundTrip(newReq(t, "GET", tt.url, ""))
-		if err != nil {
-			t.Fatalf("RoundTrip(%s): %v", tt.url, err)
-		}
-		resp.Body.Close()
-		if got := s.count() - before; got != tt.want {
+		if got := attemptsFor(t, tr, s, tt.url); got != tt.want {
 			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
 		}
 	}
