@@ -300,48 +300,64 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 			return t.stop(st, ev, resp, err, ErrExhausted)
 		}
 
-		now := t.now()
-		delay, server := st.delay(attempt, out.Kind, resp, now)
-		ev.ServerDelay = server
-		if server && delay > p.MaxDelay {
-			return t.stop(st, ev, resp, err, ErrServerDelay)
-		}
-		cost = 0
-		if st.quota != nil {
-			c, wait, ok := st.quota.Acquire(scope, out.Kind)
-			if !ok {
+		var reason error
+		cost, reason = t.planRetry(ctx, st, &ev, resp, budgetEnd)
+		if reason != nil {
+			if errors.Is(reason, ratelimit.ErrQuotaExceeded) {
 				counters.quotaRefusals.Add(1)
-				return t.stop(st, ev, resp, err, ratelimit.ErrQuotaExceeded)
 			}
-			if delay+wait > p.MaxDelay {
-				// Wait mode: the bucket refills too slowly for a retry within
-				// MaxDelay; waiting longer would break the policy's cap.
-				st.refund(scope, c)
-				counters.quotaRefusals.Add(1)
-				return t.stop(st, ev, resp, err, ratelimit.ErrQuotaExceeded)
-			}
-			cost = c
-			delay += wait
-		}
-		if dl, ok := ctx.Deadline(); ok && now.Add(delay).After(dl) {
-			st.refund(scope, cost)
-			return t.stop(st, ev, resp, err, ErrDeadline)
-		}
-		if !budgetEnd.IsZero() && now.Add(delay).After(budgetEnd) {
-			st.refund(scope, cost)
-			return t.stop(st, ev, resp, err, ErrBudget)
-		}
-		ev.Delay = delay
-		if st.quota != nil {
-			ev.Quota = st.quota.Level(scope)
+			return t.stop(st, ev, resp, err, reason)
 		}
 		t.emit(ev)
 		drain(resp, p.MaxDrain)
-		if serr := t.sleep(ctx, delay); serr != nil {
+		if serr := t.sleep(ctx, ev.Delay); serr != nil {
 			st.refund(scope, cost)
 			return nil, &RetryError{Attempts: attempt, Reason: serr, Err: serr}
 		}
 	}
+}
+
+// planRetry decides the wait before the retry that ev's outcome calls for
+// and pays the retry quota for it. It sets ev.Delay, ev.ServerDelay and
+// ev.Quota and returns the tokens paid, or, with nothing paid, why there is
+// to be no retry: the server asked for more than MaxDelay, the quota cannot
+// pay within MaxDelay, or the wait would end past the context's deadline or
+// the policy's budget (budgetEnd; zero for none).
+func (t *Transport) planRetry(ctx context.Context, st *hostState, ev *Event, resp *http.Response, budgetEnd time.Time) (cost int, reason error) {
+	p := &st.p
+	now := t.now()
+	delay, server := st.delay(ev.Attempt, ev.Outcome.Kind, resp, now)
+	ev.ServerDelay = server
+	if server && delay > p.MaxDelay {
+		return 0, ErrServerDelay
+	}
+	if st.quota != nil {
+		c, wait, ok := st.quota.Acquire(ev.Scope, ev.Outcome.Kind)
+		if !ok {
+			return 0, ratelimit.ErrQuotaExceeded
+		}
+		// Wait mode: a bucket that refills too slowly for a retry within
+		// MaxDelay refuses, as waiting longer would break the policy's cap.
+		if delay+wait > p.MaxDelay {
+			st.refund(ev.Scope, c)
+			return 0, ratelimit.ErrQuotaExceeded
+		}
+		cost, delay = c, delay+wait
+	}
+	end := now.Add(delay)
+	if dl, ok := ctx.Deadline(); ok && end.After(dl) {
+		st.refund(ev.Scope, cost)
+		return 0, ErrDeadline
+	}
+	if !budgetEnd.IsZero() && end.After(budgetEnd) {
+		st.refund(ev.Scope, cost)
+		return 0, ErrBudget
+	}
+	ev.Delay = delay
+	if st.quota != nil {
+		ev.Quota = st.quota.Level(ev.Scope)
+	}
+	return cost, nil
 }
 
 // pace waits until the scope's client-side rate limiters let an attempt

@@ -56,8 +56,9 @@ func (c Classifier) Classify(req *http.Request, resp *http.Response, err error) 
 	case slices.Contains(c.TransientStatuses, s):
 		return Outcome{Kind: Transient, Reason: "status " + strconv.Itoa(s)}
 	}
+	lc := lazyCode{resp: resp}
 	if s >= 400 && (len(c.ThrottlingCodes) > 0 || len(c.TransientCodes) > 0) {
-		switch code := Code(resp); {
+		switch code := lc.get(); {
 		case code == "":
 		case slices.Contains(c.ThrottlingCodes, code):
 			return Outcome{Kind: Throttle, Reason: "error code " + code, Unprocessed: true}
@@ -65,5 +66,6 @@ func (c Classifier) Classify(req *http.Request, resp *http.Response, err error) 
 			return Outcome{Kind: Transient, Reason: "error code " + code}
 		}
 	}
-	return Standard(req, resp, err)
+	return verdicts(&lc) // Standard, reusing the code already found
+
 }

@@ -40,12 +40,19 @@ const (
 // X-RateLimit-Remaining: 0 (GitHub's primary rate limit) is a Throttle,
 // whose wait the X-RateLimit-Reset header gives.
 func Status(resp *http.Response) Outcome {
+	c := lazyCode{resp: resp}
+	return verdicts(&c)
+}
+
+// verdicts is Status on a response whose error code c finds at most once.
+func verdicts(c *lazyCode) Outcome {
+	resp := c.resp
 	if s := resp.StatusCode; s >= 400 {
 		switch resp.Header.Get("Stripe-Should-Retry") {
 		case "false":
 			return Outcome{Kind: Fatal, Reason: "Stripe-Should-Retry: false"}
 		case "true":
-			if o := status(resp); o.Retryable() {
+			if o := status(c); o.Retryable() {
 				return o
 			}
 			return Outcome{Kind: Transient, Reason: "Stripe-Should-Retry: true"}
@@ -54,7 +61,7 @@ func Status(resp *http.Response) Outcome {
 			return Outcome{Kind: Throttle, Reason: "X-RateLimit-Remaining: 0", Unprocessed: true}
 		}
 	}
-	return status(resp)
+	return status(c)
 }
 
 // rateLimitSpent reports an X-RateLimit-Remaining of exactly 0.
@@ -64,8 +71,8 @@ func rateLimitSpent(h http.Header) bool {
 }
 
 // status is Status without the server verdicts.
-func status(resp *http.Response) Outcome {
-	switch s := resp.StatusCode; {
+func status(c *lazyCode) Outcome {
+	switch s := c.resp.StatusCode; {
 	case s < 100:
 		return Outcome{Kind: Fatal, Reason: "invalid status"}
 	case s < 400:
@@ -81,7 +88,7 @@ func status(resp *http.Response) Outcome {
 	case s == http.StatusGatewayTimeout:
 		return Outcome{Kind: Transient, Reason: reason504}
 	case s == http.StatusBadGateway, s == http.StatusServiceUnavailable:
-		if o, ok := codeOutcome(resp); ok && o.Kind == Throttle {
+		if o, ok := codeOutcome(c.get()); ok && o.Kind == Throttle {
 			return o
 		}
 		if s == http.StatusBadGateway {
@@ -89,17 +96,31 @@ func status(resp *http.Response) Outcome {
 		}
 		return Outcome{Kind: Transient, Reason: reason503}
 	case s == http.StatusBadRequest, s == http.StatusForbidden:
-		if o, ok := codeOutcome(resp); ok {
+		if o, ok := codeOutcome(c.get()); ok {
 			return o
 		}
 	}
 	return Outcome{Kind: Fatal, Reason: reasonStatusOnly}
 }
 
-// codeOutcome finds resp's error code and, if it is a known throttling or
-// transient code, the outcome it stands for.
-func codeOutcome(resp *http.Response) (Outcome, bool) {
-	code := Code(resp)
+// lazyCode finds a response's error code on first use only, so that the
+// body is peeked at most once however many rules ask.
+type lazyCode struct {
+	resp *http.Response
+	code string
+	done bool
+}
+
+func (c *lazyCode) get() string {
+	if !c.done {
+		c.code, c.done = Code(c.resp), true
+	}
+	return c.code
+}
+
+// codeOutcome returns the outcome an error code stands for, if it is a
+// known throttling or transient code.
+func codeOutcome(code string) (Outcome, bool) {
 	if code == "" {
 		return Outcome{}, false
 	}

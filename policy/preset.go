@@ -124,7 +124,7 @@ func AzureStorageInteractive() Policy {
 // deltaBackoff 4s, waiting up to 3, 7 and 15 s and then 30s, within a 30s
 // end-to-end budget (MaximumExecutionTime in the guide's example). The
 // budget, not the count, ends it: the first three waits take 21.8 to 28.2 s,
-// so the fourth wait, 30s, is never started.
+// so the fourth wait, 25.4 to 30 s, is never started.
 func AzureStorageBackground() Policy {
 	return Policy{
 		MaxAttempts:  6,
