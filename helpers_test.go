@@ -27,6 +27,7 @@ type step struct {
 	header http.Header
 	body   string
 	err    error
+	unread bool // fail with err without reading the request body, as a dial error does
 }
 
 // script answers the n-th call with steps[n], repeating the last step, and
@@ -39,6 +40,16 @@ type script struct {
 }
 
 func (s *script) respond(req *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	if st := s.steps[min(s.calls, len(s.steps)-1)]; st.unread {
+		s.calls++
+		s.mu.Unlock()
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, st.err
+	}
+	s.mu.Unlock()
 	var body string
 	if req.Body != nil {
 		b, _ := io.ReadAll(req.Body)

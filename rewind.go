@@ -43,21 +43,35 @@ func newRecorder(src io.ReadCloser, max int64) *recorder {
 	return &recorder{src: src, max: max}
 }
 
-// next returns a reader for a new attempt; the previous one goes stale.
-func (r *recorder) next() io.ReadCloser {
+// claim returns a cursor for a new attempt that will yield the whole body,
+// and makes every earlier cursor stale. It reports false, and changes
+// nothing, when it cannot: the body grew past the cap or its source failed,
+// or an earlier attempt's writer is in the middle of reading the source,
+// so that what the body will hold is not known yet. It is called just
+// before the attempt is sent, once the earlier attempts have had their
+// chance to finish with the body.
+func (r *recorder) claim() (*cursor, bool) {
+	if !r.readMu.TryLock() {
+		return nil, false
+	}
+	defer r.readMu.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.replayableLocked() {
+		return nil, false
+	}
 	r.cur = &cursor{r: r}
-	return r.cur
+	return r.cur, true
 }
 
 // rewind is a GetBody for attempt requests: a new cursor if the body can
 // still be replayed whole.
 func (r *recorder) rewind() (io.ReadCloser, error) {
-	if !r.replayable() {
+	c, ok := r.claim()
+	if !ok {
 		return nil, errNotReplayable
 	}
-	return r.next(), nil
+	return c, nil
 }
 
 // replayable reports whether a new cursor would yield the whole body: no
@@ -65,7 +79,31 @@ func (r *recorder) rewind() (io.ReadCloser, error) {
 func (r *recorder) replayable() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.replayableLocked()
+}
+
+// replayableLocked is replayable for a caller that holds r.mu.
+func (r *recorder) replayableLocked() bool {
 	return !r.overflow && (r.err == nil || r.err == io.EOF)
+}
+
+// failure returns the error the source returned, if it failed: an error
+// of the caller's body, not of the network.
+func (r *recorder) failure() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == io.EOF {
+		return nil
+	}
+	return r.err
+}
+
+// length returns the body's length once the source has been read to its
+// end, and false before.
+func (r *recorder) length() (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.read, r.err == io.EOF
 }
 
 // finish marks that no more cursors will be made, and closes the source if
@@ -94,8 +132,18 @@ func (r *recorder) closeSrc() {
 // cursor is one attempt's view of the body.
 type cursor struct {
 	r      *recorder
-	pos    int64
-	closed bool // guarded by r.mu
+	pos    int64 // guarded by r.mu
+	closed bool  // guarded by r.mu
+}
+
+// failure returns the error the body's source returned, if it failed.
+func (c *cursor) failure() error { return c.r.failure() }
+
+// took reports whether the base transport read any byte of this cursor.
+func (c *cursor) took() bool {
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	return c.pos > 0
 }
 
 // fromBuf serves c's read from the recording if it can. The caller holds
@@ -143,7 +191,9 @@ func (c *cursor) Read(p []byte) (int, error) {
 	defer r.mu.Unlock()
 	r.read += int64(n)
 	c.pos += int64(n)
-	if !r.overflow {
+	// Once the transport is done no attempt will replay the bytes, so they
+	// are not recorded; the current cursor reads on from the source.
+	if !r.overflow && !r.done {
 		if r.read > r.max {
 			r.overflow = true
 			r.buf = nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -16,10 +17,20 @@ type countingCloser struct {
 
 func (c *countingCloser) Close() error { c.closes++; return nil }
 
+// claim returns r's cursor for a new attempt, failing t if there is none.
+func claim(t *testing.T, r *recorder) *cursor {
+	t.Helper()
+	c, ok := r.claim()
+	if !ok {
+		t.Fatalf("claim() = false; want a cursor")
+	}
+	return c
+}
+
 func TestRecorderReplaysAfterPartialRead(t *testing.T) {
 	src := &countingCloser{Reader: strings.NewReader("hello, world")}
 	r := newRecorder(src, 1<<10)
-	first := r.next()
+	first := claim(t, r)
 	buf := make([]byte, 5)
 	if n, err := io.ReadFull(first, buf); n != 5 || err != nil {
 		t.Fatalf("first attempt read = %d, %v; want 5, nil", n, err)
@@ -27,7 +38,7 @@ func TestRecorderReplaysAfterPartialRead(t *testing.T) {
 	if !r.replayable() {
 		t.Fatalf("replayable() = false after a partial read under the cap; want true")
 	}
-	second := r.next()
+	second := claim(t, r)
 	got, err := io.ReadAll(second)
 	if string(got) != "hello, world" || err != nil {
 		t.Errorf("second attempt read %q, %v; want the whole body", got, err)
@@ -35,7 +46,7 @@ func TestRecorderReplaysAfterPartialRead(t *testing.T) {
 	if _, err := first.Read(buf); !errors.Is(err, errStaleBody) {
 		t.Errorf("stale cursor Read error = %v; want errStaleBody", err)
 	}
-	third, _ := io.ReadAll(r.next())
+	third, _ := io.ReadAll(claim(t, r))
 	if string(third) != "hello, world" {
 		t.Errorf("third attempt read %q; want the whole body again", third)
 	}
@@ -44,7 +55,7 @@ func TestRecorderReplaysAfterPartialRead(t *testing.T) {
 func TestRecorderOverflowPassesThroughAndStopsReplay(t *testing.T) {
 	payload := strings.Repeat("x", 100)
 	r := newRecorder(&countingCloser{Reader: &chunks{s: payload, n: 7}}, 10)
-	got, err := io.ReadAll(r.next())
+	got, err := io.ReadAll(claim(t, r))
 	if string(got) != payload || err != nil {
 		t.Errorf("read past the cap = %d bytes, %v; want all %d", len(got), err, len(payload))
 	}
@@ -58,8 +69,8 @@ func TestRecorderOverflowPassesThroughAndStopsReplay(t *testing.T) {
 
 func TestRecorderExactlyAtCapIsReplayable(t *testing.T) {
 	r := newRecorder(&countingCloser{Reader: strings.NewReader("0123456789")}, 10)
-	io.ReadAll(r.next())
-	got, _ := io.ReadAll(r.next())
+	io.ReadAll(claim(t, r))
+	got, _ := io.ReadAll(claim(t, r))
 	if !r.replayable() || string(got) != "0123456789" {
 		t.Errorf("body of exactly the cap: replayable %t, replay %q; want true and the body", r.replayable(), got)
 	}
@@ -68,7 +79,7 @@ func TestRecorderExactlyAtCapIsReplayable(t *testing.T) {
 func TestRecorderSourceErrorStopsReplay(t *testing.T) {
 	boom := errors.New("disk on fire")
 	r := newRecorder(&countingCloser{Reader: io.MultiReader(strings.NewReader("abc"), &failing{boom})}, 1<<10)
-	_, err := io.ReadAll(r.next())
+	_, err := io.ReadAll(claim(t, r))
 	if !errors.Is(err, boom) {
 		t.Errorf("read error = %v; want the source's", err)
 	}
@@ -81,7 +92,7 @@ func TestRecorderClosesSourceOnceWhenDone(t *testing.T) {
 	t.Run("CursorClosedFirst", func(t *testing.T) {
 		src := &countingCloser{Reader: strings.NewReader("abc")}
 		r := newRecorder(src, 10)
-		c := r.next()
+		c := claim(t, r)
 		c.Close()
 		if src.closes != 0 {
 			t.Fatalf("source closed before the transport finished; a retry would lose it")
@@ -94,8 +105,8 @@ func TestRecorderClosesSourceOnceWhenDone(t *testing.T) {
 	t.Run("FinishFirst", func(t *testing.T) {
 		src := &countingCloser{Reader: strings.NewReader("abc")}
 		r := newRecorder(src, 10)
-		stale := r.next()
-		c := r.next()
+		stale := claim(t, r)
+		c := claim(t, r)
 		r.finish()
 		if src.closes != 0 {
 			t.Fatalf("source closed while the last attempt may still read it")
@@ -120,24 +131,77 @@ func TestRecorderClosesSourceOnceWhenDone(t *testing.T) {
 }
 
 // An earlier attempt's writer may still be reading when the next attempt
-// starts (a server can answer before the body is sent). The new attempt must
-// still read the identical bytes, and the race detector must stay quiet.
+// is about to start (a server can answer before the body is sent). claim
+// refuses while a read of the source is in flight, since what the body
+// will hold is not known yet; once it succeeds, the new attempt reads the
+// identical bytes, and the race detector stays quiet.
 func TestRecorderConcurrentStaleReader(t *testing.T) {
 	payload := bytes.Repeat([]byte("0123456789"), 10_000)
 	for range 50 {
 		r := newRecorder(&countingCloser{Reader: &chunks{s: string(payload), n: 13}}, 1<<20)
-		old := r.next()
+		old := claim(t, r)
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			io.Copy(io.Discard, old)
 		}()
-		got, err := io.ReadAll(r.next())
+		var next *cursor
+		for ok := false; !ok; {
+			next, ok = r.claim()
+			runtime.Gosched()
+		}
+		got, err := io.ReadAll(next)
 		wg.Wait()
 		if err != nil || !bytes.Equal(got, payload) {
 			t.Fatalf("new attempt read %d bytes, %v; want the identical %d", len(got), err, len(payload))
 		}
+	}
+}
+
+// A claim while the source is being read refuses, and leaves the reading
+// cursor current: the attempt that owns it may still finish its body.
+func TestRecorderClaimRefusedDuringRead(t *testing.T) {
+	pr, pw := io.Pipe()
+	r := newRecorder(pr, 1<<10)
+	first := claim(t, r)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		io.ReadAll(first)
+	}()
+	pw.Write([]byte("abc"))  // the reader is now in the source's Read, waiting for more
+	for r.readMu.TryLock() { // wait until the reader holds the source
+		r.readMu.Unlock()
+		runtime.Gosched()
+	}
+	if _, ok := r.claim(); ok {
+		t.Errorf("claim() during a read of the source = true; want false")
+	}
+	pw.Close()
+	<-done
+	if c, ok := r.claim(); !ok {
+		t.Errorf("claim() after the read ended = false; want a cursor")
+	} else if got, _ := io.ReadAll(c); string(got) != "abc" {
+		t.Errorf("replay = %q; want %q", got, "abc")
+	}
+}
+
+// Once the transport is done with a request, the current attempt's writer
+// still reads the whole body, but nothing more is recorded.
+func TestRecorderStopsRecordingWhenDone(t *testing.T) {
+	payload := strings.Repeat("x", 100)
+	r := newRecorder(&countingCloser{Reader: &chunks{s: payload, n: 10}}, 1<<10)
+	c := claim(t, r)
+	buf := make([]byte, 10)
+	io.ReadFull(c, buf)
+	r.finish()
+	rest, err := io.ReadAll(c)
+	if len(rest) != 90 || err != nil {
+		t.Errorf("after finish, the current cursor read %d bytes, %v; want the other 90", len(rest), err)
+	}
+	if len(r.buf) != 10 {
+		t.Errorf("recorded %d bytes; want the 10 read before finish", len(r.buf))
 	}
 }
 
@@ -162,12 +226,12 @@ func (f *failing) Read([]byte) (int, error) { return 0, f.err }
 
 func TestRecorderRewind(t *testing.T) {
 	r := newRecorder(&countingCloser{Reader: strings.NewReader("abc")}, 2)
-	io.ReadAll(r.next())
+	io.ReadAll(claim(t, r))
 	if _, err := r.rewind(); !errors.Is(err, errNotReplayable) {
 		t.Errorf("rewind() after overflow error = %v; want errNotReplayable", err)
 	}
 	r = newRecorder(&countingCloser{Reader: strings.NewReader("abc")}, 10)
-	io.ReadAll(r.next())
+	io.ReadAll(claim(t, r))
 	b, err := r.rewind()
 	if err != nil {
 		t.Fatalf("rewind(): %v", err)

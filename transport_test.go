@@ -141,7 +141,10 @@ func TestNonIdempotentRetriedOnlyWhenUnprocessed(t *testing.T) {
 		{"PostOnReset", "POST", nil, policy.Standard(), []step{{err: io.ErrUnexpectedEOF}}, 1},
 		{"PostOn429", "POST", nil, policy.Standard(), []step{{status: 429}}, 3},
 		{"PostOnSlowDown503", "POST", nil, policy.Standard(), []step{{status: 503, body: "<Error><Code>SlowDown</Code></Error>"}}, 3},
-		{"PostOnDialError", "POST", nil, policy.Standard(), []step{{err: refused}}, 3},
+		{"PostOnDialError", "POST", nil, policy.Standard(), []step{{err: refused, unread: true}}, 3},
+		// A base transport that took the body and then reports a failed
+		// dial proves nothing: the bytes may have gone out.
+		{"PostOnDialErrorAfterBodyRead", "POST", nil, policy.Standard(), []step{{err: refused}}, 1},
 		{"PatchOn500", "PATCH", nil, policy.Standard(), []step{{status: 500}}, 1},
 		{"PostWithIdempotencyKey", "POST", http.Header{"Idempotency-Key": {"k1"}}, policy.Standard(), []step{{status: 503}}, 3},
 		{"PostWithXIdempotencyKey", "POST", http.Header{"X-Idempotency-Key": {"k1"}}, policy.Standard(), []step{{status: 503}}, 3},

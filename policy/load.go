@@ -56,6 +56,7 @@ import (
 //	rateLimit           object: rate (>= 0), burst, maxScopes (integers
 //	                    >= 0), failFast (boolean), maxWait (duration)
 //	maxDrain            integer >= 0, bytes
+//	readTimeout         duration
 //
 // With a preset, the policy starts as that preset, wherever the member is
 // written, and the other members override its fields. An object member
@@ -196,6 +197,7 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 		{"limiter", func(v value) { p.Limiter = v.limiter() }},
 		{"rateLimit", func(v value) { p.RateLimit = v.rateLimit() }},
 		{"maxDrain", func(v value) { p.MaxDrain = int64(v.count(wantBytes)) }},
+		{"readTimeout", func(v value) { p.ReadTimeout = v.duration() }},
 	})
 	return p
 }

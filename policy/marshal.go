@@ -72,6 +72,7 @@ func (e *encoder) policy(path string, p Policy) []byte {
 	}
 	o.fn("scope", p.Scope != nil)
 	o.int("maxDrain", p.MaxDrain)
+	o.dur("readTimeout", p.ReadTimeout)
 	return o.bytes()
 }
 

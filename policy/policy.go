@@ -27,6 +27,9 @@ const (
 	// it is closed, so that its connection can be reused: 64 KiB. A longer
 	// body is closed unread and its connection dropped.
 	DefaultMaxDrain = 64 << 10
+	// DefaultReadTimeout bounds each read the transport makes of a response
+	// body on its own behalf (see Policy.ReadTimeout): 1 s.
+	DefaultReadTimeout = time.Second
 )
 
 // Policy says how the transport treats the requests of one host: how often
@@ -149,8 +152,21 @@ type Policy struct {
 
 	// MaxDrain is how many bytes of a failed response's body are read and
 	// discarded before it is closed, so that its connection is reused.
-	// Zero or negative means DefaultMaxDrain (64 KiB).
+	// Zero or negative means DefaultMaxDrain (64 KiB). A body that declares
+	// a longer Content-Length is closed unread.
 	MaxDrain int64
+
+	// ReadTimeout bounds each read of a response body that the transport
+	// makes on its own behalf, so that a server trickling or stalling a body
+	// cannot hold a request: the peek for an error code while an attempt is
+	// classified (at most classify.MaxPeek bytes), and the drain of a failed
+	// response before the next attempt (at most MaxDrain bytes). A peek cut
+	// short classifies on the bytes that arrived, and the body then returns
+	// those bytes and an error saying it timed out; a drain cut short closes
+	// the body, and its connection is not reused. It never bounds the
+	// caller's own reading of the response it gets. Zero or negative means
+	// DefaultReadTimeout (1 s).
+	ReadTimeout time.Duration
 }
 
 // WithDefaults returns p with every zero field replaced by the default its
@@ -174,6 +190,9 @@ func (p Policy) WithDefaults() Policy {
 	}
 	if p.MaxDrain <= 0 {
 		p.MaxDrain = DefaultMaxDrain
+	}
+	if p.ReadTimeout <= 0 {
+		p.ReadTimeout = DefaultReadTimeout
 	}
 	if p.DelayHeaders == 0 {
 		p.DelayHeaders = retryafter.DefaultSources
@@ -244,6 +263,9 @@ func (p Policy) Validate() error {
 	}
 	if p.MaxDrain < 0 {
 		errs = append(errs, fmt.Errorf("policy: MaxDrain = %d; want > 0, or 0 for the default", p.MaxDrain))
+	}
+	if p.ReadTimeout < 0 {
+		errs = append(errs, fmt.Errorf("policy: ReadTimeout = %v; want > 0, or 0 for the default", p.ReadTimeout))
 	}
 	if q := p.Quota; q != nil && !p.DisableQuota {
 		if q.RefillPerSecond < 0 {

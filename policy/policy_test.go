@@ -31,6 +31,7 @@ var defaults = policy.Policy{
 	MaxBodyBuffer: 1 << 20,
 	MaxDrain:      64 << 10,
 	DelayHeaders:  retryafter.DefaultSources,
+	ReadTimeout:   time.Second,
 }
 
 // sameAsStandard reports the first attempt that fn classifies differently
@@ -89,8 +90,8 @@ func TestZeroPolicyWithDefaultsIsDocumentedDefaults(t *testing.T) {
 
 func TestWithDefaultsNormalisesNegatives(t *testing.T) {
 	for _, p := range []policy.Policy{
-		{MaxAttempts: -1, MaxDelay: -time.Nanosecond, MaxBodyBuffer: -1, MaxDrain: -1},
-		{MaxAttempts: math.MinInt, MaxDelay: math.MinInt64, MaxBodyBuffer: math.MinInt64, MaxDrain: math.MinInt64},
+		{MaxAttempts: -1, MaxDelay: -time.Nanosecond, MaxBodyBuffer: -1, MaxDrain: -1, ReadTimeout: -1},
+		{MaxAttempts: math.MinInt, MaxDelay: math.MinInt64, MaxBodyBuffer: math.MinInt64, MaxDrain: math.MinInt64, ReadTimeout: math.MinInt64},
 	} {
 		got := p.WithDefaults()
 		if diff := cmp.Diff(defaults, got, ignoreClassify); diff != "" {
@@ -121,6 +122,7 @@ func TestWithDefaultsKeepsSetFields(t *testing.T) {
 		IgnoreDelayHeaders: true,
 		AttemptTimeout:     time.Second,
 		MaxTotalTime:       time.Minute,
+		ReadTimeout:        time.Millisecond,
 	}
 	got := p.WithDefaults()
 	want := p
@@ -229,6 +231,7 @@ func TestValidateNamesNegativeFieldAndValue(t *testing.T) {
 		{policy.Policy{MaxDelay: -1500 * time.Millisecond}, "MaxDelay", "-1.5s"},
 		{policy.Policy{MaxBodyBuffer: -1}, "MaxBodyBuffer", "-1"},
 		{policy.Policy{MaxDrain: -65536}, "MaxDrain", "-65536"},
+		{policy.Policy{ReadTimeout: -time.Second}, "ReadTimeout", "-1s"},
 	}
 	for _, tt := range tests {
 		err := tt.p.Validate()

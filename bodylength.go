@@ -1,0 +1,39 @@
+package retrytransport
+
+import (
+	"io"
+	"net/http"
+)
+
+// bodyLengthWrong reports whether req's body provably is not
+// req.ContentLength bytes long. Such a request is a bug of the caller's:
+// net/http refuses to finish sending it ("http: ContentLength=100 with Body
+// length 50") and every attempt would fail the same way, so the failure is
+// final. It is asked only after an attempt failed with an error, so the
+// happy path pays nothing.
+//
+// A recorded body knows its length once the base transport has read it to
+// its end, which net/http does before it reports the mismatch. A body with
+// GetBody is measured through a fresh copy, at most ContentLength+1 bytes,
+// and only up to limit bytes, so that a large upload is not read once more
+// just to be checked. A body whose length is not known is not wrong.
+func bodyLengthWrong(req *http.Request, rec *recorder, limit int64) bool {
+	want := req.ContentLength
+	if want <= 0 || req.Body == nil || req.Body == http.NoBody {
+		return false
+	}
+	if rec != nil {
+		n, known := rec.length()
+		return known && n != want
+	}
+	if req.GetBody == nil || want > limit {
+		return false
+	}
+	b, err := req.GetBody()
+	if err != nil || b == nil {
+		return false
+	}
+	defer b.Close()
+	n, err := io.Copy(io.Discard, io.LimitReader(b, want+1))
+	return err == nil && n != want
+}

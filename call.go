@@ -1,0 +1,292 @@
+package retrytransport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// call is the state of one request in the attempt loop.
+type call struct {
+	t         *Transport
+	st        *hostState
+	req       *http.Request
+	ctx       context.Context
+	scope     string
+	counters  *scopeCounters
+	rec       *recorder  // records a body without GetBody; nil otherwise
+	watch     *connWatch // for a request that is not idempotent; nil otherwise
+	budgetEnd time.Time  // end of Policy.MaxTotalTime; zero for none
+
+	attempt int            // attempts sent so far
+	resp    *http.Response // the last attempt's response, kept intact until the next attempt goes
+	err     error          // the last attempt's transport error
+	ev      *Event         // the decision to retry after the last attempt
+	cost    int            // quota tokens paid for the next attempt
+	paced   bool           // the next attempt holds a send token of the scope's limiters
+	body    attemptBody    // what the base transport took of the last attempt's body; nil if not watched
+}
+
+// roundTrip is the attempt loop: before each attempt, pace it and give it
+// its body; send it; classify the outcome; and either end, or plan the
+// retry and wait for it.
+func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response, error) {
+	p := &st.p
+	// Fields set one by one: a composite literal here is built aside and
+	// copied, which costs the happy path more than the rest of this setup.
+	var c call
+	c.t, c.st, c.req, c.ctx, c.scope = t, st, req, req.Context(), st.scope(req)
+	c.counters = t.stats.get(c.scope, st)
+	retries := p.MaxAttempts > 1
+	if retries && hasBody(req) && req.GetBody == nil {
+		c.rec = newRecorder(req.Body, p.MaxBodyBuffer)
+		defer c.rec.finish()
+	}
+	idempotent := p.RetryNonIdempotent || classify.IsIdempotent(req)
+	attemptCtx := c.ctx
+	if retries && !idempotent {
+		c.watch = new(connWatch)
+		attemptCtx = c.watch.context(c.ctx)
+	}
+	if p.MaxTotalTime > 0 {
+		c.budgetEnd = t.now().Add(p.MaxTotalTime)
+	}
+
+	for {
+		// Before the attempt: everything that can refuse it comes first, so
+		// that a refusal leaves the last response intact for the caller.
+		if reason := c.pace(); reason != nil {
+			return c.abandon(reason)
+		}
+		timeout := p.AttemptTimeout
+		if !c.budgetEnd.IsZero() {
+			left := c.budgetEnd.Sub(t.now())
+			if left <= 0 {
+				return c.abandon(ErrBudget)
+			}
+			if timeout == 0 || left < timeout {
+				timeout = left
+			}
+		}
+		areq, reason := c.next(attemptCtx)
+		if reason != nil {
+			return c.abandon(reason)
+		}
+
+		resp, err, out := c.send(areq, timeout)
+		if st.adaptive != nil && c.ctx.Err() == nil {
+			st.adaptive.Record(c.scope, out.Kind)
+		}
+		if out.Kind == classify.Throttle {
+			c.counters.throttles.Add(1)
+		}
+		if out.Kind == classify.Success && err == nil {
+			if st.quota != nil {
+				if c.cost > 0 {
+					st.quota.Refund(c.scope, c.cost)
+				} else if c.attempt == 1 {
+					st.quota.Success(c.scope)
+				}
+			}
+			return resp, nil
+		}
+		c.cost = 0
+		if !out.Retryable() {
+			return giveUp(resp, err, c.attempt, finalReason(c.ctx))
+		}
+		if done := c.plan(resp, err, out, idempotent); done {
+			return c.resp, c.err
+		}
+	}
+}
+
+// plan decides, after an attempt with a retryable outcome, whether a retry
+// follows. If one does, it keeps the attempt's response, pays the quota,
+// tells the observer and waits, and reports false. Otherwise it reports
+// true with the caller's result in c.resp and c.err. It is apart from the
+// loop so that the first attempt's path stays small.
+func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempotent bool) (done bool) {
+	t, st, p := c.t, c.st, &c.st.p
+	ev := Event{Request: c.req, Scope: c.scope, Attempt: c.attempt, Outcome: out, Err: err, Quota: -1}
+	if resp != nil {
+		ev.StatusCode = resp.StatusCode
+	}
+	var reason error
+	switch {
+	case !idempotent && !unprocessed(out, resp, err, c.watch, c.body),
+		c.rec != nil && !c.rec.replayable(): // known already; decided for good just before sending
+		reason = ErrNotRetryable
+	case c.attempt >= p.MaxAttempts:
+		reason = ErrExhausted
+	}
+	if reason == nil {
+		c.cost, reason = t.planRetry(c.ctx, st, &ev, resp, c.budgetEnd)
+		if errors.Is(reason, ratelimit.ErrQuotaExceeded) {
+			c.counters.quotaRefusals.Add(1)
+		}
+	}
+	if reason != nil {
+		c.resp, c.err = t.stop(st, ev, resp, err, reason)
+		return true
+	}
+	t.emit(ev)
+	c.resp, c.err, c.ev = resp, err, &ev
+	if serr := t.sleep(c.ctx, ev.Delay); serr != nil {
+		c.release()
+		st.refund(c.scope, c.cost)
+		c.cost = 0
+		c.resp, c.err = nil, &RetryError{Attempts: c.attempt, Reason: serr, Err: serr}
+		return true
+	}
+	return false
+}
+
+// send sends areq as the next attempt, within timeout if it is positive,
+// and classifies what came back.
+func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, error, classify.Outcome) {
+	if c.watch != nil {
+		c.watch.reset()
+	}
+	c.attempt++
+	c.paced = false
+	c.counters.attempts.Add(1)
+	if c.attempt > 1 {
+		c.counters.retries.Add(1)
+	}
+	if timeout > 0 {
+		return c.sendTimed(areq, timeout)
+	}
+	resp, err := c.t.base.RoundTrip(areq)
+	return resp, err, c.outcome(areq, resp, err)
+}
+
+// sendTimed is send with an attempt timer.
+func (c *call) sendTimed(areq *http.Request, timeout time.Duration) (*http.Response, error, classify.Outcome) {
+	areq, timer := startAttemptTimer(areq, timeout)
+	resp, err := c.t.base.RoundTrip(areq)
+	resp, fired := timer.end(resp)
+	if fired {
+		timer.release(nil)
+		if err := c.ctx.Err(); err != nil { // the caller's own end came too: it decides
+			return nil, err, classify.Outcome{Kind: classify.Fatal, Reason: "canceled"}
+		}
+		return nil, errAttemptTimeout, classify.Outcome{Kind: classify.Timeout, Reason: "attempt timeout"}
+	}
+	// The attempt's context stays alive while it is classified; classify
+	// bounds its own reads of the body.
+	out := c.outcome(areq, resp, err)
+	timer.release(resp)
+	return resp, err, out
+}
+
+// outcome classifies an attempt that got resp or err.
+func (c *call) outcome(areq *http.Request, resp *http.Response, err error) classify.Outcome {
+	if resp != nil {
+		if areq != c.req {
+			resp.Request = c.req // the caller's request, not our per-attempt copy
+		}
+		return c.classify(areq, resp, nil)
+	}
+	if bodyLengthWrong(c.req, c.rec, c.st.p.MaxBodyBuffer) {
+		return classify.Outcome{Kind: classify.Fatal, Reason: "request body length differs from ContentLength"}
+	}
+	return c.classify(areq, nil, err)
+}
+
+// classify classifies an attempt, bounding in time the reads of the
+// response body that classification makes (Policy.ReadTimeout).
+func (c *call) classify(areq *http.Request, resp *http.Response, err error) classify.Outcome {
+	p := &c.st.p
+	if resp == nil || !c.st.mayBeRead(resp) {
+		return p.Classify(areq, resp, err)
+	}
+	tb := &timedBody{rc: resp.Body, d: p.ReadTimeout}
+	resp.Body = tb
+	out := p.Classify(areq, resp, err)
+	if tb.disarm() && resp.Body == tb {
+		resp.Body = tb.rc // never read: hand back the body as it came
+	}
+	return out
+}
+
+// next returns the request to send as the next attempt, with its body: the
+// caller's request itself for a first attempt that needs nothing changed,
+// else a shallow copy with the attempt's context and a body that yields
+// the whole of the caller's. Only once the body is certain does it drain
+// and close the previous attempt's response: a body that cannot be
+// replayed, or a GetBody that fails, leaves that response to the caller.
+func (c *call) next(ctx context.Context) (*http.Request, error) {
+	req := c.req
+	if c.attempt == 0 && c.rec == nil && ctx == req.Context() {
+		return req, nil
+	}
+	r := req.WithContext(ctx)
+	c.body = nil
+	switch {
+	case c.rec != nil:
+		cur, ok := c.rec.claim()
+		if !ok {
+			return nil, errBodyNotReplayable
+		}
+		// GetBody lets the base transport rewind by itself where it knows
+		// that is safe (net/http: an HTTP/2 stream refused or a GOAWAY'd
+		// connection), as it would for a caller's own GetBody.
+		r.Body, r.GetBody = cur, c.rec.rewind
+		c.body = cur
+	case c.attempt > 0 && req.GetBody != nil:
+		b, err := req.GetBody()
+		if err != nil {
+			return nil, fmt.Errorf("%w: Request.GetBody: %w", ErrNotRetryable, err)
+		}
+		r.Body = b
+	}
+	if c.watch != nil && c.rec == nil && hasBody(r) {
+		wb := &watchedBody{rc: r.Body}
+		r.Body, c.body = wb, wb
+	}
+	c.release()
+	return r, nil
+}
+
+// errBodyNotReplayable is the reason a planned retry is not sent when the
+// recorded body turned out not to be replayable just before sending.
+var errBodyNotReplayable = fmt.Errorf("%w: the request body grew past Policy.MaxBodyBuffer or its reader failed", ErrNotRetryable)
+
+// release drains and closes the last attempt's response, once the next
+// attempt is certain to go or the request is over. The drain ends at
+// Policy.ReadTimeout, or at the end of MaxTotalTime if that comes first.
+func (c *call) release() {
+	if c.resp == nil {
+		return
+	}
+	p := &c.st.p
+	d := p.ReadTimeout
+	if !c.budgetEnd.IsZero() {
+		d = min(d, c.budgetEnd.Sub(c.t.now()))
+	}
+	drain(c.resp, p.MaxDrain, d)
+	c.resp = nil
+}
+
+// abandon ends the request before the attempt after c.attempt, for
+// reason. Nothing is sent: the retry's quota cost is refunded and a send
+// token it took is given back, the observer learns why, and the caller
+// gets what the last attempt produced. Before the first attempt there is
+// none, and the caller gets an error that is not a *RetryError.
+func (c *call) abandon(reason error) (*http.Response, error) {
+	c.unpace()
+	if c.attempt == 0 {
+		if c.rec == nil {
+			closeBody(c.req) // with a recorder, finish closes it
+		}
+		return nil, fmt.Errorf("retrytransport: before the first attempt: %w", reason)
+	}
+	c.st.refund(c.scope, c.cost)
+	c.cost = 0
+	return c.t.stop(c.st, *c.ev, c.resp, c.err, reason)
+}

@@ -1,0 +1,172 @@
+package retrytransport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/retryafter"
+)
+
+// planRetry decides the wait before the retry that ev's outcome calls for
+// and pays the retry quota for it. It sets ev.Delay, ev.ServerDelay and
+// ev.Quota and returns the tokens paid, or, with nothing paid, why there is
+// to be no retry: the server asked for more than MaxDelay, the quota cannot
+// pay within MaxDelay, or the wait would end past the context's deadline or
+// the policy's budget (budgetEnd; zero for none).
+func (t *Transport) planRetry(ctx context.Context, st *hostState, ev *Event, resp *http.Response, budgetEnd time.Time) (cost int, reason error) {
+	p := &st.p
+	now := t.now()
+	delay, server := st.delay(ev.Attempt, ev.Outcome.Kind, resp, now)
+	ev.ServerDelay = server
+	if server && delay > p.MaxDelay {
+		return 0, ErrServerDelay
+	}
+	if st.quota != nil {
+		c, wait, ok := st.quota.Acquire(ev.Scope, ev.Outcome.Kind)
+		if !ok {
+			return 0, ratelimit.ErrQuotaExceeded
+		}
+		// Wait mode: a bucket that refills too slowly for a retry within
+		// MaxDelay refuses, as waiting longer would break the policy's cap.
+		if delay+wait > p.MaxDelay {
+			st.refund(ev.Scope, c)
+			return 0, ratelimit.ErrQuotaExceeded
+		}
+		cost, delay = c, delay+wait
+	}
+	end := now.Add(delay)
+	if dl, ok := ctx.Deadline(); ok && end.After(dl) {
+		st.refund(ev.Scope, cost)
+		return 0, ErrDeadline
+	}
+	if !budgetEnd.IsZero() && end.After(budgetEnd) {
+		st.refund(ev.Scope, cost)
+		return 0, ErrBudget
+	}
+	ev.Delay = delay
+	if st.quota != nil {
+		ev.Quota = st.quota.Level(ev.Scope)
+	}
+	return cost, nil
+}
+
+// pace waits until the scope's client-side rate limiters let the next
+// attempt go, and records that it holds their send tokens. A fixed-rate
+// reservation is held while waiting, as x/time/rate's Wait does; the
+// adaptive limiter is asked again after each wait, as the AWS SDKs do,
+// because its rate may change while the attempt waits. A wait is not
+// started that would end after the context's deadline (ErrDeadline) or the
+// policy's MaxTotalTime (ErrBudget); a limiter that refuses to wait gives
+// an error wrapping ratelimit.ErrRateLimited.
+func (c *call) pace() error {
+	if c.st.fixed == nil && c.st.adaptive == nil {
+		return nil
+	}
+	err := c.reserve()
+	if errors.Is(err, ratelimit.ErrRateLimited) {
+		c.counters.rateLimited.Add(1)
+	}
+	return err
+}
+
+// reserve is pace without the counting.
+func (c *call) reserve() error {
+	st, scope := c.st, c.scope
+	if f := st.fixed; f != nil {
+		w, ok := f.Reserve(scope)
+		if !ok {
+			return fmt.Errorf("fixed rate of scope %q needs a %v wait: %w", scope, w, ratelimit.ErrRateLimited)
+		}
+		if err := c.wait(w); err != nil {
+			f.Cancel(scope)
+			return err
+		}
+	}
+	if a := st.adaptive; a != nil {
+		for {
+			w, ok := a.Reserve(scope)
+			if !ok {
+				if st.fixed != nil {
+					st.fixed.Cancel(scope)
+				}
+				return fmt.Errorf("adaptive rate of scope %q needs a %v wait: %w", scope, w, ratelimit.ErrRateLimited)
+			}
+			if w == 0 {
+				break
+			}
+			a.Cancel(scope)
+			if err := c.wait(w); err != nil {
+				if st.fixed != nil {
+					st.fixed.Cancel(scope)
+				}
+				return err
+			}
+		}
+	}
+	c.paced = true
+	return nil
+}
+
+// unpace gives back the send tokens that pace took for an attempt that
+// will not be sent.
+func (c *call) unpace() {
+	if !c.paced {
+		return
+	}
+	c.paced = false
+	if f := c.st.fixed; f != nil {
+		f.Cancel(c.scope)
+	}
+	if a := c.st.adaptive; a != nil {
+		a.Cancel(c.scope)
+	}
+}
+
+// wait sleeps for d, unless that would end after the context's deadline
+// or the end of the policy's MaxTotalTime.
+func (c *call) wait(d time.Duration) error {
+	if d <= 0 {
+		return c.ctx.Err()
+	}
+	end := c.t.now().Add(d)
+	if dl, ok := c.ctx.Deadline(); ok && end.After(dl) {
+		return ErrDeadline
+	}
+	if !c.budgetEnd.IsZero() && end.After(c.budgetEnd) {
+		return ErrBudget
+	}
+	return c.t.sleep(c.ctx, d)
+}
+
+// delay is the wait before retry n after an outcome of kind k: the server's
+// (reported by server) if the response carries a trusted delay header, else
+// the backoff capped at MaxDelay. A server delay is never jittered; with a
+// ServerDelayBound it is kept between the backoff and the backoff plus the
+// bound. The caller refuses a server delay above MaxDelay.
+func (st *hostState) delay(n int, k classify.Kind, resp *http.Response, now time.Time) (d time.Duration, server bool) {
+	p := &st.p
+	strategy := p.Backoff
+	if k == classify.Throttle && p.ThrottleBackoff != nil {
+		strategy = p.ThrottleBackoff
+	}
+	if resp != nil && !p.IgnoreDelayHeaders {
+		d, _, server = retryafter.ParseSources(resp.Header, now, p.DelayHeaders)
+	}
+	if server && p.ServerDelayBound <= 0 {
+		return d, true
+	}
+	b := min(max(strategy.Delay(n), 0), p.MaxDelay)
+	if !server {
+		return b, false
+	}
+	hi := b + p.ServerDelayBound
+	if hi < b { // overflow: the bound is effectively none
+		hi = d
+	}
+	return max(b, min(d, hi)), true
+}
