@@ -108,3 +108,15 @@ func BenchmarkOverhead(b *testing.B) {
 		})
 	}
 }
+
+// TestHappyPathAllocatesNothing: a GET whose first attempt succeeds costs
+// no allocation over the base transport, whatever else the transport
+// learned to do; BenchmarkOverhead measures its time.
+func TestHappyPathAllocatesNothing(t *testing.T) {
+	stub := &stubTransport{resp: http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}}
+	get, _ := http.NewRequest("GET", "http://api.example.com/", nil)
+	tr := retrytransport.New(stub)
+	if n := testing.AllocsPerRun(1000, func() { tr.RoundTrip(get) }); n != 0 {
+		t.Errorf("RoundTrip(GET) on the happy path: %v allocations; want 0", n)
+	}
+}

@@ -5,6 +5,31 @@ import (
 	"net/http"
 )
 
+// lengthCheck is what is known of whether a request body's length matches
+// its ContentLength.
+type lengthCheck uint8
+
+const (
+	lengthUnknown lengthCheck = iota
+	lengthRight
+	lengthWrong
+)
+
+// bodyLengthWrong is bodyLengthWrong for the call's request, measuring a
+// body with GetBody at most once per request.
+func (c *call) bodyLengthWrong() bool {
+	if c.rec != nil {
+		return bodyLengthWrong(c.req, c.rec, 0)
+	}
+	if c.length == lengthUnknown {
+		c.length = lengthRight
+		if bodyLengthWrong(c.req, nil, c.st.p.MaxBodyBuffer) {
+			c.length = lengthWrong
+		}
+	}
+	return c.length == lengthWrong
+}
+
 // bodyLengthWrong reports whether req's body provably is not
 // req.ContentLength bytes long. Such a request is a bug of the caller's:
 // net/http refuses to finish sending it ("http: ContentLength=100 with Body

@@ -30,6 +30,7 @@ type call struct {
 	cost    int            // quota tokens paid for the next attempt
 	paced   bool           // the next attempt holds a send token of the scope's limiters
 	body    attemptBody    // what the base transport took of the last attempt's body; nil if not watched
+	length  lengthCheck    // whether the body's length matches ContentLength, once known
 }
 
 // roundTrip is the attempt loop: before each attempt, pace it and give it
@@ -192,7 +193,7 @@ func (c *call) outcome(areq *http.Request, resp *http.Response, err error) class
 		}
 		return c.classify(areq, resp, nil)
 	}
-	if bodyLengthWrong(c.req, c.rec, c.st.p.MaxBodyBuffer) {
+	if c.bodyLengthWrong() {
 		return classify.Outcome{Kind: classify.Fatal, Reason: "request body length differs from ContentLength"}
 	}
 	return c.classify(areq, nil, err)
@@ -278,6 +279,9 @@ func (c *call) release() {
 // token it took is given back, the observer learns why, and the caller
 // gets what the last attempt produced. Before the first attempt there is
 // none, and the caller gets an error that is not a *RetryError.
+//
+// The caller's own cancellation is the exception: it gets the context's
+// error, as it would without this transport, and the response is closed.
 func (c *call) abandon(reason error) (*http.Response, error) {
 	c.unpace()
 	if c.attempt == 0 {
@@ -288,5 +292,17 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 	}
 	c.st.refund(c.scope, c.cost)
 	c.cost = 0
+	if err := c.ctx.Err(); err != nil && errors.Is(reason, err) {
+		c.release()
+		c.resp, c.err = nil, orErr(c.err, err)
+	}
 	return c.t.stop(c.st, *c.ev, c.resp, c.err, reason)
+}
+
+// orErr returns err, or def if err is nil.
+func orErr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
 }

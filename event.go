@@ -11,7 +11,10 @@ import (
 // Event tells an observer what the Transport decided after one attempt
 // whose outcome was retryable: either that it will retry after Delay, or,
 // when Stop is non-nil, that it will not and why. Attempts whose outcome is
-// Success or Fatal produce no Event.
+// Success or Fatal produce no Event. A retry that was announced and then
+// could not be sent (its send token refused, MaxTotalTime spent, its body
+// not replayable after all) is followed by a second Event for the same
+// attempt, with Stop set.
 type Event struct {
 	// Request is the caller's request. Treat it as read-only.
 	Request *http.Request
@@ -34,9 +37,15 @@ type Event struct {
 	// Quota is the retry quota level of the request's scope after this
 	// decision, in tokens; -1 when the policy has no quota.
 	Quota float64
-	// Stop is nil when a retry follows; otherwise why it does not:
-	// ErrExhausted, ErrNotRetryable, ErrDeadline or
-	// ratelimit.ErrQuotaExceeded.
+	// Stop is nil when a retry follows; otherwise why it does not, an
+	// error that errors.Is matches to one of: ErrExhausted (the last
+	// allowed attempt), ErrNotRetryable (not idempotent and maybe
+	// processed, or a body that cannot be replayed), ErrServerDelay (the
+	// server asked for a longer wait than MaxDelay), ErrDeadline (the wait
+	// would pass the context's deadline), ErrBudget (or MaxTotalTime),
+	// ratelimit.ErrQuotaExceeded (the retry quota, the circuit breaker,
+	// cannot pay) or ratelimit.ErrRateLimited (a client-side rate limiter
+	// refused to wait for the retry's send token).
 	Stop error
 }
 

@@ -1,18 +1,22 @@
 package retrytransport_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/retryafter"
 )
@@ -161,5 +165,233 @@ func TestThrottleBackoff(t *testing.T) {
 	// After the 429: ThrottleBackoff (3 s); after the 503: Backoff (halfJitter, retry 2: 1 s).
 	if diff := cmp.Diff([]time.Duration{3 * time.Second, time.Second}, clock.Sleeps()); diff != "" {
 		t.Errorf("waits mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// lateBody is written after the response header, once delay has passed:
+// a server that answers at once and takes its time with the details.
+func lateBody(status int, delay time.Duration, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(status)
+		w.(http.Flusher).Flush()
+		select {
+		case <-time.After(delay): // the real server's pace is the point
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, body)
+	}
+}
+
+// TestAttemptTimeoutEndsAtTheHeaders: AttemptTimeout covers the wait for
+// the response header only. A 403 whose error document comes after the
+// timeout is classified on the whole document, unhurried: it is final, sent
+// once, and the caller reads all of it. A Classifier rule that reads a
+// processed POST's 200 body gets it whole, and so does the caller.
+func TestAttemptTimeoutEndsAtTheHeaders(t *testing.T) {
+	const doc = `{"code":"AccessDenied","message":"no"}`
+	readsBody := classify.Classifier{Rules: []classify.Rule{func(_ *http.Request, resp *http.Response, _ error) (classify.Outcome, bool) {
+		if resp == nil || resp.StatusCode != 200 {
+			return classify.Outcome{}, false
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), errorReader{err}))
+		if err != nil {
+			return classify.Outcome{Kind: classify.Transient, Reason: "body cut"}, true
+		}
+		return classify.Outcome{Kind: classify.Success}, true
+	}}}.Classify
+	for _, tt := range []struct {
+		name   string
+		method string
+		status int
+		p      policy.Policy
+	}{
+		{"403AfterAttemptTimeout", "GET", 403, policy.Policy{AttemptTimeout: 50 * time.Millisecond}},
+		{"403AfterMaxTotalTime", "GET", 403, policy.Policy{MaxTotalTime: 50 * time.Millisecond}},
+		{"RuleReads200OfPost", "POST", 200, policy.Policy{AttemptTimeout: 50 * time.Millisecond, Classify: readsBody}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			noLeaks(t)
+			var hits atomic.Int32
+			late := lateBody(tt.status, 150*time.Millisecond, doc)
+			srv := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				late(w, r)
+			}))
+			c := e2eClient(t, tt.p)
+			resp, err := do(t, c, tt.method, srv.URL, "late", strings.NewReader("payload"))
+			if err != nil {
+				t.Fatalf("%s: %v; want the %d", tt.method, err, tt.status)
+			}
+			if got := readBody(t, resp); resp.StatusCode != tt.status || got != doc {
+				t.Errorf("%s = %d %q; want %d %q", tt.method, resp.StatusCode, got, tt.status, doc)
+			}
+			if n := hits.Load(); n != 1 {
+				t.Errorf("server hit %d times; want 1", n)
+			}
+			srv.conns.expectAllClosed(t, c)
+		})
+	}
+}
+
+type errorReader struct{ err error }
+
+func (r errorReader) Read([]byte) (int, error) {
+	if r.err == nil {
+		return 0, io.EOF
+	}
+	return 0, r.err
+}
+
+// lateBase is a base transport whose response comes back only after the
+// attempt's context was cancelled, with a body that fails as net/http's do
+// once their request's context is done: the timer fires as the headers
+// arrive.
+type lateBase struct{ closed atomic.Int32 }
+
+func (b *lateBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	<-req.Context().Done()
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Request: req,
+		Body: &ctxBody{ctx: req.Context(), closed: &b.closed}}, nil
+}
+
+type ctxBody struct {
+	ctx    context.Context
+	closed *atomic.Int32
+}
+
+func (b *ctxBody) Read([]byte) (int, error) { return 0, b.ctx.Err() }
+func (b *ctxBody) Close() error             { b.closed.Add(1); return nil }
+
+// TestResponseAfterAttemptTimerFiredIsATimeout: whether the headers came
+// in time is settled once. A response that comes back after the timer
+// fired has a body that fails, so it is a Timeout: closed, retried, and in
+// the end an error, never a response whose body cannot be read.
+func TestResponseAfterAttemptTimerFiredIsATimeout(t *testing.T) {
+	noLeaks(t)
+	base := &lateBase{}
+	clock := faketime.NewAt(time.Now())
+	tr := retrytransport.New(base, retrytransport.WithPolicy(policy.Policy{MaxAttempts: 2, AttemptTimeout: time.Millisecond, Backoff: halfJitter}),
+		retrytransport.WithClock(clock.Now, clock.Sleep))
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if resp != nil {
+		b, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("RoundTrip = %d, body %q, read error %v; want no response: it came after the timeout", resp.StatusCode, b, rerr)
+	}
+	var re *retrytransport.RetryError
+	if !errors.As(err, &re) || re.Attempts != 2 || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("RoundTrip error = %v; want a *RetryError after 2 attempts wrapping DeadlineExceeded", err)
+	}
+	if n := base.closed.Load(); n != 2 {
+		t.Errorf("late response bodies closed %d times; want 2", n)
+	}
+}
+
+// TestMaxAttemptsOneKeepsTheTimeBounds: a single attempt is still bounded
+// by AttemptTimeout and MaxTotalTime. A server that never answers ends the
+// call at the policy's bound, well before the caller's own deadline (which
+// is here only to bound a bug), with a *RetryError.
+func TestMaxAttemptsOneKeepsTheTimeBounds(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		p    policy.Policy
+		why  error
+	}{
+		{"AttemptTimeout", policy.Policy{MaxAttempts: 1, AttemptTimeout: 50 * time.Millisecond}, retrytransport.ErrExhausted},
+		{"MaxTotalTime", policy.Policy{MaxAttempts: 1, MaxTotalTime: 50 * time.Millisecond}, retrytransport.ErrExhausted},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			noLeaks(t)
+			s, srv := newStaller(t, stallBeforeHeaders)
+			c := e2eClient(t, tt.p)
+			ctx, cancel := context.WithTimeout(context.Background(), leakBound)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+			resp, err := c.Do(req)
+			if resp != nil {
+				resp.Body.Close()
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("GET ended at the caller's deadline (%v); want it ended by %s", err, tt.name)
+			}
+			var re *retrytransport.RetryError
+			if !errors.As(err, &re) || re.Attempts != 1 || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, tt.why) {
+				t.Errorf("GET error = %v; want a *RetryError after 1 attempt wrapping DeadlineExceeded and %v", err, tt.why)
+			}
+			if n := s.seen.Load(); n != 1 {
+				t.Errorf("server saw %d attempts; want 1", n)
+			}
+			srv.conns.expectAllClosed(t, c)
+		})
+	}
+}
+
+// TestSpecialBodiesKeptWithTimeouts: with AttemptTimeout or MaxTotalTime,
+// the response body is still what net/http made it: the connection of a
+// 101 Switching Protocols, which is an io.ReadWriteCloser that keeps
+// working, and http.NoBody for a 204.
+func TestSpecialBodiesKeptWithTimeouts(t *testing.T) {
+	for _, p := range []policy.Policy{
+		{AttemptTimeout: 20 * time.Millisecond},
+		{MaxTotalTime: 20 * time.Millisecond},
+	} {
+		name := "AttemptTimeout"
+		if p.MaxTotalTime > 0 {
+			name = "MaxTotalTime"
+		}
+		t.Run(name, func(t *testing.T) {
+			noLeaks(t)
+			srv := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("Upgrade") != "echo" {
+					w.WriteHeader(http.StatusNoContent)
+					return
+				}
+				conn, buf, err := w.(http.Hijacker).Hijack()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+				buf.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+				buf.Flush()
+				conn.SetDeadline(time.Now().Add(leakBound))
+				io.Copy(conn, buf) // echo until the client closes
+			}))
+			c := e2eClient(t, p)
+
+			resp, err := do(t, c, "GET", srv.URL, "no-content", nil)
+			if err != nil {
+				t.Fatalf("GET: %v", err)
+			}
+			if resp.StatusCode != http.StatusNoContent || resp.Body != http.NoBody {
+				t.Errorf("204 response Body = %T; want http.NoBody", resp.Body)
+			}
+			resp.Body.Close()
+
+			req, _ := http.NewRequest("GET", srv.URL, nil)
+			req.Header.Set("Connection", "Upgrade")
+			req.Header.Set("Upgrade", "echo")
+			resp, err = c.Do(req)
+			if err != nil {
+				t.Fatalf("upgrade: %v", err)
+			}
+			rwc, ok := resp.Body.(io.ReadWriteCloser)
+			if resp.StatusCode != http.StatusSwitchingProtocols || !ok {
+				resp.Body.Close()
+				t.Fatalf("upgrade = %d with Body %T; want 101 with an io.ReadWriteCloser", resp.StatusCode, resp.Body)
+			}
+			defer rwc.Close()
+			// The attempt's context was released when the 101 came: the
+			// connection must not depend on it.
+			if _, err := rwc.Write([]byte("ping")); err != nil {
+				t.Fatalf("write on the upgraded connection: %v", err)
+			}
+			got := make([]byte, 4)
+			if _, err := io.ReadFull(rwc, got); err != nil || string(got) != "ping" {
+				t.Errorf("echo = %q, %v; want ping", got, err)
+			}
+		})
 	}
 }

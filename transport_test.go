@@ -564,3 +564,27 @@ func TestWithPolicyMap(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroTransportWorks: like http.Transport's, the zero Transport is
+// ready to use, with the defaults of New(nil): it retries a 503 (whose
+// Retry-After of 0 keeps the real wait at nothing) over a pooled transport.
+func TestZeroTransportWorks(t *testing.T) {
+	noLeaks(t)
+	f, srv := newFlaky(t, 1, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(503)
+	})
+	var tr retrytransport.Transport
+	c := &http.Client{Transport: &tr}
+	t.Cleanup(c.CloseIdleConnections)
+	resp, err := do(t, c, "GET", srv.URL, "zero", nil)
+	if err != nil {
+		t.Fatalf("GET through a zero Transport: %v", err)
+	}
+	if got := readBody(t, resp); got != "ok" || f.count("zero") != 2 {
+		t.Errorf("GET = %q after %d attempts; want ok after 2", got, f.count("zero"))
+	}
+	if s := tr.Snapshot(); len(s) != 1 || s[0].Attempts != 2 || s[0].Quota != ratelimit.DefaultQuotaCapacity {
+		t.Errorf("Snapshot() = %+v; want one scope with 2 attempts and a full quota", s)
+	}
+}
