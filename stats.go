@@ -1,6 +1,7 @@
 package retrytransport
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -9,13 +10,15 @@ import (
 )
 
 // maxStatsScopes bounds how many scopes the counters track, so that a client
-// calling many distinct hosts keeps bounded memory. Past it, an arbitrary
-// tracked scope is forgotten to make room.
+// calling many distinct hosts keeps bounded memory. A new scope past it
+// first evicts the sixteenth of the tracked scopes that went unused longest
+// (see statsTable).
 const maxStatsScopes = 10_000
 
 // ScopeStats is a snapshot of what the Transport did for one scope (by
 // default a host:port; see policy.Policy.Scope) since the scope was first
-// seen, and the state of its retry quota and rate limiters.
+// seen, or seen again after its eviction (see Transport.Snapshot), and the
+// state of its retry quota and rate limiters.
 type ScopeStats struct {
 	// Scope is the scope key.
 	Scope string
@@ -41,39 +44,130 @@ type ScopeStats struct {
 type scopeCounters struct {
 	st                                                       *hostState
 	attempts, retries, throttles, quotaRefusals, rateLimited atomic.Uint64
+
+	// used is the table's epoch when the scope was last used. It sits next
+	// to the counters each request writes anyway, so stamping it dirties no
+	// other cache line.
+	used atomic.Uint64
 }
 
-// statsTable maps scopes to their counters. A sync.Map keeps the common
-// case, an existing scope, free of locks and allocations.
+// statsTable maps scopes to their counters, and keeps at most
+// maxStatsScopes of them by evicting the least recently used.
+//
+// Recency is measured in epochs: the epoch counts the scopes ever added,
+// and each use of a scope, its first included, stamps it with the current
+// epoch. Scopes used since the same new scope was added share a stamp, and
+// among them eviction picks in no particular order; otherwise a scope used
+// more recently than another is never evicted before it. A new scope past
+// maxStatsScopes evicts, in one pass under mu, the sixteenth of the scopes
+// with the oldest stamps, so a stream of new scopes pays one O(n log n)
+// pass per maxStatsScopes/16 of them, not one per scope.
+//
+// Using a scope already tracked (every request but a scope's first) takes
+// no lock and allocates nothing: a sync.Map load, a read of the epoch,
+// which changes only when a scope is added, and a write of the stamp only
+// when the epoch moved since the scope's last use. So requests to a steady
+// set of scopes write no memory that scopes share.
+//
+// Each goroutine adding a scope counts it in n before storing it, and
+// first evicts until n is within maxStatsScopes. Goroutines adding scopes
+// at the same moment can therefore take the table past maxStatsScopes by
+// one scope each, and once they return it is within maxStatsScopes again
+// (unless more than maxStatsScopes of them were adding at once). An
+// attempt counted at the very moment its scope is evicted is lost with it;
+// that can only happen to a scope among the sixteenth unused longest.
 type statsTable struct {
-	m sync.Map // scope string -> *scopeCounters
-	n atomic.Int64
+	m     sync.Map      // scope string -> *scopeCounters
+	n     atomic.Int64  // scopes in m, plus those being added
+	epoch atomic.Uint64 // scopes ever added (a lost race to add one counts too)
+	mu    sync.Mutex    // serialises eviction
 }
 
-// get returns the counters of scope, creating them on first use.
+// get returns the counters of scope, creating them on first use, and
+// records the use.
 func (s *statsTable) get(scope string, st *hostState) *scopeCounters {
-	if c, ok := s.m.Load(scope); ok {
-		return c.(*scopeCounters)
+	if v, ok := s.m.Load(scope); ok {
+		c := v.(*scopeCounters)
+		s.touch(c)
+		return c
 	}
-	if s.n.Load() >= maxStatsScopes {
-		s.m.Range(func(k, _ any) bool {
-			if _, loaded := s.m.LoadAndDelete(k); loaded {
-				s.n.Add(-1)
-			}
-			return false
-		})
+	if s.n.Add(1) > maxStatsScopes {
+		s.evict()
 	}
-	c, loaded := s.m.LoadOrStore(scope, &scopeCounters{st: st})
-	if !loaded {
-		s.n.Add(1)
+	c := &scopeCounters{st: st}
+	c.used.Store(s.epoch.Add(1))
+	v, loaded := s.m.LoadOrStore(scope, c)
+	if loaded {
+		// Another goroutine added scope first; give back the slot.
+		s.n.Add(-1)
+		c = v.(*scopeCounters)
+		s.touch(c)
 	}
-	return c.(*scopeCounters)
+	return c
 }
 
-// Snapshot returns the statistics of every scope the Transport has seen
-// (up to 10,000 of the most recent), sorted by scope. It is safe to call
-// while requests are in flight; each scope's numbers are read without
-// stopping them, so they may be a request apart from each other.
+// touch stamps c with the current epoch. Stamps only grow: a goroutine
+// that read the epoch before another's newer stamp landed leaves it alone.
+// Once a scope has been stamped with the current epoch, touch only reads.
+func (s *statsTable) touch(c *scopeCounters) {
+	e := s.epoch.Load()
+	for {
+		u := c.used.Load()
+		if u >= e || c.used.CompareAndSwap(u, e) {
+			return
+		}
+	}
+}
+
+// evict drops the sixteenth of the scopes with the oldest stamps until at
+// most maxStatsScopes are stored or being added. Another goroutine may have
+// made room already while this one waited for mu.
+func (s *statsTable) evict() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.n.Load() > maxStatsScopes && s.evictBatch() {
+	}
+}
+
+// evictBatch drops the sixteenth (at least one) of the stored scopes with
+// the oldest stamps, and reports whether it dropped any. The caller holds
+// s.mu.
+func (s *statsTable) evictBatch() bool {
+	stamps := make([]uint64, 0, maxStatsScopes)
+	s.m.Range(func(_, v any) bool {
+		stamps = append(stamps, v.(*scopeCounters).used.Load())
+		return true
+	})
+	if len(stamps) == 0 {
+		return false
+	}
+	slices.Sort(stamps)
+	k := max(1, len(stamps)/16)
+	oldest := stamps[k-1]
+	dropped := 0
+	s.m.Range(func(key, v any) bool {
+		// Read the stamp again: a scope used since the first pass is kept.
+		if v.(*scopeCounters).used.Load() <= oldest && s.m.CompareAndDelete(key, v) {
+			s.n.Add(-1)
+			dropped++
+		}
+		return dropped < k
+	})
+	return dropped > 0
+}
+
+// Snapshot returns the statistics of every scope the Transport tracks,
+// sorted by scope. It tracks up to 10,000 scopes: a new scope beyond that
+// first evicts the 625 (a sixteenth) that went unused longest, a scope's
+// first request counting as a use, and an evicted scope's counts start over
+// from zero if it is seen again. Recency is kept to the granularity of new
+// scopes: scopes used since the same new scope was first seen count as
+// equally recent, and are evicted in no particular order. Calling Snapshot
+// is not a use.
+//
+// Snapshot is safe to call while requests are in flight; each scope's
+// numbers are read without stopping them, so they may be a request apart
+// from each other.
 func (t *Transport) Snapshot() []ScopeStats {
 	var out []ScopeStats
 	t.stats.m.Range(func(k, v any) bool {

@@ -1,0 +1,142 @@
+package retrytransport_test
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/policy"
+)
+
+// snapshotMaxScopes is how many scopes Snapshot keeps at most.
+const snapshotMaxScopes = 10_000
+
+// statsTransport returns a Transport that makes one attempt per request over
+// an httpmock base answering every request 200.
+func statsTransport(t *testing.T) *retrytransport.Transport {
+	t.Helper()
+	mt := httpmock.NewMockTransport()
+	mt.RegisterNoResponder(httpmock.NewStringResponder(200, ""))
+	return retrytransport.New(mt, retrytransport.WithPolicy(policy.Policy{MaxAttempts: 1}))
+}
+
+// statsGet sends one GET to host through tr.
+func statsGet(t *testing.T, tr http.RoundTripper, host string) {
+	t.Helper()
+	u := "http://" + host + "/"
+	resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip(%s): %v", u, err)
+	}
+	resp.Body.Close()
+}
+
+// statsGetErr is statsGet for goroutines other than the test's, which
+// must not call t.Fatal.
+func statsGetErr(tr http.RoundTripper, u string) error {
+	req, err := http.NewRequest("GET", u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	return resp.Body.Close()
+}
+
+// snapshotByScope returns tr's Snapshot keyed by scope.
+func snapshotByScope(tr *retrytransport.Transport) map[string]retrytransport.ScopeStats {
+	m := make(map[string]retrytransport.ScopeStats)
+	for _, s := range tr.Snapshot() {
+		m[s.Scope] = s
+	}
+	return m
+}
+
+// TestSnapshotEvictsLeastRecentlyUsed: a scope used on every other request,
+// between requests to 15,000 new scopes, survives every eviction and keeps
+// its full count, while Snapshot stays at 10,000 scopes or fewer.
+func TestSnapshotEvictsLeastRecentlyUsed(t *testing.T) {
+	tr := statsTransport(t)
+	const hot, rounds = "hot.example", 15_000
+	for i := range rounds {
+		statsGet(t, tr, hot)
+		statsGet(t, tr, fmt.Sprintf("h%d.example", i))
+	}
+	stats := snapshotByScope(tr)
+	if len(stats) > snapshotMaxScopes {
+		t.Errorf("len(Snapshot()) after %d scopes = %d; want <= %d", rounds+1, len(stats), snapshotMaxScopes)
+	}
+	if got := stats[hot].Attempts; got != rounds {
+		t.Errorf("Snapshot() Attempts of %s, used every other request = %d; want %d", hot, got, rounds)
+	}
+}
+
+// TestSnapshotEvictsSixteenthUnusedLongest: once 10,000 scopes are stored, a
+// new one evicts the 625 scopes unused longest, and no other.
+func TestSnapshotEvictsSixteenthUnusedLongest(t *testing.T) {
+	tr := statsTransport(t)
+	host := func(i int) string { return fmt.Sprintf("h%d.example", i) }
+	for i := range snapshotMaxScopes {
+		statsGet(t, tr, host(i))
+	}
+	statsGet(t, tr, host(0)) // h0 was added first but is now the most recently used
+	statsGet(t, tr, "new.example")
+
+	stats := snapshotByScope(tr)
+	const evicted = snapshotMaxScopes / 16
+	if want := snapshotMaxScopes - evicted + 1; len(stats) != want {
+		t.Errorf("len(Snapshot()) after %d scopes = %d; want %d", snapshotMaxScopes+1, len(stats), want)
+	}
+	if got := stats[host(0)].Attempts; got != 2 {
+		t.Errorf("Snapshot() Attempts of %s = %d; want 2", host(0), got)
+	}
+	if got := stats["new.example"].Attempts; got != 1 {
+		t.Errorf("Snapshot() Attempts of new.example = %d; want 1", got)
+	}
+	var wrong []string // scopes kept that should be evicted, or the reverse
+	for i := 1; i < snapshotMaxScopes; i++ {
+		if _, kept := stats[host(i)]; kept != (i > evicted) {
+			wrong = append(wrong, host(i))
+		}
+	}
+	if len(wrong) > 0 {
+		t.Errorf("Snapshot() kept or evicted the wrong %d of h1 to h%d (first %s); want h1 to h%d, the unused longest, evicted and the rest kept",
+			len(wrong), snapshotMaxScopes-1, wrong[0], evicted)
+	}
+}
+
+// TestSnapshotStaysBoundedUnderConcurrentScopes: goroutines adding new
+// scopes at once, each also using one hot scope, leave Snapshot at 10,000
+// scopes or fewer with the hot scope's every attempt counted.
+func TestSnapshotStaysBoundedUnderConcurrentScopes(t *testing.T) {
+	tr := statsTransport(t)
+	const hot, workers, each = "hot.example", 8, 2_500
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				for _, u := range []string{"http://" + hot + "/", fmt.Sprintf("http://w%d-%d.example/", w, i)} {
+					if err := statsGetErr(tr, u); err != nil {
+						t.Errorf("RoundTrip(%s) in worker %d: %v", u, w, err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	stats := snapshotByScope(tr)
+	if len(stats) > snapshotMaxScopes {
+		t.Errorf("len(Snapshot()) after %d scopes from %d goroutines = %d; want <= %d", workers*each+1, workers, len(stats), snapshotMaxScopes)
+	}
+	if got, want := stats[hot].Attempts, uint64(workers*each); got != want {
+		t.Errorf("Snapshot() Attempts of %s, used every other request = %d; want %d", hot, got, want)
+	}
+}
