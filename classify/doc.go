@@ -4,9 +4,10 @@
 //
 // [Standard] holds the rules of AWS standard retry mode (status codes, the
 // service error codes of SPEC §2 found in a bounded prefix of the body, and
-// connection errors). [IsIdempotent] tells which requests may be sent again
-// after any retryable outcome; other requests may be sent again only when the
-// outcome is Unprocessed.
+// connection errors), and makes Fatal the error of a request that net/http
+// refuses to send because it is malformed. [IsIdempotent] tells which
+// requests may be sent again after any retryable outcome; other requests may
+// be sent again only when the outcome is Unprocessed.
 //
 // The package neither waits nor retries; it only looks. It is safe for
 // concurrent use and has no global state that callers can change.

@@ -20,6 +20,14 @@ import (
 //   - A malformed URL, certificate and TLS verification failures, and a TLS
 //     alert from the server (it refused the handshake, for example our
 //     client certificate) are Fatal: sending again cannot fix them.
+//   - A request that net/http refuses to send because it is malformed is
+//     Fatal with a Reason of "malformed request: " and what is wrong: a
+//     nil Header, a header or trailer field name that is not a token or a
+//     value with a control character other than tab, an invalid method, a
+//     control character in the URL's query or opaque part, a
+//     non-zero ContentLength with a nil Body. net/http reports these as
+//     plain strings, so Error checks the request instead; every attempt
+//     would fail the same way.
 //   - Dial and DNS failures, refused connections and HTTP/2 REFUSED_STREAM
 //     or an unprocessed GOAWAY are Transient (Timeout for a dial timeout)
 //     and Unprocessed: the server never saw the request.
@@ -34,6 +42,9 @@ func Error(req *http.Request, err error) Outcome {
 	if req.URL == nil || req.URL.Host == "" ||
 		(req.URL.Scheme != "http" && req.URL.Scheme != "https") {
 		return Outcome{Kind: Fatal, Reason: "invalid URL"}
+	}
+	if r := malformed(req); r != "" {
+		return malformedOutcome(r)
 	}
 	if isTLSFailure(err) {
 		return Outcome{Kind: Fatal, Reason: "TLS verification failed"}
