@@ -9,7 +9,9 @@ import (
 )
 
 // hostTable finds the policy state for a request's hostname: an exact
-// match, then the longest matching wildcard, then the default.
+// match, then the longest matching wildcard, then the default. Case and
+// a trailing dot, on the hostname or the pattern, are ignored: as in DNS,
+// "api.example.com." is the same name as "api.example.com".
 type hostTable struct {
 	def   *hostState
 	exact map[string]*hostState
@@ -21,8 +23,9 @@ type wildEntry struct {
 	st     *hostState
 }
 
-// add registers st under pattern. Patterns are case-insensitive, and an
-// IPv6 literal may be given with or without brackets.
+// add registers st under pattern. Patterns are case-insensitive, an IPv6
+// literal may be given with or without brackets, and a fully qualified
+// name with or without its trailing dot.
 func (h *hostTable) add(pattern string, st *hostState) error {
 	pattern = strings.ToLower(pattern)
 	if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
@@ -31,6 +34,9 @@ func (h *hostTable) add(pattern string, st *hostState) error {
 	if err := policy.CheckPattern(pattern); err != nil {
 		return fmt.Errorf("retrytransport: %w", err)
 	}
+	// CheckPattern rejects "." and a trailing "..", so at most one dot
+	// remains to drop, and a name comes before it.
+	pattern = strings.TrimSuffix(pattern, ".")
 	if suffix, ok := strings.CutPrefix(pattern, "*"); ok {
 		for i := range h.wild {
 			if h.wild[i].suffix == suffix {
@@ -49,12 +55,16 @@ func (h *hostTable) add(pattern string, st *hostState) error {
 	return nil
 }
 
-// lookup returns the state for hostname. It does not allocate for
-// lower-case hostnames, which is what url.Parse gives for most URLs.
+// lookup returns the state for hostname, ignoring case and one trailing
+// dot. It does not allocate for lower-case hostnames, which is what
+// url.Parse gives for most URLs, with or without the dot.
 func (h *hostTable) lookup(hostname string) *hostState {
 	if len(h.exact) == 0 && len(h.wild) == 0 {
 		return h.def
 	}
+	// Slicing off the dot shares hostname's bytes. A name that still ends
+	// in "." (it had "..") matches no pattern, as none ends in ".".
+	hostname = strings.TrimSuffix(hostname, ".")
 	if hasUpper(hostname) {
 		hostname = strings.ToLower(hostname)
 	}

@@ -37,13 +37,17 @@ func WithPolicy(p policy.Policy) Option {
 // "*.example.com", which matches every name below example.com at any depth
 // ("a.example.com", "a.b.example.com") but not example.com itself. Patterns
 // are matched against the request URL's hostname, without port, case
-// insensitively. An exact pattern wins over wildcards, and a longer
-// wildcard over a shorter one. Giving the same pattern twice keeps the last
-// policy.
+// insensitively. A trailing dot is ignored on both sides, as in DNS: the
+// pattern "api.example.com." is the same as "api.example.com", and a
+// request to "api.example.com." or "a.example.com." gets the policy of
+// "api.example.com" or "*.example.com". An exact pattern wins over
+// wildcards, and a longer wildcard over a shorter one. Giving the same
+// pattern twice keeps the last policy.
 //
-// An invalid pattern (empty, with a port, a "*" not followed by "." or
-// anywhere but the start) does not panic: every request then fails with an
-// error naming it, so the mistake shows on the first request.
+// An invalid pattern (empty, a lone ".", ending in "..", with a port, a
+// "*" not followed by "." or anywhere but the start) does not panic: every
+// request then fails with an error naming it, so the mistake shows on the
+// first request.
 func WithHostPolicy(pattern string, p policy.Policy) Option {
 	return func(c *config) { c.hosts = append(c.hosts, hostEntry{pattern, p}) }
 }

@@ -28,7 +28,9 @@ type Map struct {
 	// ("api.example.com"), an IP address (an IPv6 one with or without
 	// brackets), or "*." and a domain ("*.example.com"), which matches
 	// every name below the domain but not the domain itself. Patterns
-	// match in any case, and carry no scheme, port or path.
+	// match in any case, and carry no scheme, port or path. A trailing dot
+	// is ignored ("api.example.com." is the pattern "api.example.com"), as
+	// DNS ignores it.
 	Hosts map[string]Policy
 }
 
@@ -122,9 +124,9 @@ func (m Map) MarshalJSON() ([]byte, error) {
 }
 
 // Validate reports the patterns of m that are malformed or repeated (two
-// that differ only in case or brackets) as *[FieldError]s, and the errors
-// of every policy's [Policy.Validate], each prefixed with "default" or its
-// pattern, all joined with errors.Join.
+// that differ only in case, brackets or a trailing dot) as *[FieldError]s,
+// and the errors of every policy's [Policy.Validate], each prefixed with
+// "default" or its pattern, all joined with errors.Join.
 func (m Map) Validate() error {
 	var errs []error
 	if err := m.Default.Validate(); err != nil {
@@ -149,8 +151,11 @@ func (m Map) Validate() error {
 // Lookup returns the policy for hostname, a request's host without its
 // port, as url.URL.Hostname gives it: the policy of the pattern equal to
 // hostname, else that of the longest "*." pattern whose domain hostname is
-// below, else Default. Case does not matter. Lookup scans Hosts on every
-// call; a transport builds an index instead.
+// below, else Default. Case does not matter, and a trailing dot on
+// hostname or a pattern is ignored, as DNS ignores it: "api.example.com."
+// gets the policy of "api.example.com", and "a.example.com." that of
+// "*.example.com". Lookup scans Hosts on every call; a transport builds an
+// index instead.
 func (m Map) Lookup(hostname string) Policy {
 	hostname = normalizePattern(hostname)
 	best, bestLen := "", 0
@@ -171,19 +176,26 @@ func (m Map) Lookup(hostname string) Policy {
 }
 
 // normalizePattern returns pattern in lower case, without the brackets of
-// an IPv6 literal.
+// an IPv6 literal and without the trailing dot of a fully qualified name.
+// It keeps the dot when no name comes before it (".", "*.", "a.."), so that
+// checkHostPattern can reject those patterns.
 func normalizePattern(pattern string) string {
 	pattern = strings.ToLower(pattern)
 	if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
 		pattern = pattern[1 : len(pattern)-1]
+	}
+	if n := len(pattern); n >= 2 && pattern[n-1] == '.' && pattern[n-2] != '.' && pattern[n-2] != '*' {
+		pattern = pattern[:n-1]
 	}
 	return pattern
 }
 
 // CheckPattern reports why pattern is not a host pattern as Map and the
 // transport's WithHostPolicy accept it: a hostname, an IP address (IPv6
-// with or without brackets) or "*." and a domain; case does not matter. It
-// returns nil for a valid pattern.
+// with or without brackets) or "*." and a domain; case does not matter,
+// and one trailing dot is allowed and ignored ("api.example.com." is
+// "api.example.com"). A lone "." and a pattern that ends in ".." are
+// invalid. It returns nil for a valid pattern.
 func CheckPattern(pattern string) error {
 	if why := checkHostPattern(normalizePattern(pattern)); why != "" {
 		return fmt.Errorf("policy: host pattern %q: %s", pattern, why)
@@ -192,8 +204,9 @@ func CheckPattern(pattern string) error {
 }
 
 // checkHostPattern returns why a normalised pattern is not a hostname, an
-// IP address or "*.domain", or "" if it is one. It makes the checks of the
-// root package's checkPattern.
+// IP address or "*.domain", or "" if it is one. A normalised pattern ends
+// in "." only when no name comes before its last dot (see
+// normalizePattern).
 func checkHostPattern(pattern string) string {
 	rest := strings.TrimPrefix(pattern, "*.")
 	switch {
@@ -205,6 +218,10 @@ func checkHostPattern(pattern string) string {
 		return `nothing after "*."; want a domain`
 	case net.ParseIP(rest) == nil && strings.ContainsAny(rest, ":/[] "):
 		return "not a host pattern; want a hostname without scheme, port or path"
+	case pattern == ".":
+		return `a lone "."; want a hostname or "*." and a domain`
+	case strings.HasSuffix(pattern, ".."):
+		return `".." at the end; want at most one trailing "."`
 	}
 	return ""
 }
