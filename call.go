@@ -79,7 +79,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 			return c.abandon(reason)
 		}
 
-		resp, err, out := c.send(areq, timeout)
+		resp, out, err := c.send(areq, timeout)
 		if st.adaptive != nil && c.ctx.Err() == nil {
 			st.adaptive.Record(c.scope, out.Kind)
 		}
@@ -149,7 +149,7 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 
 // send sends areq as the next attempt, within timeout if it is positive,
 // and classifies what came back.
-func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, error, classify.Outcome) {
+func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, classify.Outcome, error) {
 	if c.watch != nil {
 		c.watch.reset()
 	}
@@ -163,26 +163,26 @@ func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, 
 		return c.sendTimed(areq, timeout)
 	}
 	resp, err := c.t.base.RoundTrip(areq)
-	return resp, err, c.outcome(areq, resp, err)
+	return resp, c.outcome(areq, resp, err), err
 }
 
 // sendTimed is send with an attempt timer.
-func (c *call) sendTimed(areq *http.Request, timeout time.Duration) (*http.Response, error, classify.Outcome) {
+func (c *call) sendTimed(areq *http.Request, timeout time.Duration) (*http.Response, classify.Outcome, error) {
 	areq, timer := startAttemptTimer(areq, timeout)
 	resp, err := c.t.base.RoundTrip(areq)
 	resp, fired := timer.end(resp)
 	if fired {
 		timer.release(nil)
 		if err := c.ctx.Err(); err != nil { // the caller's own end came too: it decides
-			return nil, err, classify.Outcome{Kind: classify.Fatal, Reason: "canceled"}
+			return nil, classify.Outcome{Kind: classify.Fatal, Reason: "canceled"}, err
 		}
-		return nil, errAttemptTimeout, classify.Outcome{Kind: classify.Timeout, Reason: "attempt timeout"}
+		return nil, classify.Outcome{Kind: classify.Timeout, Reason: "attempt timeout"}, errAttemptTimeout
 	}
 	// The attempt's context stays alive while it is classified; classify
 	// bounds its own reads of the body.
 	out := c.outcome(areq, resp, err)
 	timer.release(resp)
-	return resp, err, out
+	return resp, out, err
 }
 
 // outcome classifies an attempt that got resp or err.
