@@ -138,10 +138,7 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 	t.emit(ev)
 	c.resp, c.err, c.ev = resp, err, &ev
 	if serr := t.sleep(c.ctx, ev.Delay); serr != nil {
-		c.release()
-		st.refund(c.scope, c.cost)
-		c.cost = 0
-		c.resp, c.err = nil, &RetryError{Attempts: c.attempt, Reason: serr, Err: serr}
+		c.resp, c.err = c.abandon(serr)
 		return true
 	}
 	return false
@@ -294,15 +291,7 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 	c.cost = 0
 	if err := c.ctx.Err(); err != nil && errors.Is(reason, err) {
 		c.release()
-		c.resp, c.err = nil, orErr(c.err, err)
+		c.resp, c.err = nil, err
 	}
 	return c.t.stop(c.st, *c.ev, c.resp, c.err, reason)
-}
-
-// orErr returns err, or def if err is nil.
-func orErr(err, def error) error {
-	if err != nil {
-		return err
-	}
-	return def
 }

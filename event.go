@@ -45,7 +45,8 @@ type Event struct {
 	// would pass the context's deadline), ErrBudget (or MaxTotalTime),
 	// ratelimit.ErrQuotaExceeded (the retry quota, the circuit breaker,
 	// cannot pay) or ratelimit.ErrRateLimited (a client-side rate limiter
-	// refused to wait for the retry's send token).
+	// refused to wait for the retry's send token); or the context's error,
+	// when the caller cancelled while the retry waited.
 	Stop error
 }
 
