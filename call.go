@@ -61,8 +61,10 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 	for {
 		// Before the attempt: everything that can refuse it comes first, so
 		// that a refusal leaves the last response intact for the caller.
-		if reason := c.pace(); reason != nil {
-			return c.abandon(reason)
+		if st.fixed != nil || st.adaptive != nil {
+			if reason := c.pace(); reason != nil {
+				return c.abandon(reason)
+			}
 		}
 		timeout := p.AttemptTimeout
 		if !c.budgetEnd.IsZero() {
@@ -74,9 +76,12 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 				timeout = left
 			}
 		}
-		areq, reason := c.next(attemptCtx)
-		if reason != nil {
-			return c.abandon(reason)
+		areq := req // a first attempt that needs nothing changed is the caller's request
+		if c.attempt > 0 || c.rec != nil || attemptCtx != c.ctx {
+			var reason error
+			if areq, reason = c.next(attemptCtx); reason != nil {
+				return c.abandon(reason)
+			}
 		}
 
 		resp, out, err := c.send(areq, timeout)
@@ -212,17 +217,14 @@ func (c *call) classify(areq *http.Request, resp *http.Response, err error) clas
 	return out
 }
 
-// next returns the request to send as the next attempt, with its body: the
-// caller's request itself for a first attempt that needs nothing changed,
-// else a shallow copy with the attempt's context and a body that yields
-// the whole of the caller's. Only once the body is certain does it drain
+// next returns the request to send as the next attempt, unless it is a
+// first attempt that needs nothing changed: a shallow copy of the caller's
+// with the attempt's context and a body that yields the whole of the
+// caller's. Only once the body is certain does it drain
 // and close the previous attempt's response: a body that cannot be
 // replayed, or a GetBody that fails, leaves that response to the caller.
 func (c *call) next(ctx context.Context) (*http.Request, error) {
 	req := c.req
-	if c.attempt == 0 && c.rec == nil && ctx == req.Context() {
-		return req, nil
-	}
 	r := req.WithContext(ctx)
 	c.body = nil
 	switch {
@@ -244,8 +246,13 @@ func (c *call) next(ctx context.Context) (*http.Request, error) {
 		r.Body = b
 	}
 	if c.watch != nil && c.rec == nil && hasBody(r) {
-		wb := &watchedBody{rc: r.Body}
-		r.Body, c.body = wb, wb
+		if m, ok := inMemory(r.Body); ok {
+			c.watch.mem = memBody{r: m, before: m.Len()} // kept in the watch, which is allocated already
+			c.body = &c.watch.mem
+		} else {
+			wb := &watchedBody{rc: r.Body}
+			r.Body, c.body = wb, wb
+		}
 	}
 	c.release()
 	return r, nil

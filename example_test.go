@@ -46,6 +46,24 @@ func ExampleNew() {
 }
 
 // Give each host its own policy; hosts that no pattern matches get the
+// The zero Transport is ready to use, as http.Transport's is: it behaves
+// as New(nil).
+func ExampleTransport_zeroValue() {
+	srv := flakyServer(1)
+	defer srv.Close()
+
+	client := &http.Client{Transport: &retrytransport.Transport{}}
+
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.StatusCode)
+	// Output: 200
+}
+
 // WithPolicy default (policy.Standard() if none is given).
 func ExampleWithHostPolicy() {
 	srv := flakyServer(4)

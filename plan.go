@@ -64,9 +64,6 @@ func (t *Transport) planRetry(ctx context.Context, st *hostState, ev *Event, res
 // policy's MaxTotalTime (ErrBudget); a limiter that refuses to wait gives
 // an error wrapping ratelimit.ErrRateLimited.
 func (c *call) pace() error {
-	if c.st.fixed == nil && c.st.adaptive == nil {
-		return nil
-	}
 	err := c.reserve()
 	if errors.Is(err, ratelimit.ErrRateLimited) {
 		c.counters.rateLimited.Add(1)

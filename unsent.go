@@ -1,11 +1,14 @@
 package retrytransport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -22,7 +25,8 @@ import (
 // What the transport knows comes from two watchers, which only requests
 // that are not idempotent pay for: a connection trace (connWatch) and, for
 // bodies, what the base transport took from the body and what the body's
-// own reader returned (attemptBody).
+// own reader returned (attemptBody): a body that may fail is wrapped to see
+// both; an in-memory body, which cannot fail, is only looked at.
 
 // connWatch records, through an httptrace.ClientTrace, whether the current
 // attempt asked for a connection and whether it obtained one. An attempt
@@ -35,6 +39,7 @@ type connWatch struct {
 	got   atomic.Bool // GotConn since the last GetConn
 	ever  atomic.Bool // GotConn at any time in the attempt
 	trace httptrace.ClientTrace
+	mem   memBody // the attempt's body, when it is an in-memory reader
 }
 
 // context returns ctx with a trace that records GetConn and GotConn,
@@ -74,6 +79,46 @@ type attemptBody interface {
 	took() bool
 	failure() error
 }
+
+// memBody observes, without wrapping it, a request body that is an
+// in-memory reader: reading it cannot fail, and its Len says how much the
+// base transport took. Wrapping such a body would hide it from net/http,
+// which sends the headers and an in-memory body in one write, and so cost
+// every request more than the attempt loop itself.
+type memBody struct {
+	r      interface{ Len() int }
+	before int
+}
+
+func (m *memBody) took() bool     { return m.r.Len() < m.before }
+func (m *memBody) failure() error { return nil }
+
+// inMemory returns the in-memory reader under body: a *bytes.Reader,
+// *bytes.Buffer or *strings.Reader, bare or inside io.NopCloser, as
+// http.NewRequest and its GetBody make them. It looks into io.NopCloser as
+// net/http does, through reflect on that one standard type, whose only
+// field is the embedded Reader.
+func inMemory(body io.Reader) (interface{ Len() int }, bool) {
+	switch r := body.(type) {
+	case *bytes.Reader:
+		return r, true
+	case *bytes.Buffer:
+		return r, true
+	case *strings.Reader:
+		return r, true
+	}
+	if t := reflect.TypeOf(body); t == nopCloserType || t == nopCloserWriterToType {
+		inner, _ := reflect.ValueOf(body).Field(0).Interface().(io.Reader)
+		return inMemory(inner)
+	}
+	return nil, false
+}
+
+// The two types io.NopCloser returns, for inMemory.
+var (
+	nopCloserType         = reflect.TypeOf(io.NopCloser(nil))
+	nopCloserWriterToType = reflect.TypeOf(io.NopCloser(strings.NewReader("")))
+)
 
 // watchedBody wraps a request body (from GetBody, or the caller's own on
 // the first attempt) to observe it as an attemptBody. The base transport

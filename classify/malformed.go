@@ -6,21 +6,22 @@ import (
 )
 
 // The reasons malformed gives, one for each check net/http's Transport
-// makes before it sends a request.
+// makes before it sends a request. They are whole Outcome reasons, so that
+// classifying does not allocate.
 const (
-	reasonNilHeader     = "nil Header"
-	reasonHeaderName    = "invalid header field name"
-	reasonHeaderValue   = "invalid header field value"
-	reasonTrailerName   = "invalid trailer field name"
-	reasonTrailerValue  = "invalid trailer field value"
-	reasonMethod        = "invalid method"
-	reasonURLControl    = "control character in URL"
-	reasonLengthNilBody = "ContentLength with nil Body"
+	reasonNilHeader     = "malformed request: nil Header"
+	reasonHeaderName    = "malformed request: invalid header field name"
+	reasonHeaderValue   = "malformed request: invalid header field value"
+	reasonTrailerName   = "malformed request: invalid trailer field name"
+	reasonTrailerValue  = "malformed request: invalid trailer field value"
+	reasonMethod        = "malformed request: invalid method"
+	reasonURLControl    = "malformed request: control character in URL"
+	reasonLengthNilBody = "malformed request: ContentLength with nil Body"
 )
 
-// malformed returns why net/http's Transport refuses to send req, in a few
-// words, or "" if it sends it. The checks and the errors net/http returns
-// for them (plain error strings, without a type to match):
+// malformed returns why net/http's Transport refuses to send req, as an
+// Outcome reason, or "" if it sends it. The checks and the errors net/http
+// returns for them (plain error strings, without a type to match):
 //
 //   - a nil Header: "http: nil Request.Header";
 //   - a header or trailer field name that is not a token, or a value with a
@@ -65,35 +66,6 @@ func malformed(req *http.Request) string {
 		return reasonLengthNilBody
 	}
 	return ""
-}
-
-// malformedOutcome is the Fatal outcome of a request that malformed finds
-// fault with for reason. Spelling out each Reason as a constant expression
-// keeps classifying free of allocation.
-func malformedOutcome(reason string) Outcome {
-	const p = "malformed request: "
-	var r string
-	switch reason {
-	case reasonNilHeader:
-		r = p + reasonNilHeader
-	case reasonHeaderName:
-		r = p + reasonHeaderName
-	case reasonHeaderValue:
-		r = p + reasonHeaderValue
-	case reasonTrailerName:
-		r = p + reasonTrailerName
-	case reasonTrailerValue:
-		r = p + reasonTrailerValue
-	case reasonMethod:
-		r = p + reasonMethod
-	case reasonURLControl:
-		r = p + reasonURLControl
-	case reasonLengthNilBody:
-		r = p + reasonLengthNilBody
-	default:
-		r = p + reason
-	}
-	return Outcome{Kind: Fatal, Reason: r}
 }
 
 // invalidFields returns badName if a field name of h is not a token,

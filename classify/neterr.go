@@ -44,7 +44,7 @@ func Error(req *http.Request, err error) Outcome {
 		return Outcome{Kind: Fatal, Reason: "invalid URL"}
 	}
 	if r := malformed(req); r != "" {
-		return malformedOutcome(r)
+		return Outcome{Kind: Fatal, Reason: r}
 	}
 	if isTLSFailure(err) {
 		return Outcome{Kind: Fatal, Reason: "TLS verification failed"}
