@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -36,7 +37,7 @@ type call struct {
 // roundTrip is the attempt loop: before each attempt, pace it and give it
 // its body; send it; classify the outcome; and either end, or plan the
 // retry and wait for it.
-func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response, error) {
+func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Response, err error) {
 	p := &st.p
 	// Fields set one by one: a composite literal here is built aside and
 	// copied, which costs the happy path more than the rest of this setup.
@@ -46,7 +47,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 	retries := p.MaxAttempts > 1
 	if retries && hasBody(req) && req.GetBody == nil {
 		c.rec = newRecorder(req.Body, p.MaxBodyBuffer)
-		defer c.rec.finish()
+		defer func() { c.rec.finish(resp == nil) }()
 	}
 	idempotent := p.RetryNonIdempotent || classify.IsIdempotent(req)
 	attemptCtx := c.ctx
@@ -59,10 +60,31 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 	}
 
 	for {
-		// Before the attempt: everything that can refuse it comes first, so
-		// that a refusal leaves the last response intact for the caller.
+		// Before the attempt. What may refuse it comes first, and a refusal
+		// leaves the last response intact for the caller: the budget, a
+		// fresh copy of the body, the send token. Only then is the body
+		// claimed and the last response drained, and what is left of the
+		// budget bounds the attempt.
+		if !c.budgetEnd.IsZero() && !t.now().Before(c.budgetEnd) {
+			return c.abandon(ErrBudget)
+		}
+		var body io.ReadCloser
+		if c.attempt > 0 {
+			var reason error
+			if body, reason = c.rewindBody(); reason != nil {
+				return c.abandon(reason)
+			}
+		}
 		if st.fixed != nil || st.adaptive != nil {
 			if reason := c.pace(); reason != nil {
+				closeReader(body)
+				return c.abandon(reason)
+			}
+		}
+		areq := req // a first attempt that needs nothing changed is the caller's request
+		if c.attempt > 0 || c.rec != nil || attemptCtx != c.ctx {
+			var reason error
+			if areq, reason = c.next(attemptCtx, body); reason != nil {
 				return c.abandon(reason)
 			}
 		}
@@ -70,17 +92,13 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (*http.Response,
 		if !c.budgetEnd.IsZero() {
 			left := c.budgetEnd.Sub(t.now())
 			if left <= 0 {
+				if areq != req {
+					closeBody(areq)
+				}
 				return c.abandon(ErrBudget)
 			}
 			if timeout == 0 || left < timeout {
 				timeout = left
-			}
-		}
-		areq := req // a first attempt that needs nothing changed is the caller's request
-		if c.attempt > 0 || c.rec != nil || attemptCtx != c.ctx {
-			var reason error
-			if areq, reason = c.next(attemptCtx); reason != nil {
-				return c.abandon(reason)
 			}
 		}
 
@@ -165,6 +183,9 @@ func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, 
 		return c.sendTimed(areq, timeout)
 	}
 	resp, err := c.t.base.RoundTrip(areq)
+	if resp == nil && err == nil {
+		err = errNoResponse
+	}
 	return resp, c.outcome(areq, resp, err), err
 }
 
@@ -172,6 +193,9 @@ func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, 
 func (c *call) sendTimed(areq *http.Request, timeout time.Duration) (*http.Response, classify.Outcome, error) {
 	areq, timer := startAttemptTimer(areq, timeout)
 	resp, err := c.t.base.RoundTrip(areq)
+	if resp == nil && err == nil {
+		err = errNoResponse
+	}
 	resp, fired := timer.end(resp)
 	if fired {
 		timer.release(nil)
@@ -195,6 +219,9 @@ func (c *call) outcome(areq *http.Request, resp *http.Response, err error) class
 		}
 		return c.classify(areq, resp, nil)
 	}
+	if err == errNoResponse {
+		return classify.Outcome{Kind: classify.Fatal, Reason: "no response"}
+	}
 	if c.bodyLengthWrong() {
 		return classify.Outcome{Kind: classify.Fatal, Reason: "request body length differs from ContentLength"}
 	}
@@ -217,15 +244,37 @@ func (c *call) classify(areq *http.Request, resp *http.Response, err error) clas
 	return out
 }
 
-// next returns the request to send as the next attempt, unless it is a
-// first attempt that needs nothing changed: a shallow copy of the caller's
-// with the attempt's context and a body that yields the whole of the
-// caller's. Only once the body is certain does it drain
-// and close the previous attempt's response: a body that cannot be
-// replayed, or a GetBody that fails, leaves that response to the caller.
-func (c *call) next(ctx context.Context) (*http.Request, error) {
-	req := c.req
-	r := req.WithContext(ctx)
+// rewindBody returns, before a retry, a fresh copy of the caller's body
+// from its GetBody: nil when the request has no body, or a recorded one,
+// which is only checked here and claimed just before sending. A GetBody
+// that fails, or returns no body, ends the retries.
+func (c *call) rewindBody() (io.ReadCloser, error) {
+	switch {
+	case c.rec != nil:
+		if !c.rec.replayable() {
+			return nil, errBodyNotReplayable
+		}
+	case c.req.GetBody != nil && hasBody(c.req):
+		b, err := c.req.GetBody()
+		if err != nil {
+			return nil, fmt.Errorf("%w: Request.GetBody: %w", ErrNotRetryable, err)
+		}
+		if b == nil {
+			return nil, fmt.Errorf("%w: Request.GetBody returned a nil body", ErrNotRetryable)
+		}
+		return b, nil
+	}
+	return nil, nil
+}
+
+// next returns the request to send as the next attempt: a shallow copy of
+// the caller's with the attempt's context and a body that yields the whole
+// of the caller's (body, from rewindBody, for a retry with GetBody). Once
+// the body is certain, it drains and closes the previous attempt's
+// response: a recorded body that cannot be claimed leaves that response to
+// the caller.
+func (c *call) next(ctx context.Context, body io.ReadCloser) (*http.Request, error) {
+	r := c.req.WithContext(ctx)
 	c.body = nil
 	switch {
 	case c.rec != nil:
@@ -238,12 +287,8 @@ func (c *call) next(ctx context.Context) (*http.Request, error) {
 		// connection), as it would for a caller's own GetBody.
 		r.Body, r.GetBody = cur, c.rec.rewind
 		c.body = cur
-	case c.attempt > 0 && req.GetBody != nil:
-		b, err := req.GetBody()
-		if err != nil {
-			return nil, fmt.Errorf("%w: Request.GetBody: %w", ErrNotRetryable, err)
-		}
-		r.Body = b
+	case body != nil:
+		r.Body = body
 	}
 	if c.watch != nil && c.rec == nil && hasBody(r) {
 		if m, ok := inMemory(r.Body); ok {
@@ -258,13 +303,19 @@ func (c *call) next(ctx context.Context) (*http.Request, error) {
 	return r, nil
 }
 
+// errNoResponse is the error of an attempt whose base transport returned
+// neither a response nor an error, which breaks the RoundTripper contract;
+// net/http's Client reports the same.
+var errNoResponse = errors.New("retrytransport: base RoundTripper returned a nil *Response with a nil error")
+
 // errBodyNotReplayable is the reason a planned retry is not sent when the
 // recorded body turned out not to be replayable just before sending.
 var errBodyNotReplayable = fmt.Errorf("%w: the request body grew past Policy.MaxBodyBuffer or its reader failed", ErrNotRetryable)
 
 // release drains and closes the last attempt's response, once the next
-// attempt is certain to go or the request is over. The drain ends at
-// Policy.ReadTimeout, or at the end of MaxTotalTime if that comes first.
+// attempt is certain to go. The drain ends at Policy.ReadTimeout, and
+// within MaxTotalTime takes at most half of what is left, so that the
+// attempt keeps the other half.
 func (c *call) release() {
 	if c.resp == nil {
 		return
@@ -272,7 +323,7 @@ func (c *call) release() {
 	p := &c.st.p
 	d := p.ReadTimeout
 	if !c.budgetEnd.IsZero() {
-		d = min(d, c.budgetEnd.Sub(c.t.now()))
+		d = min(d, c.budgetEnd.Sub(c.t.now())/2)
 	}
 	drain(c.resp, p.MaxDrain, d)
 	c.resp = nil
@@ -297,8 +348,17 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 	c.st.refund(c.scope, c.cost)
 	c.cost = 0
 	if err := c.ctx.Err(); err != nil && errors.Is(reason, err) {
-		c.release()
+		if c.resp != nil && c.resp.Body != nil {
+			c.resp.Body.Close() // not drained: its reads end with the context anyway
+		}
 		c.resp, c.err = nil, err
 	}
 	return c.t.stop(c.st, *c.ev, c.resp, c.err, reason)
+}
+
+// closeReader closes rc if there is one.
+func closeReader(rc io.ReadCloser) {
+	if rc != nil {
+		rc.Close()
+	}
 }

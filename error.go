@@ -51,8 +51,12 @@ func (e *RetryError) Error() string {
 	if e.Attempts == 1 {
 		n = "attempt"
 	}
+	cause := "no error"
+	if e.Err != nil {
+		cause = e.Err.Error()
+	}
 	return "retrytransport: gave up after " + strconv.Itoa(e.Attempts) + " " + n +
-		" (" + reasonText(e.Reason) + "): " + e.Err.Error()
+		" (" + reasonText(e.Reason) + "): " + cause
 }
 
 // Timeout reports whether the request failed for lack of time: the

@@ -56,13 +56,14 @@ func (t *Transport) planRetry(ctx context.Context, st *hostState, ev *Event, res
 }
 
 // pace waits until the scope's client-side rate limiters let the next
-// attempt go, and records that it holds their send tokens. A fixed-rate
-// reservation is held while waiting, as x/time/rate's Wait does; the
-// adaptive limiter is asked again after each wait, as the AWS SDKs do,
-// because its rate may change while the attempt waits. A wait is not
-// started that would end after the context's deadline (ErrDeadline) or the
-// policy's MaxTotalTime (ErrBudget); a limiter that refuses to wait gives
-// an error wrapping ratelimit.ErrRateLimited.
+// attempt go, and records that it holds their send tokens. The adaptive
+// limiter is asked first, and again after each wait, as the AWS SDKs do,
+// because its rate may change while the attempt waits; then the fixed
+// rate, whose reservation is held while waiting, as x/time/rate's Wait
+// does. A wait is not started that would end after the context's deadline
+// (ErrDeadline) or the policy's MaxTotalTime (ErrBudget); a limiter that
+// refuses to wait gives an error wrapping ratelimit.ErrRateLimited. Either
+// way no token is kept.
 func (c *call) pace() error {
 	err := c.reserve()
 	if errors.Is(err, ratelimit.ErrRateLimited) {
@@ -74,23 +75,10 @@ func (c *call) pace() error {
 // reserve is pace without the counting.
 func (c *call) reserve() error {
 	st, scope := c.st, c.scope
-	if f := st.fixed; f != nil {
-		w, ok := f.Reserve(scope)
-		if !ok {
-			return fmt.Errorf("fixed rate of scope %q needs a %v wait: %w", scope, w, ratelimit.ErrRateLimited)
-		}
-		if err := c.wait(w); err != nil {
-			f.Cancel(scope)
-			return err
-		}
-	}
 	if a := st.adaptive; a != nil {
 		for {
 			w, ok := a.Reserve(scope)
 			if !ok {
-				if st.fixed != nil {
-					st.fixed.Cancel(scope)
-				}
 				return fmt.Errorf("adaptive rate of scope %q needs a %v wait: %w", scope, w, ratelimit.ErrRateLimited)
 			}
 			if w == 0 {
@@ -98,27 +86,42 @@ func (c *call) reserve() error {
 			}
 			a.Cancel(scope)
 			if err := c.wait(w); err != nil {
-				if st.fixed != nil {
-					st.fixed.Cancel(scope)
-				}
 				return err
 			}
+		}
+	}
+	if f := st.fixed; f != nil {
+		w, ok := f.Reserve(scope)
+		if !ok {
+			c.giveBackAdaptive()
+			return fmt.Errorf("fixed rate of scope %q needs a %v wait: %w", scope, w, ratelimit.ErrRateLimited)
+		}
+		if err := c.wait(w); err != nil {
+			f.Cancel(scope)
+			c.giveBackAdaptive()
+			return err
 		}
 	}
 	c.paced = true
 	return nil
 }
 
-// unpace gives back the send tokens that pace took for an attempt that
-// will not be sent.
+// unpace gives back what pace took for an attempt that will not be sent
+// after all: the adaptive limiter's send token. A fixed-rate token is not
+// given back, since x/time/rate cannot restore a reservation whose time
+// has come without letting a later one send early; the steps that may
+// refuse a retry come before pacing, so this happens only when the budget
+// runs out, or a recorded body turns out not to be replayable, in the
+// moment between pacing and sending, and then costs the scope's next send
+// at most 1/Rate.
 func (c *call) unpace() {
-	if !c.paced {
-		return
+	if c.paced {
+		c.paced = false
+		c.giveBackAdaptive()
 	}
-	c.paced = false
-	if f := c.st.fixed; f != nil {
-		f.Cancel(c.scope)
-	}
+}
+
+func (c *call) giveBackAdaptive() {
 	if a := c.st.adaptive; a != nil {
 		a.Cancel(c.scope)
 	}

@@ -36,6 +36,7 @@ type recorder struct {
 	overflow bool  // read > max: buf released, not replayable
 	cur      *cursor
 	done     bool // the transport will create no more cursors
+	orphaned bool // done, and the request failed: no attempt will close its copy
 	closed   bool // src closed
 }
 
@@ -107,14 +108,24 @@ func (r *recorder) length() (int64, bool) {
 }
 
 // finish marks that no more cursors will be made, and closes the source if
-// the current cursor is already closed (or none was handed out).
-func (r *recorder) finish() {
+// the current cursor is already closed (or none was handed out). When the
+// request failed (it ends without a response), the base transport is done
+// with the body, though it may not have closed its copy: net/http's HTTP/2
+// transport drops a copy it rewound when the request's context ends during
+// its own backoff. The source is then closed at once, or, if a read of it
+// is in flight, as soon as that read ends.
+func (r *recorder) finish(failed bool) {
 	r.mu.Lock()
 	r.done = true
+	r.orphaned = failed
 	closeNow := r.cur == nil || r.cur.closed
 	r.mu.Unlock()
-	if closeNow {
+	switch {
+	case closeNow:
 		r.closeSrc()
+	case failed && r.readMu.TryLock():
+		r.closeSrc()
+		r.readMu.Unlock()
 	}
 }
 
@@ -153,7 +164,7 @@ func (c *cursor) fromBuf(p []byte) (n int, err error, handled bool) {
 	switch {
 	case r.cur != c:
 		return 0, errStaleBody, true
-	case c.closed:
+	case c.closed, r.closed:
 		return 0, errors.New("retrytransport: read on closed request body"), true
 	case c.pos < int64(len(r.buf)):
 		n = copy(p, r.buf[c.pos:])
@@ -188,7 +199,6 @@ func (c *cursor) Read(p []byte) (int, error) {
 	}
 	n, err = r.src.Read(p)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.read += int64(n)
 	c.pos += int64(n)
 	// Once the transport is done no attempt will replay the bytes, so they
@@ -203,6 +213,11 @@ func (c *cursor) Read(p []byte) (int, error) {
 	}
 	if err != nil {
 		r.err = err
+	}
+	orphaned := r.orphaned
+	r.mu.Unlock()
+	if orphaned { // finish found this read in flight and left the closing to it
+		r.closeSrc()
 	}
 	return n, err
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -97,7 +98,7 @@ func TestRecorderClosesSourceOnceWhenDone(t *testing.T) {
 		if src.closes != 0 {
 			t.Fatalf("source closed before the transport finished; a retry would lose it")
 		}
-		r.finish()
+		r.finish(false)
 		if src.closes != 1 {
 			t.Errorf("source closed %d times; want 1", src.closes)
 		}
@@ -107,7 +108,7 @@ func TestRecorderClosesSourceOnceWhenDone(t *testing.T) {
 		r := newRecorder(src, 10)
 		stale := claim(t, r)
 		c := claim(t, r)
-		r.finish()
+		r.finish(false)
 		if src.closes != 0 {
 			t.Fatalf("source closed while the last attempt may still read it")
 		}
@@ -123,7 +124,7 @@ func TestRecorderClosesSourceOnceWhenDone(t *testing.T) {
 	})
 	t.Run("NoCursor", func(t *testing.T) {
 		src := &countingCloser{Reader: strings.NewReader("abc")}
-		newRecorder(src, 10).finish()
+		newRecorder(src, 10).finish(false)
 		if src.closes != 1 {
 			t.Errorf("source closed %d times; want 1", src.closes)
 		}
@@ -195,7 +196,7 @@ func TestRecorderStopsRecordingWhenDone(t *testing.T) {
 	c := claim(t, r)
 	buf := make([]byte, 10)
 	io.ReadFull(c, buf)
-	r.finish()
+	r.finish(false)
 	rest, err := io.ReadAll(c)
 	if len(rest) != 90 || err != nil {
 		t.Errorf("after finish, the current cursor read %d bytes, %v; want the other 90", len(rest), err)
@@ -240,3 +241,57 @@ func TestRecorderRewind(t *testing.T) {
 		t.Errorf("rewind() body = %q; want %q", got, "abc")
 	}
 }
+
+// When the request failed, the source is closed even though the current
+// cursor never was: a base transport may drop a copy it rewound without
+// closing it. A read in flight at that moment closes the source when it
+// ends, and no read reaches the source after it is closed.
+func TestRecorderClosesSourceWhenTheRequestFailed(t *testing.T) {
+	t.Run("Idle", func(t *testing.T) {
+		src := &countingCloser{Reader: strings.NewReader("abc")}
+		r := newRecorder(src, 10)
+		c := claim(t, r)
+		r.finish(true)
+		if src.closes != 1 {
+			t.Errorf("source closed %d times after a failed request; want 1", src.closes)
+		}
+		if _, err := c.Read(make([]byte, 3)); err == nil {
+			t.Errorf("Read after the source was closed: nil error; want one")
+		}
+		c.Close()
+		if src.closes != 1 {
+			t.Errorf("source closed %d times; want 1", src.closes)
+		}
+	})
+	t.Run("ReadInFlight", func(t *testing.T) {
+		pr, pw := io.Pipe()
+		src := &pipeCloser{PipeReader: pr}
+		r := newRecorder(src, 1<<10)
+		c := claim(t, r)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.Read(make([]byte, 8))
+		}()
+		for r.readMu.TryLock() { // wait until the reader holds the source
+			r.readMu.Unlock()
+			runtime.Gosched()
+		}
+		r.finish(true)
+		if src.closes.Load() != 0 {
+			t.Fatalf("source closed while a read of it was in flight")
+		}
+		pw.Write([]byte("x"))
+		<-done
+		if n := src.closes.Load(); n != 1 {
+			t.Errorf("source closed %d times once the read in flight ended; want 1", n)
+		}
+	})
+}
+
+type pipeCloser struct {
+	*io.PipeReader
+	closes atomic.Int32
+}
+
+func (p *pipeCloser) Close() error { p.closes.Add(1); return p.PipeReader.Close() }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
+	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
@@ -207,6 +208,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		scope := st.scope(req)
 		t.stats.get(scope, st).attempts.Add(1)
 		resp, err := t.base.RoundTrip(req)
+		if resp == nil && err == nil {
+			err = errNoResponse
+		}
 		if err != nil {
 			return t.failedOnce(st, req, scope, err)
 		}
@@ -217,12 +221,20 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // failedOnce ends a request whose only allowed attempt failed with err.
 func (t *Transport) failedOnce(st *hostState, req *http.Request, scope string, err error) (*http.Response, error) {
-	out := st.p.Classify(req, nil, err)
+	var out classify.Outcome
+	if err != errNoResponse {
+		out = st.p.Classify(req, nil, err)
+	}
 	if !out.Retryable() {
 		return nil, &RetryError{Attempts: 1, Reason: finalReason(req.Context()), Err: err}
 	}
+	// The reason the loop would give, had the policy allowed more attempts.
+	reason := ErrExhausted
+	if !out.Unprocessed && !st.p.RetryNonIdempotent && !classify.IsIdempotent(req) {
+		reason = ErrNotRetryable
+	}
 	ev := Event{Request: req, Scope: scope, Attempt: 1, Outcome: out, Err: err, Quota: -1}
-	return t.stop(st, ev, nil, err, ErrExhausted)
+	return t.stop(st, ev, nil, err, reason)
 }
 
 // finalReason is why a Fatal outcome ends a request: the caller's own
@@ -259,6 +271,9 @@ func (t *Transport) stop(st *hostState, ev Event, resp *http.Response, err error
 func giveUp(resp *http.Response, err error, attempts int, reason error) (*http.Response, error) {
 	if resp != nil {
 		return resp, nil
+	}
+	if err == nil { // the last response was drained for a retry that then could not go
+		err = reason
 	}
 	return nil, &RetryError{Attempts: attempts, Reason: reason, Err: err}
 }
