@@ -5,7 +5,7 @@ PKGS := ./...
 .PHONY: test fmt-check vet lint race demo bench fuzz
 
 # staticcheck runs from the module proxy at a pinned version, so CI needs no
-# install step of its own; the checks are those STYLE.md asks for.
+# install step of its own; the checks are our style rules.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 STATICCHECK_CHECKS := inherit,ST1000,ST1003,ST1005,ST1016,ST1020,ST1021,ST1022
 

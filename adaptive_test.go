@@ -112,7 +112,7 @@ func TestAdaptivePacingHonoursDeadline(t *testing.T) {
 }
 
 // In adaptive mode the retry quota must still refill on first-attempt
-// successes; one SDK forgets to, and its quota then never recovers (SPEC §6).
+// successes; one SDK forgets to, and its quota then never recovers (docs/aws.md).
 func TestAdaptiveQuotaStillRefills(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 503}, {status: 200}}}
 	q := &ratelimit.Quota{}

@@ -121,7 +121,7 @@ func TestThrottlingCodeIn400BodyIsRetriedAndBodyRestored(t *testing.T) {
 	if got := s.count(); got != 3 {
 		t.Errorf("attempts = %d; want 3", got)
 	}
-	// A throttle costs 10 tokens per retry (SPEC §2); the waits are plain backoff.
+	// A throttle costs 10 tokens per retry (docs/aws.md); the waits are plain backoff.
 	if got := len(clock.Sleeps()); got != 2 {
 		t.Errorf("waits = %d; want 2", got)
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // This file holds the three retry strategies of Azure's Transient Fault
-// Handling Application Block, "Topaz" (SPEC §5, seed 004). Topaz computes
+// Handling Application Block, "Topaz" (docs/azure.md). Topaz computes
 // each interval from its current retry count, which is 0 before the first
 // retry; here n = retry - 1 plays that part. Its fastFirstRetry option
 // skips the wait before the first retry and leaves the later intervals
@@ -16,7 +16,7 @@ import (
 // unset, so the zero values here have it off. The presets of package
 // policy that model Topaz set it explicitly.
 
-// Topaz defaults (SPEC §5).
+// Topaz defaults (docs/azure.md).
 const (
 	azureMinBackoff   = time.Second
 	azureMaxBackoff   = 30 * time.Second
@@ -27,7 +27,7 @@ const (
 )
 
 // Exponential is Azure's randomized exponential backoff, Topaz's
-// ExponentialBackoff and the Storage client's ExponentialRetry (SPEC §5).
+// ExponentialBackoff and the Storage client's ExponentialRetry (docs/azure.md).
 // For retry n, counted from 1, and Topaz's retry count k = n - 1,
 //
 //	d        = uniform in [0.8*DeltaBackoff, 1.2*DeltaBackoff), from Rand
@@ -54,7 +54,7 @@ const (
 // which reproduces the "about 3, 7 and 15 s" the Azure guide lists for it
 // exactly at the midpoint of the random range. It takes both k = 0 for the
 // first retry (k = 1 would give 7, 15 and 30s) and the 3s MinBackoff that
-// the guide gives for Storage and SPEC §5 leaves out. The guide words the
+// the guide gives for Storage and docs/azure.md leaves out. The guide words the
 // delays as maxima ("up to 3, 7, 15 s"), which the random range does not
 // bear out: retries 2 and 3 can reach 7.8s and 17.4s.
 // Likewise the guide's background suggestion (MinBackoff 0, MaxBackoff
@@ -125,7 +125,7 @@ func (s Exponential) Delay(retry int) time.Duration {
 }
 
 // Incremental is Azure's incremental retry, Topaz's Incremental strategy
-// (SPEC §5): the interval grows by a fixed step per retry. For retry n,
+// (docs/azure.md): the interval grows by a fixed step per retry. For retry n,
 // counted from 1, and Topaz's retry count k = n - 1,
 //
 //	Delay(n) = Initial + Increment * k
@@ -173,7 +173,7 @@ func (s Incremental) Delay(retry int) time.Duration {
 
 // Constant waits the same interval before every retry. It is Azure's
 // "Linear" retry, which despite its name waits a fixed interval: Topaz's
-// "Linear (fixed interval)" strategy (SPEC §5) and the Storage client's
+// "Linear (fixed interval)" strategy (docs/azure.md) and the Storage client's
 // LinearRetry.
 //
 //	Delay(n) = Interval

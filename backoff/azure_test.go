@@ -40,8 +40,8 @@ func TestExponentialDefaults(t *testing.T) {
 	}
 }
 
-// storage is the Azure Storage client's exponential policy (SPEC §5, seed
-// 004): MinBackoff 3s, MaxBackoff 30s, DeltaBackoff 4s, no fast first retry.
+// storage is the Azure Storage client's exponential policy (docs/azure.md):
+// MinBackoff 3s, MaxBackoff 30s, DeltaBackoff 4s, no fast first retry.
 func storage(r float64) backoff.Exponential {
 	return backoff.Exponential{
 		MinBackoff:   3 * time.Second,

@@ -27,7 +27,7 @@ func (s Capped) Delay(retry int) time.Duration {
 	return min(max(inner(s.Strategy).Delay(retry), 0), orDefault(s.Max, DefaultMaxBackoff))
 }
 
-// Jittered adds the AWS SDK for Kotlin's form of jitter (SPEC §2) to
+// Jittered adds the AWS SDK for Kotlin's form of jitter (docs/aws.md) to
 // another strategy: it takes off a random part of up to the fraction
 // Fraction of each delay,
 //

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Curve is the backoffFunction of an SNS delivery policy (SPEC §4): how
+// Curve is the backoffFunction of an SNS delivery policy (docs/sns.md): how
 // the delays of a [Schedule]'s backoff phase grow from MinDelay at its
 // first retry to MaxDelay at its last. The zero value is CurveLinear, SNS's
 // default.

@@ -7,7 +7,7 @@ import "time"
 const decorrelatedMaxDraws = 64
 
 // Decorrelated is "decorrelated jitter" from the AWS Architecture Blog post
-// on backoff and jitter that the SNS guide cites (SPEC §4). The blog
+// on backoff and jitter that the SNS guide cites (docs/sns.md). The blog
 // defines it as a chain in which each sleep is drawn from a range set by
 // the sleep before it:
 //

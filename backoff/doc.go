@@ -15,18 +15,18 @@
 // # Strategies
 //
 //   - [FullJitter] (fulljitter.go): AWS standard mode, uniform below a
-//     doubling ceiling (SPEC §1). The default strategy.
+//     doubling ceiling (docs/aws.md). The default strategy.
 //   - [EqualJitter] (equaljitter.go): half of the doubling ceiling fixed,
-//     half random (AWS Architecture Blog, cited by SPEC §4).
+//     half random (AWS Architecture Blog, cited by docs/sns.md).
 //   - [Decorrelated] (decorrelated.go): the blog's decorrelated jitter,
 //     made stateless by replaying its chain.
 //   - [ScaledJitter] (scaled.go): the AWS SDK for Kotlin's delay provider,
-//     any growth factor and jitter fraction (SPEC §2).
+//     any growth factor and jitter fraction (docs/aws.md).
 //   - [Exponential], [Incremental] and [Constant] (azure.go): Azure's
-//     Topaz strategies; Constant is Azure's "Linear" (SPEC §5).
+//     Topaz strategies; Constant is Azure's "Linear" (docs/azure.md).
 //   - [Schedule] (schedule.go, curve.go, validate.go): an Amazon SNS
 //     delivery policy's four phases and its backoff functions, [Curve]
-//     (SPEC §4).
+//     (docs/sns.md).
 //
 // # Building blocks
 //

@@ -4,7 +4,7 @@ import "time"
 
 // EqualJitter is truncated binary exponential backoff with "equal
 // jitter", from the AWS Architecture Blog post on backoff and jitter that
-// SNS cites (SPEC §4): half of each ceiling is kept and only the other
+// SNS cites (docs/sns.md): half of each ceiling is kept and only the other
 // half is random. For retry n, counted from 1,
 //
 //	c        = min(Base * 2^(n-1), Max)

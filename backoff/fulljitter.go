@@ -4,23 +4,23 @@ import "time"
 
 const (
 	// DefaultBase is the delay ceiling of retry 1 in [FullJitter]: the
-	// first retry waits less than one second (SPEC §1). [EqualJitter] and
+	// first retry waits less than one second (docs/aws.md). [EqualJitter] and
 	// [Decorrelated] use it as their default Base too.
 	DefaultBase = time.Second
 
 	// DefaultMaxBackoff is the largest delay ceiling of [FullJitter], the
-	// MAX_BACKOFF of AWS standard mode (SPEC §1): 20 seconds. It is also
+	// MAX_BACKOFF of AWS standard mode (docs/aws.md): 20 seconds. It is also
 	// the default cap of [EqualJitter], [Decorrelated], [ScaledJitter]
-	// (the Kotlin SDK's maxBackoff, SPEC §2) and [Capped].
+	// (the Kotlin SDK's maxBackoff, docs/aws.md) and [Capped].
 	DefaultMaxBackoff = 20 * time.Second
 )
 
 // FullJitter is AWS standard-mode backoff: truncated binary exponential
-// backoff with full jitter (SPEC §1). For retry n, counted from 1,
+// backoff with full jitter (docs/aws.md). For retry n, counted from 1,
 //
 //	Delay(n) = Rand() * min(Base * 2^(n-1), Max)
 //
-// The cap is applied before the jitter, as SPEC §1 specifies: the seed's
+// The cap is applied before the jitter, as docs/aws.md explains: the AWS guide's
 // literal formula, min(b * 2^i, MAX_BACKOFF) with b random, stops
 // jittering once 2^i passes the cap, so clients then wait exactly the cap,
 // in lockstep, which is the herd that jitter exists to break up.

@@ -1,6 +1,6 @@
 package backoff
 
-// Phase is one of the four phases of an SNS delivery policy (SPEC §4), in
+// Phase is one of the four phases of an SNS delivery policy (docs/sns.md), in
 // the order a Schedule goes through them, or PhasePast for retries beyond
 // the policy.
 type Phase int

@@ -56,7 +56,7 @@ func jitter(ceiling time.Duration, r float64) time.Duration {
 }
 
 // shorten returns d reduced by the fraction r of room, the AWS SDK for
-// Kotlin's form of jitter (SPEC §2): d - r*room, for r in [0, 1] and
+// Kotlin's form of jitter (docs/aws.md): d - r*room, for r in [0, 1] and
 // 0 <= room <= d. The result lies in [d-room, d] and cannot overflow.
 func shorten(d, room time.Duration, r float64) time.Duration {
 	return d - jitter(room, r)

@@ -6,7 +6,7 @@ import (
 )
 
 // Defaults of [ScaledJitter], those of the AWS SDK for Kotlin's delay
-// provider (SPEC §2). Its maxBackoff default is [DefaultMaxBackoff].
+// provider (docs/aws.md). Its maxBackoff default is [DefaultMaxBackoff].
 const (
 	defaultInitialDelay = 10 * time.Millisecond
 	defaultScaleFactor  = 1.5
@@ -14,7 +14,7 @@ const (
 )
 
 // ScaledJitter is the AWS SDK for Kotlin's exponential delay provider
-// (SPEC §2): a ceiling that grows by ScaleFactor per retry, capped by
+// (docs/aws.md): a ceiling that grows by ScaleFactor per retry, capped by
 // MaxBackoff before the jitter, then reduced by a random part of up to
 // the fraction Jitter of itself. For retry n, counted from 1,
 //

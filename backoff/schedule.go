@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Defaults and limits of an SNS delivery policy (SPEC §4).
+// Defaults and limits of an SNS delivery policy (docs/sns.md).
 const (
 	snsDefaultDelay   = 20 * time.Second // minDelayTarget and maxDelayTarget
 	snsDefaultRetries = 3                // numRetries
@@ -18,8 +18,8 @@ const (
 // adds one by one; SNS allows 100 retries in all.
 const totalExactBackoff = 1 << 16
 
-// Schedule is the retry schedule of an Amazon SNS delivery policy (SPEC §4,
-// seed 003): four phases of retries, in this order,
+// Schedule is the retry schedule of an Amazon SNS delivery policy
+// (docs/sns.md): four phases of retries, in this order,
 //
 //  1. immediate: NumNoDelayRetries retries with no delay;
 //  2. pre-backoff: NumMinDelayRetries retries of MinDelay each;
@@ -63,7 +63,7 @@ const totalExactBackoff = 1 << 16
 //
 // # Presets
 //
-// SNS's own policies (SPEC §4), in Schedule terms and with their delays:
+// SNS's own policies (docs/sns.md), in Schedule terms and with their delays:
 //
 //	AWS-managed endpoints (SQS, Lambda, Firehose): MinDelay 1s, MaxDelay 20s,
 //	NumRetries 100015, NumNoDelayRetries 3, NumMinDelayRetries 2,

@@ -173,7 +173,7 @@ func TestScheduleCustomerManagedPreset(t *testing.T) {
 }
 
 func TestScheduleExamplePolicy(t *testing.T) {
-	// The seed's example: 50 retries, 3 immediate, 2 at 1s, 10 backing off
+	// The SNS guide's example: 50 retries, 3 immediate, 2 at 1s, 10 backing off
 	// exponentially from 1s to 60s, 35 at 60s.
 	s := backoff.Schedule{
 		MinDelay: time.Second, MaxDelay: 60 * time.Second, NumRetries: 50,

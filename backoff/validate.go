@@ -28,7 +28,7 @@ func (e *FieldError) Error() string {
 }
 
 // Validate reports the fields of s that lie outside the ranges SNS
-// accepts for an HTTP/S delivery policy (SPEC §4), each as a
+// accepts for an HTTP/S delivery policy (docs/sns.md), each as a
 // *[FieldError], joined with errors.Join; it returns nil if there are
 // none. Zero fields are checked as the defaults they stand for. The
 // ranges are:

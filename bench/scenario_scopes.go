@@ -19,7 +19,7 @@ const scopesWorkers = 4
 // req/s, burst 20) and, at the same time, to a healthy one. The healthy
 // scope's goodput is compared with what the same client reaches on it
 // alone. Only our contenders run: the peers keep no per-host state to test.
-// The goal is adaptive mode's (SPEC §1: throttling of one resource must not
+// The goal is adaptive mode's (docs/aws.md, throttling of one resource must not
 // slow requests to others); standard mode's row shows what happens without
 // a limiter.
 func runScopes(w io.Writer, cfg config, cs []contender) {

@@ -12,10 +12,10 @@ import (
 // code further in is not seen, and the body is never read whole.
 const MaxPeek = 4 << 10
 
-// throttlingCodes and transientCodes are SPEC §2's retryable error codes,
-// split by what they cost the retry quota. They are unexported so no caller
-// can change them for the whole process; ThrottlingCodes and TransientCodes
-// hand out copies.
+// throttlingCodes and transientCodes are the retryable error codes of
+// docs/aws.md, split by what they cost the retry quota. They are unexported
+// so no caller can change them for the whole process; ThrottlingCodes and
+// TransientCodes hand out copies.
 var (
 	throttlingCodes = []string{
 		"BandwidthLimitExceeded", "EC2ThrottledException", "LimitExceededException",

@@ -258,18 +258,18 @@ func TestCodeRestoredBodyCloseClosesOriginal(t *testing.T) {
 	}
 }
 
-func TestThrottlingAndTransientCodesAreSPEC2(t *testing.T) {
-	got, want := classify.ThrottlingCodes(), slices.Clone(spec2ThrottlingCodes)
+func TestThrottlingAndTransientCodesAreAWSs(t *testing.T) {
+	got, want := classify.ThrottlingCodes(), slices.Clone(awsThrottlingCodes)
 	slices.Sort(got)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("ThrottlingCodes() mismatch with SPEC §2 (-want +got):\n%s", diff)
+		t.Errorf("ThrottlingCodes() mismatch with docs/aws.md (-want +got):\n%s", diff)
 	}
-	got, want = classify.TransientCodes(), slices.Clone(spec2TransientCodes)
+	got, want = classify.TransientCodes(), slices.Clone(awsTransientCodes)
 	slices.Sort(got)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("TransientCodes() mismatch with SPEC §2 (-want +got):\n%s", diff)
+		t.Errorf("TransientCodes() mismatch with docs/aws.md (-want +got):\n%s", diff)
 	}
 }
 

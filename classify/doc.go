@@ -3,7 +3,7 @@
 // whether the server provably did not process the request.
 //
 // [Standard] holds the rules of AWS standard retry mode (status codes, the
-// service error codes of SPEC §2 found in a bounded prefix of the body, and
+// service error codes of docs/aws.md found in a bounded prefix of the body, and
 // connection errors), and makes Fatal the error of a request that net/http
 // refuses to send because it is malformed. [IsIdempotent] tells which
 // requests may be sent again after any retryable outcome; other requests may

@@ -12,8 +12,7 @@ import (
 )
 
 // Error classifies a transport error returned for req (an attempt that got
-// no response). The rules, from DESIGN.md "Knowing that a request was never
-// sent":
+// no response). The rules:
 //
 //   - The caller's own cancellation or deadline (req's context is done),
 //     and context.Canceled from any source, are Fatal.

@@ -6,7 +6,7 @@ import (
 )
 
 // Kind is the category of one attempt's outcome. The categories cost the
-// retry quota differently (SPEC §2): a retry after a Transient outcome costs
+// retry quota differently (docs/aws.md): a retry after a Transient outcome costs
 // the retry cost, after a Throttle or Timeout the timeout cost.
 type Kind uint8
 

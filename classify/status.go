@@ -20,7 +20,7 @@ const (
 
 // Status classifies resp by its status code and, where the status alone does
 // not decide, by the error code in its x-amzn-ErrorType header or body (see
-// Code). The rules are SPEC §1-§2:
+// Code). The rules, from docs/aws.md:
 //
 //   - 1xx, 2xx and 3xx are Success.
 //   - 429 and 509 are Throttle; the server rejected the request unprocessed.

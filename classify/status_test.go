@@ -14,17 +14,17 @@ import (
 // Reason are separate.
 var ignoreReason = cmpopts.IgnoreFields(classify.Outcome{}, "Reason")
 
-// spec2ThrottlingCodes and spec2TransientCodes are SPEC §2's retryable error
+// awsThrottlingCodes and awsTransientCodes are the retryable error
 // codes, written out here independently of the package's lists.
 var (
-	spec2ThrottlingCodes = []string{
+	awsThrottlingCodes = []string{
 		"BandwidthLimitExceeded", "EC2ThrottledException", "LimitExceededException",
 		"PriorRequestNotComplete", "ProvisionedThroughputExceededException",
 		"RequestLimitExceeded", "RequestThrottled", "RequestThrottledException",
 		"SlowDown", "ThrottledException", "Throttling", "ThrottlingException",
 		"TooManyRequestsException", "TransactionInProgressException",
 	}
-	spec2TransientCodes = []string{
+	awsTransientCodes = []string{
 		"IDPCommunicationError", "RequestTimeout", "RequestTimeoutException",
 	}
 )
@@ -36,7 +36,7 @@ var (
 	fatal     = classify.Outcome{Kind: classify.Fatal}
 )
 
-// statusOnly is the outcome SPEC §1-§2 give a status whose body and headers
+// statusOnly is the outcome docs/aws.md give a status whose body and headers
 // carry no error code.
 func statusOnly(status int) classify.Outcome {
 	switch {
@@ -154,7 +154,7 @@ func TestStatusSampled(t *testing.T) {
 
 func TestStatusThrottleWithEachThrottlingCodeOn400403502503(t *testing.T) {
 	for _, status := range []int{400, 403, 502, 503} {
-		for _, code := range spec2ThrottlingCodes {
+		for _, code := range awsThrottlingCodes {
 			for _, f := range codeForms(code) {
 				got := classify.Status(newResp(t, status, f.body, f.kv...))
 				want := classify.Outcome{Kind: classify.Throttle, Reason: "error code " + code, Unprocessed: true}
@@ -168,7 +168,7 @@ func TestStatusThrottleWithEachThrottlingCodeOn400403502503(t *testing.T) {
 
 func TestStatusTransientWithEachTransientCodeOn400403(t *testing.T) {
 	for _, status := range []int{400, 403} {
-		for _, code := range spec2TransientCodes {
+		for _, code := range awsTransientCodes {
 			for _, f := range codeForms(code) {
 				got := classify.Status(newResp(t, status, f.body, f.kv...))
 				want := classify.Outcome{Kind: classify.Transient, Reason: "error code " + code}
@@ -182,7 +182,7 @@ func TestStatusTransientWithEachTransientCodeOn400403(t *testing.T) {
 
 func TestStatusTransientCodeOn502503StaysTransient(t *testing.T) {
 	for _, status := range []int{502, 503} {
-		for _, code := range spec2TransientCodes {
+		for _, code := range awsTransientCodes {
 			for _, f := range codeForms(code) {
 				got := classify.Status(newResp(t, status, f.body, f.kv...))
 				if diff := cmp.Diff(transient, got, ignoreReason); diff != "" {

@@ -13,11 +13,11 @@
 // Presets are functions that return a new Policy on every call (preset.go,
 // sns.go), each documenting its source:
 //
-//   - AWS SDK retry modes (SPEC §1, §6): [Standard], [Adaptive], [None],
+//   - AWS SDK retry modes (docs/aws.md): [Standard], [Adaptive], [None],
 //     and the SDKs' newer standard behaviour, [StandardV2].
-//   - Amazon SNS delivery policies (SPEC §4): [SNSAWSManaged] and
+//   - Amazon SNS delivery policies (docs/sns.md): [SNSAWSManaged] and
 //     [SNSCustomerManaged].
-//   - Azure guidance (SPEC §5): [AzureStorageExponential],
+//   - Azure guidance (docs/azure.md): [AzureStorageExponential],
 //     [AzureStorageLinear], [AzureStorageInteractive],
 //     [AzureStorageBackground], [AzureInteractive] and [AzureBackground].
 //

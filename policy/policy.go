@@ -15,10 +15,10 @@ import (
 // Defaults that a zero Policy field stands for.
 const (
 	// DefaultMaxAttempts is AWS standard mode's attempt count, the first
-	// included (SPEC §1).
+	// included (docs/aws.md).
 	DefaultMaxAttempts = 3
 	// DefaultMaxDelay is the longest wait before a retry: the backoff cap of
-	// SPEC §1 (20 s), and the longest Retry-After that is honoured.
+	// docs/aws.md (20 s), and the longest Retry-After that is honoured.
 	DefaultMaxDelay = 20 * time.Second
 	// DefaultMaxBodyBuffer is how much of a request body without GetBody is
 	// kept for replay: 1 MiB.
@@ -52,8 +52,9 @@ type Policy struct {
 
 	// ThrottleBackoff, if set, replaces Backoff for retries after a
 	// Throttle outcome: throttled servers usually need a longer pause than
-	// flaky ones (SPEC §6: the newer AWS SDKs wait from 1 s after a throttle
-	// and from 50 ms otherwise). Nil means Backoff for every outcome.
+	// flaky ones (the newer AWS SDKs of docs/aws.md wait from 1 s after a
+	// throttle and from 50 ms otherwise). Nil means Backoff for every
+	// outcome.
 	ThrottleBackoff backoff.Strategy
 
 	// MaxDelay caps every wait before a retry. A computed backoff longer
@@ -74,7 +75,7 @@ type Policy struct {
 	// ServerDelayBound, when positive, bounds a server-requested delay by
 	// the backoff: the wait is max(backoff, min(server, backoff +
 	// ServerDelayBound)), as the newer AWS SDKs treat x-amz-retry-after
-	// (SPEC §6, with 5 s). Zero means the server's delay is used as given.
+	// (docs/aws.md, with 5 s). Zero means the server's delay is used as given.
 	ServerDelayBound time.Duration
 
 	// IgnoreDelayHeaders makes the transport ignore every server-requested
@@ -99,7 +100,7 @@ type Policy struct {
 	Classify classify.Func
 
 	// Quota is the retry quota (circuit breaker) whose per-host buckets pay
-	// for retries (SPEC §2). Nil means a quota with the SPEC defaults that
+	// for retries (docs/aws.md). Nil means a quota with the AWS defaults that
 	// belongs to the Transport built with this policy: each New has its
 	// own. A non-nil Quota is used as given, so putting one pointer in
 	// several policies or transports shares its buckets on purpose.
@@ -122,7 +123,7 @@ type Policy struct {
 	MaxBodyBuffer int64
 
 	// Adaptive turns on AWS adaptive retry mode's client-side rate limiter
-	// (SPEC §1, §6): every attempt of a scope, the first included, waits for
+	// (docs/aws.md): every attempt of a scope, the first included, waits for
 	// a send token whose rate follows the throttles the scope receives, so a
 	// client offered more load than the server admits slows to the server's
 	// capacity instead of collecting 429s. The Transport creates a

@@ -15,7 +15,7 @@ import (
 // *ratelimit.Quota on every call, which transports given the same returned
 // value share, as Policy.Quota says.
 
-// Standard returns AWS standard retry mode (SPEC §1-§2): 3 attempts, full
+// Standard returns AWS standard retry mode (docs/aws.md): 3 attempts, full
 // jitter backoff 2^(n-1) s capped at 20 s, Retry-After honoured up to 20 s,
 // and a retry quota of 500 tokens per host (retry cost 5, timeout and
 // throttle cost 10, +1 for each first-attempt success). It returns a fresh
@@ -24,7 +24,7 @@ func Standard() Policy {
 	return Policy{MaxAttempts: DefaultMaxAttempts, Backoff: backoff.FullJitter{}}
 }
 
-// Adaptive returns AWS adaptive retry mode (SPEC §1): Standard plus a
+// Adaptive returns AWS adaptive retry mode (docs/aws.md): Standard plus a
 // client-side rate limiter per scope that paces every attempt, the first
 // included, from the throttles the scope receives. Each Transport built
 // with it creates its own ratelimit.Adaptive with the default parameters,
@@ -36,11 +36,11 @@ func Adaptive() Policy {
 }
 
 // None returns a policy that never retries: one attempt, as the "legacy"
-// or "off" retry mode of SPEC §1.
+// or "off" retry mode of docs/aws.md.
 func None() Policy { return Policy{MaxAttempts: 1} }
 
 // StandardV2 returns the newer standard retry behaviour of the AWS SDKs
-// (SPEC §6, opt-in in the SDKs since 2026): Standard with shorter waits
+// (docs/aws.md, opt-in in the SDKs since 2026): Standard with shorter waits
 // after transient failures, longer ones after throttles, and costs that
 // let throttled clients retry longer than failing ones:
 //
@@ -51,8 +51,8 @@ func None() Policy { return Policy{MaxAttempts: 1} }
 //	                  Throttle outcome
 //	Quota             ratelimit.Quota{RetryCost: 14, ThrottleCost: 5}:
 //	                  500 tokens, 14 per retry after a Transient outcome,
-//	                  5 after a Throttle; SPEC §6 gives no timeout cost, so
-//	                  a Timeout keeps SPEC §2's 10
+//	                  5 after a Throttle; docs/aws.md gives no timeout cost, so
+//	                  a Timeout keeps standard mode's 10
 //	ServerDelayBound  5s: a server's delay d is used as
 //	                  max(backoff, min(d, backoff + 5s)), as the SDKs
 //	                  treat x-amz-retry-after
@@ -75,7 +75,7 @@ func StandardV2() Policy {
 	}
 }
 
-// The Azure presets follow the Azure retry guidance (SPEC §5, seed 004).
+// The Azure presets follow the Azure retry guidance (docs/azure.md).
 // Azure counts retries where Policy counts attempts, so MaxAttempts is
 // always one more than the guide's retry count. The guide's end-to-end
 // budgets, such as the Storage client's MaximumExecutionTime, become
@@ -150,8 +150,8 @@ func AzureInteractive() Policy {
 // and batch requests: ExponentialBackoff with 5 retries, minBackoff 0,
 // maxBackoff 60s and deltaBackoff 2s, waiting 0 and then about 2, 6, 14 and
 // 30 s, within a 60s end-to-end budget. The budget is the Active Directory
-// section's and SPEC §5's; the SQL Database section gives 30s for the same
-// strategy.
+// section's (see docs/azure.md); the SQL Database section gives 30s for the
+// same strategy.
 func AzureBackground() Policy {
 	return Policy{
 		MaxAttempts:  6,

@@ -12,7 +12,7 @@ import (
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
-// The limits SNS puts on an HTTP/S delivery policy (SPEC §4, seed 003).
+// The limits SNS puts on an HTTP/S delivery policy (docs/sns.md).
 const (
 	snsMaxRetries   = 100
 	snsMaxDelay     = 3600 // seconds, for minDelayTarget and maxDelayTarget
@@ -29,7 +29,7 @@ const (
 const snsJitter = 0.1
 
 // SNSAWSManaged returns the delivery policy of Amazon SNS for AWS-managed
-// endpoints (Amazon SQS, AWS Lambda, Amazon Data Firehose; SPEC §4): 3
+// endpoints (Amazon SQS, AWS Lambda, Amazon Data Firehose; docs/sns.md): 3
 // immediate retries, 2 after 1s, 10 backing off exponentially from 1s to
 // 20s, then 100,000 after 20s each, 100,015 retries over about 23 days (see
 // backoff.Schedule for the delays). As in every SNS policy, MaxAttempts is
@@ -65,7 +65,7 @@ func SNSAWSManaged() Policy {
 }
 
 // SNSCustomerManaged returns the delivery policy of Amazon SNS for
-// customer-managed endpoints (SMTP, SMS, mobile push; SPEC §4): 2 retries
+// customer-managed endpoints (SMTP, SMS, mobile push; docs/sns.md): 2 retries
 // after 10s, 10 backing off exponentially from 10s to 600s, then 38 after
 // 600s each, 50 retries over about 6.8 hours, so MaxAttempts is 51; its
 // MaxDelay is 600s. Its other settings are [SNSAWSManaged]'s. Its
@@ -103,7 +103,7 @@ func snsPolicy(s backoff.Schedule, rate int) Policy {
 
 // LoadSNS reads an Amazon SNS delivery policy for an HTTP/S endpoint, the
 // JSON document SNS takes as the DeliveryPolicy of a subscription or a
-// topic, exactly as AWS documents it (SPEC §4, seed 003), and returns the
+// topic, exactly as AWS documents it (docs/sns.md), and returns the
 // Policy that retries the way SNS delivers under it. Only HTTP/S policies
 // can be set by SNS's customers, so LoadSNS applies the HTTP/S limits; the
 // other endpoints' policies are [SNSAWSManaged] and [SNSCustomerManaged].

@@ -11,7 +11,7 @@ import (
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
-// snsExample is the example policy of SPEC §4 and seed 003: 3 immediate
+// snsExample is the example policy of docs/sns.md: 3 immediate
 // retries, 2 at 1 s, 10 backing off from 1 s to 60 s, 35 at 60 s.
 const snsExample = `{ "healthyRetryPolicy": { "minDelayTarget": 1, "maxDelayTarget": 60, "numRetries": 50,
     "numNoDelayRetries": 3, "numMinDelayRetries": 2, "numMaxDelayRetries": 35,
@@ -37,17 +37,17 @@ func loadSNS(doc string) (policy.Policy, error) { return policy.LoadSNS(strings.
 func TestLoadSNSSpecExample(t *testing.T) {
 	got, err := loadSNS(snsExample)
 	if err != nil {
-		t.Fatalf("LoadSNS(SPEC §4 example) error = %v; want nil", err)
+		t.Fatalf("LoadSNS(SNS guide example) error = %v; want nil", err)
 	}
 	if diff := cmp.Diff(snsExamplePolicy(), got, policyOpts); diff != "" {
-		t.Errorf("LoadSNS(SPEC §4 example) mismatch (-want +got):\n%s", diff)
+		t.Errorf("LoadSNS(SNS guide example) mismatch (-want +got):\n%s", diff)
 	}
 	// 2*1 s + 162.4 s + 35*60 s, within the hour SNS allows.
 	if total := got.Backoff.(backoff.Schedule).Total().Round(100 * time.Millisecond); total != 2264400*time.Millisecond {
-		t.Errorf("LoadSNS(SPEC §4 example): Total() = %v; want 37m44.4s", total)
+		t.Errorf("LoadSNS(SNS guide example): Total() = %v; want 37m44.4s", total)
 	}
 	if err := got.Validate(); err != nil {
-		t.Errorf("LoadSNS(SPEC §4 example).Validate() = %v; want nil", err)
+		t.Errorf("LoadSNS(SNS guide example).Validate() = %v; want nil", err)
 	}
 }
 

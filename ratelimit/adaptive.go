@@ -9,7 +9,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 )
 
-// The adaptive limiter's defaults, from SPEC §6; botocore and aws-sdk-go-v2
+// The adaptive limiter's defaults, from docs/aws.md; botocore and aws-sdk-go-v2
 // use the same numbers.
 const (
 	DefaultBeta        = 0.7 // factor applied to the rate on a throttle
@@ -26,12 +26,13 @@ const (
 // errors.Is.
 var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 
-// Adaptive is the client-side rate limiter of AWS adaptive retry mode (SPEC
-// §6), kept per scope: a token bucket of send tokens whose fill rate follows
-// the throttling responses the scope gets. Call ReserveAt before each
-// attempt, first attempts included, and wait what it returns; call RecordAt
-// with each attempt's outcome. A scope that has never been throttled is not
-// limited at all, and throttling of one scope never slows another.
+// Adaptive is the client-side rate limiter of AWS adaptive retry mode
+// (docs/aws.md), kept per scope: a token bucket of send tokens whose fill
+// rate follows the throttling responses the scope gets. Call ReserveAt
+// before each attempt, first attempts included, and wait what it returns;
+// call RecordAt with each attempt's outcome. A scope that has never been
+// throttled is not limited at all, and throttling of one scope never slows
+// another.
 //
 // # Algorithm
 //
@@ -125,8 +126,8 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 //
 // Zero fields mean the defaults above; a Beta outside (0, 1), a Smoothing
 // outside (0, 1], or a non-positive or NaN Scale or MinFillRate also means
-// the default. SPEC §2's example settings are MinFillRate 1 and Smoothing
-// 0.75. At most MaxScopes scopes are stored; a new scope beyond that evicts
+// the default. The Kotlin SDK's example settings (docs/aws.md) are
+// MinFillRate 1 and Smoothing 0.75. At most MaxScopes scopes are stored; a new scope beyond that evicts
 // the least recently used one. An evicted scope starts over as never
 // throttled: it is not limited until its next throttle, which then sets its
 // rate from the cold-start estimate. For a scope idle for a few seconds

@@ -4,7 +4,7 @@ import "math"
 
 // This file is the arithmetic of the adaptive limiter for one scope: the
 // measured send rate, the CUBIC curve of the fill rate and the send-token
-// bucket of SPEC §6, as the AWS SDKs' adaptive retry mode computes them
+// bucket of docs/aws.md, as the AWS SDKs' adaptive retry mode computes them
 // (botocore retries/adaptive.py, throttling.py and bucket.py; aws-sdk-go-v2
 // aws/retry/adaptive_ratelimit.go), with the changes described on
 // [Adaptive] unless in reference mode. Nothing here locks, allocates or reads a clock. Every method
@@ -15,14 +15,14 @@ import "math"
 // The algorithm's fixed numbers, in seconds and requests per second.
 const (
 	// measureBucket is the width of the time buckets that the measured
-	// rate is counted in (SPEC §6: floor(t*2)/2).
+	// rate is counted in (floor(t*2)/2; see docs/aws.md).
 	measureBucket = 0.5
 	// minCapacity is the least number of tokens the send bucket holds when
 	// full, so that a rate below one request per second still lets one
 	// request through.
 	minCapacity = 1.0
 	// burstWindow is how many seconds of the fill rate the send bucket
-	// holds when full, outside reference mode (SPEC §6 and the SDKs: one
+	// holds when full, outside reference mode (docs/aws.md and the SDKs: one
 	// second, capacity = max(new, 1)). A server's own burst is typically a
 	// fraction of a second, so a full second of tokens saved up while the
 	// client was idle (during a server-requested wait, for example) goes

@@ -11,7 +11,7 @@ import (
 )
 
 // The expected values in this file are worked out by hand from the formulas
-// of SPEC §6 (see the comments on each row), not taken from a run. Instants
+// of docs/aws.md (see the comments on each row), not taken from a run. Instants
 // are offsets from t0, the scope's first event, in milliseconds. The
 // capacity is max(r·0.1, 1) for a rate r (fill = max(r, 0.5)), except in
 // reference mode, where it is the SDKs' max(r, 1).
@@ -89,7 +89,7 @@ func TestAdaptiveArithmetic(t *testing.T) {
 		{"reference_first_close", &ratelimit.Adaptive{Reference: true}, [][]ev{tenPerSecond}, 500 * ms, want{false, 0.5, 8, 1, 0}},
 		// Second close at 1 s: 0.8·10 + 0.2·8 = 9.6; curve 0.4·1³ = 0.4 < floor.
 		{"reference_second_close", &ratelimit.Adaptive{Reference: true}, [][]ev{steady(0, time.Second, ok, ok)}, time.Second, want{false, 0.5, 9.6, 1, 0}},
-		// Smoothing 0.75 (SPEC §2): the first close gives 0.75·10 + 0.25·0
+		// Smoothing 0.75 (docs/aws.md): the first close gives 0.75·10 + 0.25·0
 		// = 7.5, the second 0.75·10 + 0.25·7.5 = 9.375.
 		{"reference_smoothing_075", &ratelimit.Adaptive{Reference: true, Smoothing: 0.75}, [][]ev{steady(0, time.Second, ok, ok)}, time.Second, want{false, 0.5, 9.375, 1, 0}},
 		// A gap: after 10 req/s to 1 s, the next response at 2.2 s closes
@@ -129,7 +129,7 @@ func TestAdaptiveArithmetic(t *testing.T) {
 		// The floors. Reference cold start: throttled at 4 ms with measured
 		// 0, so lastMax 0 and new 0: fill max(0, 0.5), capacity max(0, 1).
 		{"reference_cold_start", &ratelimit.Adaptive{Reference: true}, [][]ev{{rec(4*ms, th)}}, 4 * ms, want{true, 0.5, 0, 1, 0}},
-		// SPEC §2's MinFillRate 1.0: fill max(0, 1).
+		// The Kotlin SDK's MinFillRate 1.0 (docs/aws.md): fill max(0, 1).
 		{"reference_min_fill_1", &ratelimit.Adaptive{Reference: true, MinFillRate: 1}, [][]ev{{rec(4*ms, th)}}, 4 * ms, want{true, 1, 0, 1, 0}},
 		// One response in 1 s, a throttle: it closes [0, 1) with count 1,
 		// 0.8·1 + 0.2·(estimate 1/1) = 1; new 0.7 is above the 0.5 floor but

@@ -2,14 +2,14 @@
 // send, from token buckets kept per scope (the host by default, or any key
 // the caller chooses).
 //
-// [Quota] is the retry quota of AWS standard mode (SPEC §2 and §6): a bucket
+// [Quota] is the retry quota of AWS standard mode (docs/aws.md): a bucket
 // of tokens that retries spend and successful responses earn back, so that a
 // client stops retrying during an outage instead of multiplying the load on a
 // server that is already failing. Each scope has its own bucket, so an outage
 // of one host does not stop retries to another.
 //
 // [Adaptive] is the client-side rate limiter of AWS adaptive retry mode
-// (SPEC §6): per scope, a bucket of send tokens whose fill rate drops by a
+// (docs/aws.md): per scope, a bucket of send tokens whose fill rate drops by a
 // factor on each throttling response and grows back along a CUBIC curve. A
 // client that is throttled slows to what the server admits and speeds up
 // again once the throttling stops. A scope is not limited at all until its
@@ -23,7 +23,7 @@
 // worth). Set Reference to get the SDKs' exact behaviour.
 //
 // [Fixed] paces each scope at a constant rate with a burst, like Amazon
-// SNS's maxReceivesPerSecond (SPEC §4), and is built on
+// SNS's maxReceivesPerSecond (docs/sns.md), and is built on
 // golang.org/x/time/rate.
 //
 // Both limiters return the wait before an attempt instead of sleeping.

@@ -9,12 +9,12 @@ import (
 )
 
 // Fixed paces sends per scope at a fixed rate with a burst: the throttle
-// policy of Amazon SNS deliveries, maxReceivesPerSecond (SPEC §4). Each scope
-// has its own token bucket, a golang.org/x/time/rate.Limiter that holds up to
-// Burst tokens, starts full and gains Rate tokens per second. Call ReserveAt
-// before each attempt, first attempts included, and wait what it returns.
-// Unlike [Adaptive] the rate never changes, whatever the responses, so there
-// is nothing to record.
+// policy of Amazon SNS deliveries, maxReceivesPerSecond (docs/sns.md). Each
+// scope has its own token bucket, a golang.org/x/time/rate.Limiter that
+// holds up to Burst tokens, starts full and gains Rate tokens per second.
+// Call ReserveAt before each attempt, first attempts included, and wait what
+// it returns. Unlike [Adaptive] the rate never changes, whatever the
+// responses, so there is nothing to record.
 //
 // With Rate 10 and Burst 2, three requests at the same instant wait 0, 0 and
 // 100 ms, and a fourth 200 ms. With the default Burst of 1 they wait 0, 100,

@@ -44,7 +44,7 @@ func TestFixedPaces(t *testing.T) {
 		// After one second idle the burst is back, not more.
 		{"refill_caps_at_burst", &ratelimit.Fixed{Rate: 10, Burst: 2}, []time.Duration{0, 0, time.Second, time.Second, time.Second},
 			[]reservation{{0, true}, {0, true}, {0, true}, {0, true}, {100 * ms, true}}},
-		// SNS maxReceivesPerSecond 1 (SPEC §4): one a second.
+		// SNS maxReceivesPerSecond 1 (docs/sns.md): one a second.
 		{"one_per_second", &ratelimit.Fixed{Rate: 1}, []time.Duration{0, 0, 500 * ms},
 			[]reservation{{0, true}, {time.Second, true}, {1500 * ms, true}}},
 		{"fail_fast", &ratelimit.Fixed{Rate: 10, FailFast: true}, []time.Duration{0, 0, 50 * ms, 100 * ms},

@@ -12,7 +12,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 )
 
-// The retry quota's defaults, from SPEC §2. Counts are tokens.
+// The retry quota's defaults, from docs/aws.md. Counts are tokens.
 const (
 	DefaultQuotaCapacity    = 500   // bucket size (maxCapacity)
 	DefaultRetryCost        = 5     // a retry after a Transient outcome (retryCost)
@@ -29,7 +29,7 @@ var ErrQuotaExceeded = errors.New("ratelimit: retry quota exceeded")
 
 // Quota is a retry quota: one token bucket per scope that a client pays from
 // before each retry, so that it stops retrying when most of its attempts
-// fail. It is AWS standard mode's circuit breaker (SPEC §2 and §6).
+// fail. It is AWS standard mode's circuit breaker (docs/aws.md).
 //
 // Each bucket holds up to Capacity tokens and starts full. A retry after a
 // Transient outcome costs RetryCost tokens, a retry after a Timeout or
@@ -49,9 +49,9 @@ var ErrQuotaExceeded = errors.New("ratelimit: retry quota exceeded")
 // with RefundAt. A deficit is repaid only by refill, so Wait without
 // RefillPerSecond behaves as the circuit breaker.
 //
-// # Defaults (SPEC §2)
+// # Defaults (docs/aws.md)
 //
-//	field             zero means   SPEC name
+//	field             zero means   the SDKs' name
 //	Capacity          500 tokens   maxCapacity
 //	RetryCost         5 tokens     retryCost
 //	TimeoutCost       10 tokens    timeoutRetryCost
@@ -89,7 +89,7 @@ type Quota struct {
 	Capacity         int              // bucket size, tokens; zero means DefaultQuotaCapacity
 	RetryCost        int              // tokens a retry after Transient costs; zero means DefaultRetryCost
 	TimeoutCost      int              // tokens a retry after Timeout (and Throttle, unless ThrottleCost is set) costs; zero means DefaultTimeoutCost
-	ThrottleCost     int              // tokens a retry after Throttle costs; zero means TimeoutCost (SPEC §6's newer SDKs: 5, with RetryCost 14)
+	ThrottleCost     int              // tokens a retry after Throttle costs; zero means TimeoutCost (the newer SDKs of docs/aws.md: 5, with RetryCost 14)
 	SuccessIncrement int              // tokens a first-attempt success adds; zero means DefaultSuccessIncrement
 	RefillPerSecond  float64          // tokens regained per second of elapsed time; zero means none (only successes refill)
 	Wait             bool             // take the cost when short and report the wait, instead of refusing; needs RefillPerSecond > 0

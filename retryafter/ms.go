@@ -13,10 +13,10 @@ const (
 	// other Azure services next to Retry-After.
 	headerRetryAfterMS = "Retry-After-Ms"
 	// headerMSRetryAfterMS is x-ms-retry-after-ms, sent by Azure Cosmos DB
-	// (formerly DocumentDB) with its 429 responses (SPEC §5).
+	// (formerly DocumentDB) with its 429 responses (docs/azure.md).
 	headerMSRetryAfterMS = "X-Ms-Retry-After-Ms"
 	// headerAmzRetryAfter is x-amz-retry-after, sent by AWS services
-	// (SPEC §6).
+	// (docs/aws.md).
 	headerAmzRetryAfter = "X-Amz-Retry-After"
 )
 

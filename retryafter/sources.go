@@ -24,11 +24,11 @@ const (
 	RetryAfterMS
 	// MSRetryAfterMS is x-ms-retry-after-ms: whole milliseconds, sent by
 	// Azure Cosmos DB (formerly DocumentDB) with its 429 responses
-	// (SPEC §5).
+	// (docs/azure.md).
 	MSRetryAfterMS
 	// AmzRetryAfter is x-amz-retry-after: whole milliseconds, sent by AWS
 	// services. AWS SDKs treat it as a hint bounded by their own backoff
-	// (SPEC §6); that bound is the caller's to apply.
+	// (docs/aws.md); that bound is the caller's to apply.
 	AmzRetryAfter
 	// RateLimitReset is X-RateLimit-Reset: when the current rate-limit
 	// window resets, as delta-seconds or a Unix time told apart by

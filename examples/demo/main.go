@@ -165,7 +165,7 @@ func measure(ctx context.Context, srv *flakyServer, baseURL string, sc scenario,
 			pol.Backoff = sc.backoff
 		}
 		// policy.Standard() would let the transport create this quota (the
-		// SPEC defaults); creating it here lets the demo read its level at
+		// AWS defaults); creating it here lets the demo read its level at
 		// the end, after refunds that no Event reports.
 		quota = new(ratelimit.Quota)
 		pol.Quota = quota

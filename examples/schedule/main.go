@@ -2,7 +2,7 @@
 // wait before it and the time waited since the first attempt, each as the
 // range the backoff's jitter allows. It reads a preset of package policy or
 // a JSON policy file, and can write an SVG chart of the four backoff
-// functions of Amazon SNS delivery policies (SPEC §4) in the case SNS's
+// functions of Amazon SNS delivery policies (docs/sns.md) in the case SNS's
 // guide draws: 10 retries from 5 s to 260 s.
 //
 // Run it from the module root:

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// snsExample is the example delivery policy of SPEC §4: 50 retries, 3
+// snsExample is the example delivery policy of docs/sns.md: 50 retries, 3
 // immediate, 2 at 1 s, 10 backing off exponentially from 1 to 60 s, 35 at
 // 60 s.
 const snsExample = `{ "healthyRetryPolicy": { "minDelayTarget": 1, "maxDelayTarget": 60, "numRetries": 50,
@@ -147,26 +147,26 @@ func TestRunSNSDocumentFirstRows(t *testing.T) {
 		"9        2.336s    2.484s    6.854s     7.06s      backoff 3/10",
 	}
 	if diff := cmp.Diff(want, tableLines(t, out)); diff != "" {
-		t.Errorf("run(-file SPEC §4 example) table mismatch (-want +got):\n%s", diff)
+		t.Errorf("run(-file docs/sns.md example) table mismatch (-want +got):\n%s", diff)
 	}
 	if !strings.Contains(out, "… 42 more attempts; the last, attempt 51, waits 54.1s to 1m (post-backoff)") {
-		t.Errorf("run(-file SPEC §4 example) lacks the summary of attempts 10 to 51:\n%s", out)
+		t.Errorf("run(-file docs/sns.md example) lacks the summary of attempts 10 to 51:\n%s", out)
 	}
 }
 
-// TestBuildSNSDocumentDelays checks the waits of the SPEC §4 example
+// TestBuildSNSDocumentDelays checks the waits of the docs/sns.md example
 // against the formula of backoff.Curve: the k-th backoff retry waits
 // 60^((k-1)/9) s, less up to a tenth of its distance above 1 s (the jitter
 // of policy.LoadSNS).
 func TestBuildSNSDocumentDelays(t *testing.T) {
 	p, err := policy.LoadSNS(strings.NewReader(snsExample))
 	if err != nil {
-		t.Fatalf("LoadSNS(SPEC §4 example) error: %v", err)
+		t.Fatalf("LoadSNS(SNS guide example) error: %v", err)
 	}
 	p = p.WithDefaults()
 	tb := build(p, p.Backoff, 0)
 	if len(tb.rows) != 51 {
-		t.Fatalf("build(SPEC §4 example) has %d rows; want 51", len(tb.rows))
+		t.Fatalf("build(SNS guide example) has %d rows; want 51", len(tb.rows))
 	}
 	for _, r := range tb.rows[1:] {
 		retry := r.attempt - 1
@@ -186,12 +186,12 @@ func TestBuildSNSDocumentDelays(t *testing.T) {
 			lo = hi - (hi-time.Second)/10
 		}
 		if !near(r.wait.lo, lo, time.Microsecond) || !near(r.wait.hi, hi, time.Microsecond) {
-			t.Errorf("build(SPEC §4 example) attempt %d waits [%v, %v]; want [%v, %v]", r.attempt, r.wait.lo, r.wait.hi, lo, hi)
+			t.Errorf("build(SNS guide example) attempt %d waits [%v, %v]; want [%v, %v]", r.attempt, r.wait.lo, r.wait.hi, lo, hi)
 		}
 	}
 	s := p.Backoff.(backoff.Schedule)
 	if got, want := tb.made.total.hi, s.Total(); got != want {
-		t.Errorf("build(SPEC §4 example) longest total = %v; want Schedule.Total() = %v", got, want)
+		t.Errorf("build(SNS guide example) longest total = %v; want Schedule.Total() = %v", got, want)
 	}
 }
 

@@ -20,7 +20,7 @@ type chart struct {
 	retries            int
 }
 
-// snsChart returns the case of the chart in SNS's guide (SPEC §4): 10
+// snsChart returns the case of the chart in SNS's guide (docs/sns.md): 10
 // retries from 5s to 260s.
 func snsChart() chart {
 	return chart{minDelay: 5 * time.Second, maxDelay: 260 * time.Second, retries: 10}

@@ -139,7 +139,7 @@ func markBudget(budget time.Duration, total span) budgetMark {
 	}
 }
 
-// phase returns the SNS phase (SPEC §4) of retry n if s is a
+// phase returns the SNS phase (docs/sns.md) of retry n if s is a
 // backoff.Schedule, with the backoff phase's position, or "" for any other
 // strategy.
 func phase(s backoff.Strategy, n int) string {
