@@ -15,22 +15,22 @@ const (
 	lengthWrong
 )
 
-// bodyLengthWrong is bodyLengthWrong for the call's request, measuring a
+// bodyLengthWrong is lengthMismatch for the call's request, measuring a
 // body with GetBody at most once per request.
 func (c *call) bodyLengthWrong() bool {
 	if c.rec != nil {
-		return bodyLengthWrong(c.req, c.rec, 0)
+		return lengthMismatch(c.req, c.rec, 0)
 	}
 	if c.length == lengthUnknown {
 		c.length = lengthRight
-		if bodyLengthWrong(c.req, nil, c.st.p.MaxBodyBuffer) {
+		if lengthMismatch(c.req, nil, c.st.p.MaxBodyBuffer) {
 			c.length = lengthWrong
 		}
 	}
 	return c.length == lengthWrong
 }
 
-// bodyLengthWrong reports whether req's body provably is not
+// lengthMismatch reports whether req's body provably is not
 // req.ContentLength bytes long. Such a request is a bug of the caller's:
 // net/http refuses to finish sending it ("http: ContentLength=100 with Body
 // length 50") and every attempt would fail the same way, so the failure is
@@ -42,7 +42,7 @@ func (c *call) bodyLengthWrong() bool {
 // GetBody is measured through a fresh copy, at most ContentLength+1 bytes,
 // and only up to limit bytes, so that a large upload is not read once more
 // just to be checked. A body whose length is not known is not wrong.
-func bodyLengthWrong(req *http.Request, rec *recorder, limit int64) bool {
+func lengthMismatch(req *http.Request, rec *recorder, limit int64) bool {
 	want := req.ContentLength
 	if want <= 0 || req.Body == nil || req.Body == http.NoBody {
 		return false

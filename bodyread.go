@@ -71,13 +71,10 @@ func (b *timedBody) disarm() (untouched bool) {
 
 // mayBeRead reports whether classifying resp may read its body: a custom
 // classifier may read any body; the standard one reads only those of
-// failed responses (status 400 and above). Bodies that cannot be read (no
-// body, http.NoBody, a 101's connection) are left alone.
+// failed responses (status 400 and above). Bodies without readable content
+// (see hasReadableBody) are left alone.
 func (st *hostState) mayBeRead(resp *http.Response) bool {
-	if resp.Body == nil || resp.Body == http.NoBody || resp.StatusCode == http.StatusSwitchingProtocols {
-		return false
-	}
-	return st.customClassify || resp.StatusCode >= 400
+	return hasReadableBody(resp) && (st.customClassify || resp.StatusCode >= 400)
 }
 
 // drain reads up to max bytes of a failed response's body, for at most d,

@@ -69,7 +69,7 @@ func boundedCall(t *testing.T, c *http.Client, url string) (*http.Response, erro
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 	resp, err := c.Do(req)
 	if ctx.Err() != nil {
-		t.Fatalf("GET ended at the caller's deadline (%v); want it bounded by Policy.ReadTimeout", err)
+		t.Fatalf("GET ended at the caller's deadline (%v); want the policy's own bound to end it", err)
 	}
 	return resp, err
 }

@@ -49,7 +49,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 		c.rec = newRecorder(req.Body, p.MaxBodyBuffer)
 		defer func() { c.rec.finish(resp == nil) }()
 	}
-	idempotent := p.RetryNonIdempotent || classify.IsIdempotent(req)
+	idempotent := st.idempotent(req)
 	attemptCtx := c.ctx
 	if retries && !idempotent {
 		c.watch = new(connWatch)
@@ -82,7 +82,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 			}
 		}
 		areq := req // a first attempt that needs nothing changed is the caller's request
-		if c.attempt > 0 || c.rec != nil || attemptCtx != c.ctx {
+		if c.attempt > 0 || c.rec != nil || c.watch != nil {
 			var reason error
 			if areq, reason = c.next(attemptCtx, body); reason != nil {
 				return c.abandon(reason)
@@ -93,7 +93,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 			left := c.budgetEnd.Sub(t.now())
 			if left <= 0 {
 				if areq != req {
-					closeBody(areq)
+					closeReader(areq.Body)
 				}
 				return c.abandon(ErrBudget)
 			}
@@ -197,8 +197,7 @@ func (c *call) sendTimed(areq *http.Request, timeout time.Duration) (*http.Respo
 		err = errNoResponse
 	}
 	resp, fired := timer.end(resp)
-	if fired {
-		timer.release(nil)
+	if fired { // the timer cancelled the attempt's context already
 		if err := c.ctx.Err(); err != nil { // the caller's own end came too: it decides
 			return nil, classify.Outcome{Kind: classify.Fatal, Reason: "canceled"}, err
 		}
@@ -217,27 +216,24 @@ func (c *call) outcome(areq *http.Request, resp *http.Response, err error) class
 		if areq != c.req {
 			resp.Request = c.req // the caller's request, not our per-attempt copy
 		}
-		return c.classify(areq, resp, nil)
+		return c.classify(areq, resp)
 	}
-	if err == errNoResponse {
-		return classify.Outcome{Kind: classify.Fatal, Reason: "no response"}
-	}
-	if c.bodyLengthWrong() {
+	if err != errNoResponse && c.bodyLengthWrong() {
 		return classify.Outcome{Kind: classify.Fatal, Reason: "request body length differs from ContentLength"}
 	}
-	return c.classify(areq, nil, err)
+	return c.st.errorOutcome(areq, err)
 }
 
-// classify classifies an attempt, bounding in time the reads of the
-// response body that classification makes (Policy.ReadTimeout).
-func (c *call) classify(areq *http.Request, resp *http.Response, err error) classify.Outcome {
+// classify classifies an attempt that got resp, bounding in time the reads
+// of its body that classification makes (Policy.ReadTimeout).
+func (c *call) classify(areq *http.Request, resp *http.Response) classify.Outcome {
 	p := &c.st.p
-	if resp == nil || !c.st.mayBeRead(resp) {
-		return p.Classify(areq, resp, err)
+	if !c.st.mayBeRead(resp) {
+		return p.Classify(areq, resp, nil)
 	}
 	tb := &timedBody{rc: resp.Body, d: p.ReadTimeout}
 	resp.Body = tb
-	out := p.Classify(areq, resp, err)
+	out := p.Classify(areq, resp, nil)
 	if tb.disarm() && resp.Body == tb {
 		resp.Body = tb.rc // never read: hand back the body as it came
 	}
@@ -330,9 +326,9 @@ func (c *call) release() {
 }
 
 // abandon ends the request before the attempt after c.attempt, for
-// reason. Nothing is sent: the retry's quota cost is refunded and a send
-// token it took is given back, the observer learns why, and the caller
-// gets what the last attempt produced. Before the first attempt there is
+// reason. Nothing is sent: the retry's quota cost is refunded, an adaptive
+// send token it took is given back (see unpace), the observer learns why,
+// and the caller gets what the last attempt produced. Before the first attempt there is
 // none, and the caller gets an error that is not a *RetryError.
 //
 // The caller's own cancellation is the exception: it gets the context's
@@ -341,7 +337,7 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 	c.unpace()
 	if c.attempt == 0 {
 		if c.rec == nil {
-			closeBody(c.req) // with a recorder, finish closes it
+			closeReader(c.req.Body) // with a recorder, finish closes it
 		}
 		return nil, fmt.Errorf("retrytransport: before the first attempt: %w", reason)
 	}
@@ -354,11 +350,4 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 		c.resp, c.err = nil, err
 	}
 	return c.t.stop(c.st, *c.ev, c.resp, c.err, reason)
-}
-
-// closeReader closes rc if there is one.
-func closeReader(rc io.ReadCloser) {
-	if rc != nil {
-		rc.Close()
-	}
 }

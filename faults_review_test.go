@@ -23,10 +23,6 @@ import (
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // noPanic runs f and fails t if it panics.
 func noPanic(t *testing.T, what string, f func()) {
 	t.Helper()

@@ -147,3 +147,8 @@ func attemptsFor(t *testing.T, tr http.RoundTripper, s *script, url string) int 
 	resp.Body.Close()
 	return s.count() - before
 }
+
+// roundTripFunc is a base RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

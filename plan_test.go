@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
@@ -133,7 +135,10 @@ func TestPlannedRetryCancelledDuringTheWait(t *testing.T) {
 // not the response that the retry was to replace; that response is closed,
 // and the retry's cost refunded.
 func TestCallerCancelWhilePacingARetry(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
+	body := &closeCounter{Reader: strings.NewReader("busy")}
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 503, Header: http.Header{}, Body: body, Request: req}, nil
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var sleeps int
@@ -144,9 +149,9 @@ func TestCallerCancelWhilePacingARetry(t *testing.T) {
 		}
 		return ctx.Err()
 	}
-	p := policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1}}
-	tr, clock := newTransport(t, s, p, retrytransport.WithClock(nil, sleep))
-	p.RateLimit.Now = clock.Now
+	clock := faketime.NewAt(time.Now())
+	p := policy.Policy{Backoff: halfJitter, RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1, Now: clock.Now}}
+	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, sleep))
 	req := newReq(t, "GET", url, "").WithContext(ctx)
 	resp, err := tr.RoundTrip(req)
 	if resp != nil {
@@ -158,5 +163,8 @@ func TestCallerCancelWhilePacingARetry(t *testing.T) {
 	}
 	if q := tr.Snapshot()[0].Quota; q != ratelimit.DefaultQuotaCapacity {
 		t.Errorf("quota = %v; want %d, the retry's cost refunded", q, ratelimit.DefaultQuotaCapacity)
+	}
+	if n := body.closed.Load(); n != 1 {
+		t.Errorf("the 503's body closed %d times; want 1", n)
 	}
 }

@@ -87,7 +87,13 @@ func (at *attemptTimer) release(resp *http.Response) {
 // response: it is detached from the request once the response is returned.
 // Leaving those bodies unwrapped keeps what net/http promises of them: the
 // http.NoBody identity, and a 101 body that is an io.ReadWriteCloser.
-func needsContext(resp *http.Response) bool {
+func needsContext(resp *http.Response) bool { return hasReadableBody(resp) }
+
+// hasReadableBody reports whether resp has a body that is read as a body:
+// not nil, not http.NoBody, and not the connection of a 101 Switching
+// Protocols, which the caller takes over. Such a body is neither wrapped
+// nor read by the transport.
+func hasReadableBody(resp *http.Response) bool {
 	return resp.Body != nil && resp.Body != http.NoBody && resp.StatusCode != http.StatusSwitchingProtocols
 }
 

@@ -14,6 +14,7 @@ package retrytransport
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -197,7 +198,7 @@ func (t *Transport) fillDefaults() {
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.once.Do(t.fillDefaults)
 	if t.err != nil || req.URL == nil {
-		closeBody(req)
+		closeReader(req.Body)
 		if t.err != nil {
 			return nil, t.err
 		}
@@ -221,16 +222,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // failedOnce ends a request whose only allowed attempt failed with err.
 func (t *Transport) failedOnce(st *hostState, req *http.Request, scope string, err error) (*http.Response, error) {
-	var out classify.Outcome
-	if err != errNoResponse {
-		out = st.p.Classify(req, nil, err)
-	}
+	out := st.errorOutcome(req, err)
 	if !out.Retryable() {
 		return nil, &RetryError{Attempts: 1, Reason: finalReason(req.Context()), Err: err}
 	}
 	// The reason the loop would give, had the policy allowed more attempts.
 	reason := ErrExhausted
-	if !out.Unprocessed && !st.p.RetryNonIdempotent && !classify.IsIdempotent(req) {
+	if !out.Unprocessed && !st.idempotent(req) {
 		reason = ErrNotRetryable
 	}
 	ev := Event{Request: req, Scope: scope, Attempt: 1, Outcome: out, Err: err, Quota: -1}
@@ -284,9 +282,27 @@ func (st *hostState) refund(scope string, cost int) {
 	}
 }
 
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		req.Body.Close()
+// idempotent reports whether req may be sent again after any retryable
+// outcome: its method or an idempotency key says so, or the policy treats
+// every request so.
+func (st *hostState) idempotent(req *http.Request) bool {
+	return st.p.RetryNonIdempotent || classify.IsIdempotent(req)
+}
+
+// errorOutcome classifies an attempt that got err and no response. A base
+// transport that returned neither breaks the RoundTripper contract; that
+// is final.
+func (st *hostState) errorOutcome(req *http.Request, err error) classify.Outcome {
+	if err == errNoResponse {
+		return classify.Outcome{Kind: classify.Fatal, Reason: "no response"}
+	}
+	return st.p.Classify(req, nil, err)
+}
+
+// closeReader closes rc if there is one.
+func closeReader(rc io.ReadCloser) {
+	if rc != nil {
+		rc.Close()
 	}
 }
 
