@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
@@ -24,6 +25,9 @@ type call struct {
 	watch     *connWatch // for a request that is not idempotent; nil otherwise
 	budgetEnd time.Time  // end of Policy.MaxTotalTime; zero for none
 
+	max     int            // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
+	sdk     bool           // the SDK will retry what this call does not
+	waited  time.Duration  // time spent waiting before attempts so far
 	attempt int            // attempts sent so far
 	resp    *http.Response // the last attempt's response, kept intact until the next attempt goes
 	err     error          // the last attempt's transport error
@@ -44,7 +48,11 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 	var c call
 	c.t, c.st, c.req, c.ctx, c.scope = t, st, req, req.Context(), st.scope(req)
 	c.counters = t.stats.get(c.scope, st)
-	retries := p.MaxAttempts > 1
+	c.max = p.MaxAttempts
+	if c.max > 1 && !p.IgnoreSDKAttempts && len(req.Header) > 0 {
+		c.limitForSDK()
+	}
+	retries := c.max > 1
 	if retries && hasBody(req) && req.GetBody == nil {
 		c.rec = newRecorder(req.Body, p.MaxBodyBuffer)
 		defer func() { c.rec.finish(resp == nil) }()
@@ -58,7 +66,16 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 	if p.MaxTotalTime > 0 {
 		c.budgetEnd = t.now().Add(p.MaxTotalTime)
 	}
+	resp, err = c.run(attemptCtx, idempotent)
+	if resp != nil && (c.attempt > 1 || c.waited > 0) {
+		rememberAttempts(resp, Attempts{Count: c.attempt, Waited: c.waited})
+	}
+	return resp, err
+}
 
+// run is the attempt loop of roundTrip.
+func (c *call) run(attemptCtx context.Context, idempotent bool) (*http.Response, error) {
+	t, st, p, req := c.t, c.st, &c.st.p, c.req
 	for {
 		// Before the attempt. What may refuse it comes first, and a refusal
 		// leaves the last response intact for the caller: the budget, a
@@ -82,10 +99,16 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 			}
 		}
 		areq := req // a first attempt that needs nothing changed is the caller's request
-		if c.attempt > 0 || c.rec != nil || c.watch != nil {
+		if c.attempt > 0 || c.rec != nil || c.watch != nil || p.AttemptHeader != "" {
 			var reason error
 			if areq, reason = c.next(attemptCtx, body); reason != nil {
 				return c.abandon(reason)
+			}
+			if c.attempt > 0 && t.beforeRetry != nil {
+				if reason := c.beforeRetry(areq); reason != nil {
+					closeReader(areq.Body)
+					return c.abandon(reason)
+				}
 			}
 		}
 		timeout := p.AttemptTimeout
@@ -101,6 +124,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 				timeout = left
 			}
 		}
+		c.release() // the next attempt goes: the last response is done with
 
 		resp, out, err := c.send(areq, timeout)
 		if st.adaptive != nil && c.ctx.Err() == nil {
@@ -117,11 +141,18 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 					st.quota.Success(c.scope)
 				}
 			}
+			if c.attempt > 1 {
+				c.final(resp, nil, out, nil)
+			}
 			return resp, nil
 		}
 		c.cost = 0
 		if !out.Retryable() {
-			return giveUp(resp, err, c.attempt, finalReason(c.ctx))
+			reason := finalReason(c.ctx)
+			if c.attempt > 1 {
+				c.final(resp, err, out, reason)
+			}
+			return c.giveUp(resp, err, reason)
 		}
 		if done := c.plan(resp, err, out, idempotent); done {
 			return c.resp, c.err
@@ -135,8 +166,8 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 // true with the caller's result in c.resp and c.err. It is apart from the
 // loop so that the first attempt's path stays small.
 func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempotent bool) (done bool) {
-	t, st, p := c.t, c.st, &c.st.p
-	ev := Event{Request: c.req, Scope: c.scope, Attempt: c.attempt, Outcome: out, Err: err, Quota: -1}
+	t, st := c.t, c.st
+	ev := Event{Request: c.req, Scope: c.scope, Attempt: c.attempt, Outcome: out, Err: err, Quota: -1, Waited: c.waited}
 	if resp != nil {
 		ev.StatusCode = resp.StatusCode
 	}
@@ -145,7 +176,9 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 	case !idempotent && !unprocessed(out, resp, err, c.watch, c.body),
 		c.rec != nil && !c.rec.replayable(): // known already; decided for good just before sending
 		reason = ErrNotRetryable
-	case c.attempt >= p.MaxAttempts:
+	case c.attempt >= c.max && c.sdk:
+		reason = ErrSDKRetries
+	case c.attempt >= c.max:
 		reason = ErrExhausted
 	}
 	if reason == nil {
@@ -155,7 +188,7 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 		}
 	}
 	if reason != nil {
-		c.resp, c.err = t.stop(st, ev, resp, err, reason)
+		c.resp, c.err = c.stop(ev, resp, err, reason)
 		return true
 	}
 	t.emit(ev)
@@ -164,6 +197,7 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 		c.resp, c.err = c.abandon(serr)
 		return true
 	}
+	c.waited += ev.Delay
 	return false
 }
 
@@ -265,12 +299,30 @@ func (c *call) rewindBody() (io.ReadCloser, error) {
 
 // next returns the request to send as the next attempt: a shallow copy of
 // the caller's with the attempt's context and a body that yields the whole
-// of the caller's (body, from rewindBody, for a retry with GetBody). Once
-// the body is certain, it drains and closes the previous attempt's
-// response: a recorded body that cannot be claimed leaves that response to
-// the caller.
+// of the caller's (body, from rewindBody, for a retry with GetBody). A
+// retry's context carries its Attempts (AttemptFromContext). The header is
+// copied when the attempt sets one (Policy.AttemptHeader) or a
+// WithBeforeRetry hook may change it, and so is the URL for the hook.
 func (c *call) next(ctx context.Context, body io.ReadCloser) (*http.Request, error) {
+	n := c.attempt + 1
+	if n > 1 {
+		ctx = context.WithValue(ctx, attemptKey{}, &Attempts{Count: n, Waited: c.waited})
+	}
 	r := c.req.WithContext(ctx)
+	h, hook := c.st.p.AttemptHeader, n > 1 && c.t.beforeRetry != nil
+	if h != "" || hook {
+		r.Header = c.req.Header.Clone()
+		if r.Header == nil {
+			r.Header = make(http.Header)
+		}
+		if h != "" {
+			r.Header.Set(h, strconv.Itoa(n))
+		}
+	}
+	if hook {
+		u := *c.req.URL
+		r.URL = &u
+	}
 	c.body = nil
 	switch {
 	case c.rec != nil:
@@ -295,9 +347,33 @@ func (c *call) next(ctx context.Context, body io.ReadCloser) (*http.Request, err
 			r.Body, c.body = wb, wb
 		}
 	}
-	c.release()
 	return r, nil
 }
+
+// beforeRetry hands areq, the next attempt's request, to the
+// WithBeforeRetry hook with the event that announced the retry, and
+// returns why the retry is not to be sent if the hook refuses it. A hook
+// that rewound a recorded body through areq.GetBody made the attempt's
+// own copy stale; the attempt gets a fresh one.
+func (c *call) beforeRetry(areq *http.Request) error {
+	ev := *c.ev
+	ev.Waited = c.waited
+	if err := c.t.beforeRetry(areq, ev); err != nil {
+		return fmt.Errorf("%w: %w", errRetryRefused, err)
+	}
+	if c.rec != nil && !c.rec.current(areq.Body) {
+		cur, ok := c.rec.claim()
+		if !ok {
+			return errBodyNotReplayable
+		}
+		areq.Body, c.body = cur, cur
+	}
+	return nil
+}
+
+// errRetryRefused is the reason, wrapping the hook's error, that a retry
+// refused by the WithBeforeRetry hook was not sent.
+var errRetryRefused = errors.New("retrytransport: the BeforeRetry hook refused the retry")
 
 // errNoResponse is the error of an attempt whose base transport returned
 // neither a response nor an error, which breaks the RoundTripper contract;
@@ -339,6 +415,11 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 		if c.rec == nil {
 			closeReader(c.req.Body) // with a recorder, finish closes it
 		}
+		ev := Event{Request: c.req, Scope: c.scope, Quota: -1, Waited: c.waited, Stop: reason, Final: true}
+		if q := c.st.quota; q != nil {
+			ev.Quota = q.Level(c.scope)
+		}
+		c.t.emit(ev)
 		return nil, fmt.Errorf("retrytransport: before the first attempt: %w", reason)
 	}
 	c.st.refund(c.scope, c.cost)
@@ -349,5 +430,36 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 		}
 		c.resp, c.err = nil, err
 	}
-	return c.t.stop(c.st, *c.ev, c.resp, c.err, reason)
+	ev := *c.ev
+	ev.Waited = c.waited
+	return c.stop(ev, c.resp, c.err, reason)
+}
+
+// stop ends the request after a retryable outcome that is not retried.
+func (c *call) stop(ev Event, resp *http.Response, err error, reason error) (*http.Response, error) {
+	return c.t.stop(c.st, ev, resp, err, reason)
+}
+
+// giveUp ends the request with the last attempt's result.
+func (c *call) giveUp(resp *http.Response, err error, reason error) (*http.Response, error) {
+	return giveUp(resp, err, c.attempt, c.waited, reason)
+}
+
+// final tells the observer and the logger how a request that took more
+// than one attempt ended with an outcome that is not retried: Success
+// (stop nil) or Fatal (stop is why).
+func (c *call) final(resp *http.Response, err error, out classify.Outcome, stop error) {
+	t := c.t
+	if t.observe == nil && t.logger == nil {
+		return
+	}
+	ev := Event{Request: c.req, Scope: c.scope, Attempt: c.attempt, Outcome: out, Err: err,
+		Quota: -1, Waited: c.waited, Stop: stop, Final: true}
+	if resp != nil {
+		ev.StatusCode = resp.StatusCode
+	}
+	if q := c.st.quota; q != nil {
+		ev.Quota = q.Level(c.scope)
+	}
+	t.emit(ev)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 )
 
 // Sentinel reasons for giving up, matched with errors.Is on the error
@@ -26,6 +27,11 @@ var (
 	// wait than the policy's MaxDelay allows. It only appears in an Event:
 	// the caller gets the server's response.
 	ErrServerDelay = errors.New("retrytransport: server asked for a longer wait than the policy allows")
+	// ErrSDKRetries means the request's sender retries it on its own, as it
+	// marked in a header (the AWS SDKs' amz-sdk-request; see
+	// policy.Policy.IgnoreSDKAttempts), so this attempt was not retried
+	// here: the SDK sends its next attempt itself.
+	ErrSDKRetries = errors.New("retrytransport: the SDK retries this request itself")
 )
 
 // RetryError is the error RoundTrip returns, always as a *RetryError, when
@@ -43,6 +49,9 @@ type RetryError struct {
 	// Err is the last attempt's transport error, or the context's error if
 	// the caller cancelled while waiting. It is never nil.
 	Err error
+	// Waited is the time the request spent waiting before its attempts
+	// (see Attempts).
+	Waited time.Duration
 }
 
 // Error reads "retrytransport: gave up after N attempts (reason): cause".
@@ -90,6 +99,8 @@ func reasonText(r error) string {
 		return "MaxTotalTime spent"
 	case ErrServerDelay:
 		return "Retry-After above the policy's MaxDelay"
+	case ErrSDKRetries:
+		return "left to the SDK's own retries"
 	}
 	return r.Error()
 }

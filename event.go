@@ -3,25 +3,36 @@ package retrytransport
 import (
 	"log/slog"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
 )
 
-// Event tells an observer what the Transport decided after one attempt
-// whose outcome was retryable: either that it will retry after Delay, or,
-// when Stop is non-nil, that it will not and why. Attempts whose outcome is
-// Success or Fatal produce no Event. A retry that was announced and then
-// could not be sent (its send token refused, MaxTotalTime spent, its body
-// not replayable after all) is followed by a second Event for the same
-// attempt, with Stop set.
+// Event tells an observer what the Transport decided after an attempt.
+//
+// An attempt whose outcome is retryable produces one: either the Transport
+// will retry after Delay, or, when Stop is non-nil, it will not, and why.
+// A retry that was announced and then could not be sent (its send token
+// refused, MaxTotalTime spent, its body not replayable after all, the
+// WithBeforeRetry hook refused it) is followed by a second Event for the
+// same attempt, with Stop set.
+//
+// Every request that took more than one attempt, or whose retryable
+// outcome was not retried, or that was refused before its first attempt,
+// ends with exactly one Event whose Final is true: the Event with Stop
+// set, or, when the last attempt succeeded or failed for good, an Event
+// for that attempt. A request that ends at its first attempt with a
+// Success or Fatal outcome produces no Event at all.
 type Event struct {
 	// Request is the caller's request. Treat it as read-only.
 	Request *http.Request
 	// Scope is the key of the request's retry quota bucket: the URL's
 	// host:port unless the policy's Scope function says otherwise.
 	Scope string
-	// Attempt is the attempt that just ended; 1 is the first.
+	// Attempt is the attempt that just ended; 1 is the first. In a final
+	// Event it is the number of attempts sent; 0 means the request was
+	// refused before its first attempt (Stop says why; Outcome is zero).
 	Attempt int
 	// Outcome is how that attempt was classified.
 	Outcome classify.Outcome
@@ -29,41 +40,80 @@ type Event struct {
 	StatusCode int
 	// Err is the attempt's transport error, or nil if it got a response.
 	Err error
-	// Delay is the wait before the next attempt; zero when Stop is set.
+	// Delay is the wait before the next attempt; zero when Stop is set and
+	// in a final Event.
 	Delay time.Duration
 	// ServerDelay reports that Delay came from the server (Retry-After)
 	// rather than from the backoff strategy.
 	ServerDelay bool
+	// Waited is the time the request has waited before its attempts so
+	// far, Delay not included (see Attempts); in a final Event, in all.
+	Waited time.Duration
 	// Quota is the retry quota level of the request's scope after this
 	// decision, in tokens; -1 when the policy has no quota.
 	Quota float64
-	// Stop is nil when a retry follows; otherwise why it does not, an
-	// error that errors.Is matches to one of: ErrExhausted (the last
-	// allowed attempt), ErrNotRetryable (not idempotent and maybe
+	// Final reports that this is the request's last Event: it ends with
+	// this attempt's result.
+	Final bool
+	// Stop is nil when a retry follows, and in the final Event of a
+	// request whose last attempt succeeded. Otherwise it says why the
+	// request ends, an error that errors.Is matches to one of:
+	// ErrExhausted (the last allowed attempt), ErrNotRetryable (a Fatal
+	// outcome, a request that is not idempotent and may have been
 	// processed, or a body that cannot be replayed), ErrServerDelay (the
 	// server asked for a longer wait than MaxDelay), ErrDeadline (the wait
 	// would pass the context's deadline), ErrBudget (or MaxTotalTime),
+	// ErrSDKRetries (the SDK that sent the request retries it itself),
 	// ratelimit.ErrQuotaExceeded (the retry quota, the circuit breaker,
 	// cannot pay) or ratelimit.ErrRateLimited (a client-side rate limiter
-	// refused to wait for the retry's send token); or the context's error,
-	// when the caller cancelled while the retry waited.
+	// refused to wait for the retry's send token); or the error of the
+	// WithBeforeRetry hook that refused the retry; or the context's error,
+	// when the caller cancelled.
 	Stop error
 }
 
-// emit hands ev to the observer and the logger, if any.
+// emit hands ev to the observer and the logger, if any. The logger gets
+// retries at Debug, and final events at Info: "recovered" after a retry
+// succeeded, "gave up" otherwise. A request the SDK retries itself is not
+// given up: its stop is at Debug too.
 func (t *Transport) emit(ev Event) {
 	if t.observe != nil {
 		t.observe(ev)
 	}
-	if t.logger == nil {
+	if t.logger != nil {
+		t.log(ev)
+	}
+}
+
+func (t *Transport) log(ev Event) {
+	level, msg := slog.LevelDebug, "retrytransport: retrying"
+	switch {
+	case ev.Final && ev.Stop == nil:
+		level, msg = slog.LevelInfo, "retrytransport: recovered"
+	case ev.Stop == ErrSDKRetries:
+		msg = "retrytransport: left to the SDK's retries"
+	case ev.Stop != nil:
+		level, msg = slog.LevelInfo, "retrytransport: gave up"
+	}
+	ctx := ev.Request.Context()
+	if !t.logger.Enabled(ctx, level) {
 		return
 	}
-	attrs := []slog.Attr{
+	attrs := make([]slog.Attr, 0, 14)
+	attrs = append(attrs,
 		slog.String("method", ev.Request.Method),
-		slog.String("scope", ev.Scope),
-		slog.Int("attempt", ev.Attempt),
-		slog.String("outcome", ev.Outcome.Kind.String()),
-		slog.String("reason", ev.Outcome.Reason),
+		slog.String("url", redactedURL(ev.Request.URL)),
+		slog.String("scope", ev.Scope))
+	if ev.Final {
+		attrs = append(attrs, slog.Int("attempts", ev.Attempt))
+	} else {
+		attrs = append(attrs, slog.Int("attempt", ev.Attempt))
+	}
+	if ev.Attempt > 0 {
+		attrs = append(attrs, slog.String("outcome", ev.Outcome.Kind.String()))
+	}
+	if ev.Outcome.Reason != "" {
+		attrs = append(attrs, slog.String("reason", ev.Outcome.Reason))
 	}
 	if ev.StatusCode != 0 {
 		attrs = append(attrs, slog.Int("status", ev.StatusCode))
@@ -71,15 +121,25 @@ func (t *Transport) emit(ev Event) {
 	if ev.Err != nil {
 		attrs = append(attrs, slog.String("error", ev.Err.Error()))
 	}
+	if ev.Stop == nil && !ev.Final {
+		attrs = append(attrs, slog.String("delay", ev.Delay.String()), slog.Bool("server_delay", ev.ServerDelay))
+	}
+	attrs = append(attrs, slog.String("waited", ev.Waited.String()))
 	if ev.Quota >= 0 {
 		attrs = append(attrs, slog.Float64("quota", ev.Quota))
 	}
-	ctx := ev.Request.Context()
-	if ev.Stop == nil {
-		attrs = append(attrs, slog.Duration("delay", ev.Delay))
-		t.logger.LogAttrs(ctx, slog.LevelDebug, "retrytransport: retrying", attrs...)
-		return
+	if ev.Stop != nil {
+		attrs = append(attrs, slog.String("stop", reasonText(ev.Stop)))
 	}
-	attrs = append(attrs, slog.String("stop", reasonText(ev.Stop)))
-	t.logger.LogAttrs(ctx, slog.LevelInfo, "retrytransport: not retrying", attrs...)
+	t.logger.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// redactedURL is u without its query, fragment and user information, which
+// may hold secrets.
+func redactedURL(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	r := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath, Opaque: u.Opaque}
+	return r.String()
 }

@@ -1,11 +1,14 @@
 package retrytransport_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +89,55 @@ func eventStopDoc(t *testing.T) string {
 		t.Fatalf("event.go: no doc comment on Event.Stop")
 	}
 	return doc
+}
+
+// At slog's default level (Info), the logger shows how requests that needed
+// retries ended, not each retry; the URL has no query or user information,
+// and durations read as text in JSON.
+func TestLoggerAtInfoShowsOutcomes(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	s := &script{steps: []step{{status: 503}, {status: 200}, {status: 503}}}
+	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2}, retrytransport.WithLogger(logger))
+	for range 2 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", "https://user:secret@api.example.com/v1/things?key=secret#frag", ""))
+		if err != nil {
+			t.Fatalf("RoundTrip: %v", err)
+		}
+		resp.Body.Close()
+	}
+	var lines []map[string]any
+	dec := json.NewDecoder(&buf)
+	for dec.More() {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			t.Fatalf("decoding log: %v", err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 2 {
+		t.Fatalf("log has %d lines; want 2 (recovered, gave up): %v", len(lines), lines)
+	}
+	for i, want := range []struct {
+		msg, waited string
+		attempts    float64
+		status      float64
+	}{
+		{"retrytransport: recovered", "500ms", 2, 200},
+		{"retrytransport: gave up", "500ms", 2, 503},
+	} {
+		m := lines[i]
+		if m["msg"] != want.msg || m["level"] != "INFO" || m["attempts"] != want.attempts || m["status"] != want.status {
+			t.Errorf("line %d = %v; want %s at INFO, attempts %v, status %v", i, m, want.msg, want.attempts, want.status)
+		}
+		if m["url"] != "https://api.example.com/v1/things" {
+			t.Errorf("line %d url = %v; want it without user information, query or fragment", i, m["url"])
+		}
+		if _, ok := m["waited"].(string); !ok {
+			t.Errorf("line %d waited = %#v; want a duration as text", i, m["waited"])
+		}
+	}
+	if strings.Contains(buf.String(), "secret") {
+		t.Errorf("log %q holds the URL's secrets", buf.String())
+	}
 }

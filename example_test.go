@@ -100,14 +100,22 @@ func ExampleNew_awsSDK() {
 	_ = httpClient // pass it to the SDK, e.g. as its config's HTTPClient
 }
 
-// An observer sees each retry, with the outcome and the wait.
+// An observer sees each retry, with the outcome and the wait, and how the
+// request ended.
 func ExampleWithObserver() {
 	srv := flakyServer(2)
 	defer srv.Close()
 
 	transport := retrytransport.New(nil, retrytransport.WithObserver(func(e retrytransport.Event) {
-		fmt.Printf("attempt %d: %s (%s), retrying in %v (server asked: %t)\n",
-			e.Attempt, e.Outcome.Kind, e.Outcome.Reason, e.Delay, e.ServerDelay)
+		switch {
+		case e.Final && e.Stop == nil:
+			fmt.Printf("attempt %d: %s; recovered after waiting %v\n", e.Attempt, e.Outcome.Kind, e.Waited)
+		case e.Final:
+			fmt.Printf("attempt %d: %s; gave up: %v\n", e.Attempt, e.Outcome.Kind, e.Stop)
+		default:
+			fmt.Printf("attempt %d: %s (%s), retrying in %v (server asked: %t)\n",
+				e.Attempt, e.Outcome.Kind, e.Outcome.Reason, e.Delay, e.ServerDelay)
+		}
 	}))
 	resp, err := (&http.Client{Transport: transport}).Get(srv.URL)
 	if err != nil {
@@ -119,10 +127,13 @@ func ExampleWithObserver() {
 	// Output:
 	// attempt 1: transient (status 503), retrying in 0s (server asked: true)
 	// attempt 2: transient (status 503), retrying in 0s (server asked: true)
+	// attempt 3: success; recovered after waiting 0s
 	// 200 OK
 }
 
-// A *slog.Logger receives the same decisions; without one the transport is
+// A *slog.Logger receives the same decisions: each retry at Debug, and how
+// a request that needed retries ended at Info, so slog.Default() shows the
+// requests that recovered or gave up. Without a logger the transport is
 // silent.
 func ExampleWithLogger() {
 	srv := flakyServer(1)
@@ -131,7 +142,7 @@ func ExampleWithLogger() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		Level: slog.LevelDebug,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey || a.Key == "scope" {
+			if a.Key == slog.TimeKey || a.Key == "scope" || a.Key == "url" {
 				return slog.Attr{} // keep the example's output stable
 			}
 			return a
@@ -145,5 +156,6 @@ func ExampleWithLogger() {
 	}
 	resp.Body.Close()
 	// Output:
-	// level=DEBUG msg="retrytransport: retrying" method=GET attempt=1 outcome=transient reason="status 503" status=503 quota=495 delay=0s
+	// level=DEBUG msg="retrytransport: retrying" method=GET attempt=1 outcome=transient reason="status 503" status=503 delay=0s server_delay=true waited=0s quota=495
+	// level=INFO msg="retrytransport: recovered" method=GET attempts=2 outcome=success status=200 waited=0s quota=500
 }

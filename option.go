@@ -3,6 +3,7 @@ package retrytransport
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/retrytransport/retrytransport/policy"
@@ -19,6 +20,8 @@ type config struct {
 	sleep   func(context.Context, time.Duration) error
 	observe func(Event)
 	logger  *slog.Logger
+
+	beforeRetry func(*http.Request, Event) error
 }
 
 type hostEntry struct {
@@ -93,4 +96,21 @@ func WithObserver(f func(Event)) Option {
 // Transport writes nothing anywhere.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
+}
+
+// WithBeforeRetry registers f to be called before each retry is sent, after
+// the wait: req is the retry's request, a copy of the caller's with its own
+// header and URL and the body rewound, and prev is the Event that announced
+// the retry (the previous attempt's outcome, status or error, and the
+// wait). f may change req's header and URL: refresh an auth token, sign the
+// request again when its signature expired during a long wait. It must not
+// read or replace req.Body, which is sent as it is; a signer that needs
+// the body's bytes reads a copy from req.GetBody, which is set whenever the
+// body can be replayed. An error from f refuses the retry: the request
+// ends as if the retry could not be sent (the caller gets the last
+// response, or a *RetryError), and the final Event's Stop wraps the error.
+// f is called synchronously, once per retry, never for the first attempt;
+// it must be safe for concurrent use. The default is no hook.
+func WithBeforeRetry(f func(req *http.Request, prev Event) error) Option {
+	return func(c *config) { c.beforeRetry = f }
 }

@@ -140,7 +140,11 @@ func (c *call) wait(d time.Duration) error {
 	if !c.budgetEnd.IsZero() && end.After(c.budgetEnd) {
 		return ErrBudget
 	}
-	return c.t.sleep(c.ctx, d)
+	if err := c.t.sleep(c.ctx, d); err != nil {
+		return err
+	}
+	c.waited += d
+	return nil
 }
 
 // delay is the wait before retry n after an outcome of kind k: the server's

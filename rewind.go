@@ -65,6 +65,15 @@ func (r *recorder) claim() (*cursor, bool) {
 	return r.cur, true
 }
 
+// current reports whether body is the cursor that the last claim handed
+// out.
+func (r *recorder) current(body io.ReadCloser) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := body.(*cursor)
+	return ok && c == r.cur
+}
+
 // rewind is a GetBody for attempt requests: a new cursor if the body can
 // still be replayed whole.
 func (r *recorder) rewind() (io.ReadCloser, error) {

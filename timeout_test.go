@@ -42,8 +42,8 @@ func TestAttemptTimeoutRetriesAStalledServer(t *testing.T) {
 	if got := readBody(t, resp); got != "ok" || f.count("stalled") != 2 {
 		t.Errorf("GET = %q after %d attempts; want ok after 2", got, f.count("stalled"))
 	}
-	if len(events) != 1 || events[0].Outcome.Kind.String() != "timeout" {
-		t.Errorf("events = %+v; want one timeout", events)
+	if len(events) != 2 || events[0].Outcome.Kind.String() != "timeout" || !events[1].Final || events[1].StatusCode != 200 {
+		t.Errorf("events = %+v; want a timeout, then the final 200", events)
 	}
 	if elapsed := time.Since(start); elapsed > 5*time.Second {
 		t.Errorf("GET took %v; want about the 100 ms attempt timeout", elapsed)

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
@@ -92,6 +93,9 @@ type Transport struct {
 	observe func(Event)
 	logger  *slog.Logger
 	stats   statsTable
+
+	beforeRetry func(*http.Request, Event) error // see WithBeforeRetry
+	sdkWarned   atomic.Bool                      // the SDK warning was logged
 }
 
 // hostState is a policy with its defaults filled in, and the quota that
@@ -121,7 +125,7 @@ func newHostState(p policy.Policy, now func() time.Time) *hostState {
 	}
 	st.fixed = p.RateLimit
 	st.direct = st.p.MaxAttempts == 1 && st.adaptive == nil && st.fixed == nil &&
-		st.p.AttemptTimeout == 0 && st.p.MaxTotalTime == 0
+		st.p.AttemptTimeout == 0 && st.p.MaxTotalTime == 0 && st.p.AttemptHeader == ""
 	return st
 }
 
@@ -139,7 +143,7 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 			o(&c)
 		}
 	}
-	t := &Transport{base: base, now: c.now, sleep: c.sleep, observe: c.observe, logger: c.logger}
+	t := &Transport{base: base, now: c.now, sleep: c.sleep, observe: c.observe, logger: c.logger, beforeRetry: c.beforeRetry}
 	t.hosts.def = newHostState(c.def, c.now)
 	for _, h := range c.hosts {
 		if err := t.hosts.add(h.pattern, newHostState(h.p, c.now)); err != nil && t.err == nil {
@@ -253,27 +257,28 @@ func (st *hostState) scope(req *http.Request) string {
 }
 
 // stop ends the loop for a retryable outcome that will not be retried: it
-// tells the observer why, and returns what the caller gets.
+// tells the observer why, in the request's final event, and returns what
+// the caller gets.
 func (t *Transport) stop(st *hostState, ev Event, resp *http.Response, err error, reason error) (*http.Response, error) {
-	ev.Stop = reason
+	ev.Stop, ev.Final = reason, true
 	ev.Delay, ev.ServerDelay = 0, false
 	if st.quota != nil {
 		ev.Quota = st.quota.Level(ev.Scope)
 	}
 	t.emit(ev)
-	return giveUp(resp, err, ev.Attempt, reason)
+	return giveUp(resp, err, ev.Attempt, ev.Waited, reason)
 }
 
 // giveUp returns the last attempt's result: its response untouched, or its
 // error wrapped in a *RetryError.
-func giveUp(resp *http.Response, err error, attempts int, reason error) (*http.Response, error) {
+func giveUp(resp *http.Response, err error, attempts int, waited time.Duration, reason error) (*http.Response, error) {
 	if resp != nil {
 		return resp, nil
 	}
 	if err == nil { // the last response was drained for a retry that then could not go
 		err = reason
 	}
-	return nil, &RetryError{Attempts: attempts, Reason: reason, Err: err}
+	return nil, &RetryError{Attempts: attempts, Reason: reason, Err: err, Waited: waited}
 }
 
 func (st *hostState) refund(scope string, cost int) {

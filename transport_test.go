@@ -381,14 +381,18 @@ func TestObserverSeesEachRetry(t *testing.T) {
 		Delay           time.Duration
 		Server          bool
 		Quota           float64
+		Waited          time.Duration
+		Final           bool
 	}
 	var got []summary
 	for _, e := range events {
-		got = append(got, summary{e.Attempt, e.StatusCode, e.Outcome.Kind.String(), e.Delay, e.ServerDelay, e.Quota})
+		got = append(got, summary{e.Attempt, e.StatusCode, e.Outcome.Kind.String(), e.Delay, e.ServerDelay, e.Quota, e.Waited, e.Final})
 	}
 	want := []summary{
-		{1, 503, "transient", 500 * time.Millisecond, false, 495},
-		{2, 429, "throttle", 2 * time.Second, true, 485},
+		{1, 503, "transient", 500 * time.Millisecond, false, 495, 0, false},
+		{2, 429, "throttle", 2 * time.Second, true, 485, 500 * time.Millisecond, false},
+		// The retry that succeeded gets its quota cost (10) back.
+		{3, 200, "success", 0, false, 495, 2500 * time.Millisecond, true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events mismatch (-want +got):\n%s", diff)

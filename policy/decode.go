@@ -49,6 +49,9 @@ func (e *FieldError) Error() string {
 // wantDuration is what every duration field of the JSON schemas accepts.
 const wantDuration = `a duration string >= 0, such as "1.5s"`
 
+// wantHeader is what a header-name field accepts.
+const wantHeader = `a header name, such as "X-Attempt"`
+
 // decoder collects the errors of one document.
 type decoder struct{ errs []error }
 
@@ -211,6 +214,19 @@ func (v value) string(want string) (string, bool) {
 		return "", false
 	}
 	return s, true
+}
+
+// headerName returns v as a header name, or reports it and returns "".
+func (v value) headerName() string {
+	s, ok := v.string(wantHeader)
+	if !ok {
+		return ""
+	}
+	if !validHeaderName(s) {
+		v.fail(wantHeader)
+		return ""
+	}
+	return s
 }
 
 // duration returns v as a Go duration string >= 0, or reports it and

@@ -57,6 +57,8 @@ import (
 //	                    >= 0), failFast (boolean), maxWait (duration)
 //	maxDrain            integer >= 0, bytes
 //	readTimeout         duration
+//	attemptHeader       string, a header name
+//	ignoreSDKAttempts   boolean
 //
 // With a preset, the policy starts as that preset, wherever the member is
 // written, and the other members override its fields. An object member
@@ -198,6 +200,8 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 		{"rateLimit", func(v value) { p.RateLimit = v.rateLimit() }},
 		{"maxDrain", func(v value) { p.MaxDrain = int64(v.count(wantBytes)) }},
 		{"readTimeout", func(v value) { p.ReadTimeout = v.duration() }},
+		{"attemptHeader", func(v value) { p.AttemptHeader = v.headerName() }},
+		{"ignoreSDKAttempts", func(v value) { p.IgnoreSDKAttempts = v.bool() }},
 	})
 	return p
 }

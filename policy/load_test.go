@@ -38,7 +38,7 @@ const fullDocument = `{
  "quota": {"capacity": 500, "retryCost": 5, "timeoutCost": 10, "throttleCost": 5,
            "successIncrement": 1, "refillPerSecond": 0.5, "wait": true, "maxScopes": 100},
  "disableQuota": false, "retryNonIdempotent": true, "maxBodyBuffer": 1048576, "maxDrain": 65536,
- "readTimeout": "250ms", "adaptive": true,
+ "readTimeout": "250ms", "adaptive": true, "attemptHeader": "X-Attempt", "ignoreSDKAttempts": true,
  "limiter": {"beta": 0.7, "scale": 0.4, "smoothing": 0.8, "minFillRate": 0.5,
              "reference": true, "failFast": true, "maxWait": "1s", "maxScopes": 10},
  "rateLimit": {"rate": 10, "burst": 2, "failFast": true, "maxWait": "1.5s", "maxScopes": 3},
@@ -68,6 +68,8 @@ func TestLoadFullDocument(t *testing.T) {
 		RateLimit:          &ratelimit.Fixed{Rate: 10, Burst: 2, FailFast: true, MaxWait: 1500 * time.Millisecond, MaxScopes: 3},
 		MaxDrain:           64 << 10,
 		ReadTimeout:        250 * time.Millisecond,
+		AttemptHeader:      "X-Attempt",
+		IgnoreSDKAttempts:  true,
 	}
 	if diff := cmp.Diff(want, got, policyOpts); diff != "" {
 		t.Errorf("Load(fullDocument) mismatch (-want +got):\n%s", diff)
@@ -179,11 +181,13 @@ func TestLoadErrors(t *testing.T) {
 		{"JitterAboveOne", `{"backoff": {"type": "jittered", "fraction": 1.5}}`, `policy: backoff.fraction = 1.5; want a number 0..1 (0: the default)`},
 		{"NegativeCount", `{"backoff": {"type": "schedule", "numRetries": -1}}`, `policy: backoff.numRetries = -1; want an integer >= 0 (0: the default)`},
 		{"StrategyNotObject", `{"backoff": "fullJitter"}`, `policy: backoff = "fullJitter"; want a strategy object whose type is one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered`},
-		{"UnknownTopField", `{"maxAttempt": 3}`, `policy: maxAttempt: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, classifier, quota, disableQuota, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, maxDrain, readTimeout`},
-		{"CaseMatters", `{"MaxAttempts": 3}`, `policy: MaxAttempts: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, classifier, quota, disableQuota, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, maxDrain, readTimeout`},
+		{"UnknownTopField", `{"maxAttempt": 3}`, `policy: maxAttempt: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, classifier, quota, disableQuota, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
+		{"CaseMatters", `{"MaxAttempts": 3}`, `policy: MaxAttempts: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, classifier, quota, disableQuota, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
 		{"RepeatedField", `{"maxAttempts": 3, "maxAttempts": 4}`, `policy: maxAttempts: repeated field; want it once`},
 		{"UnknownPreset", `{"preset": "fast"}`, `policy: preset = "fast"; want one of standard, adaptive, none, standard-v2, sns-aws-managed, sns-customer-managed, azure-storage-exponential, azure-storage-linear, azure-storage-interactive, azure-storage-background, azure-interactive, azure-background`},
 		{"NotBoolean", `{"adaptive": "yes"}`, `policy: adaptive = "yes"; want true or false`},
+		{"HeaderWithSpace", `{"attemptHeader": "X Attempt"}`, `policy: attemptHeader = "X Attempt"; want a header name, such as "X-Attempt"`},
+		{"HeaderNotString", `{"attemptHeader": 1}`, `policy: attemptHeader = 1; want a header name, such as "X-Attempt"`},
 		{"EmptyHeaderList", `{"delayHeaders": []}`, `policy: delayHeaders = []; want "all" or a non-empty list of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit (ignoreDelayHeaders trusts none)`},
 		{"UnknownHeader", `{"delayHeaders": ["Retry-After", "X-Wait"]}`, `policy: delayHeaders[1] = "X-Wait"; want one of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit`},
 		{"HeadersWord", `{"delayHeaders": "some"}`, `policy: delayHeaders = "some"; want "all" or a non-empty list of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit`},

@@ -73,6 +73,8 @@ func (e *encoder) policy(path string, p Policy) []byte {
 	o.fn("scope", p.Scope != nil)
 	o.int("maxDrain", p.MaxDrain)
 	o.dur("readTimeout", p.ReadTimeout)
+	o.str("attemptHeader", p.AttemptHeader)
+	o.bool("ignoreSDKAttempts", p.IgnoreSDKAttempts)
 	return o.bytes()
 }
 

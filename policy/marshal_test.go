@@ -61,6 +61,9 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 		Limiter:            &ratelimit.Adaptive{Beta: 0.7, Scale: 0.4, Smoothing: 0.8, MinFillRate: 0.5, Reference: true, FailFast: true, MaxWait: time.Second, MaxScopes: 10},
 		RateLimit:          &ratelimit.Fixed{Rate: 10, Burst: 2, FailFast: true, MaxWait: 1500 * time.Millisecond, MaxScopes: 3},
 		MaxDrain:           64 << 10,
+		ReadTimeout:        250 * time.Millisecond,
+		AttemptHeader:      "X-Attempt",
+		IgnoreSDKAttempts:  true,
 	}
 	p.ThrottleBackoff = backoff.Jittered{Strategy: backoff.Capped{Strategy: backoff.Schedule{NumRetries: 100_015, BackoffFunction: backoff.CurveArithmetic, Jitter: 1}, Max: time.Hour}, Fraction: 0.3}
 	for _, s := range []backoff.Strategy{

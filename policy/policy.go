@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/retrytransport/retrytransport/backoff"
@@ -172,6 +173,21 @@ type Policy struct {
 	// caller's own reading of the response it gets. Zero or negative means
 	// DefaultReadTimeout (1 s).
 	ReadTimeout time.Duration
+
+	// AttemptHeader names a request header in which every attempt tells the
+	// server its number: "1" for the first, "2" for the first retry, as
+	// Envoy's x-envoy-attempt-count does. The caller's request keeps its
+	// own headers; each attempt sends a copy. Empty means no such header.
+	AttemptHeader string
+
+	// IgnoreSDKAttempts turns off the detection of SDKs that retry on their
+	// own. By default a request whose sender marks its attempts (the AWS
+	// SDKs' amz-sdk-request header: "attempt=1; max=3") and will retry it
+	// is sent once per SDK attempt, and only the SDK's last attempt gets
+	// the policy's remaining attempts, so that the server never sees more
+	// attempts per call than the larger of the SDK's and the policy's
+	// MaxAttempts (docs/sdk.md). Set it only when the header lies.
+	IgnoreSDKAttempts bool
 }
 
 // WithDefaults returns p with every zero field replaced by the default its
@@ -272,6 +288,9 @@ func (p Policy) Validate() error {
 	if p.ReadTimeout < 0 {
 		errs = append(errs, fmt.Errorf("policy: ReadTimeout = %v; want > 0, or 0 for the default", p.ReadTimeout))
 	}
+	if h := p.AttemptHeader; h != "" && !validHeaderName(h) {
+		errs = append(errs, fmt.Errorf("policy: AttemptHeader = %q; want a header name (letters, digits and !#$%%&'*+-.^_`|~)", h))
+	}
 	if q := p.Quota; q != nil && !p.DisableQuota {
 		if q.RefillPerSecond < 0 {
 			errs = append(errs, fmt.Errorf("policy: Quota.RefillPerSecond = %v; want >= 0", q.RefillPerSecond))
@@ -281,4 +300,22 @@ func (p Policy) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validHeaderName reports whether s is a field name as RFC 9110 defines
+// it: a non-empty token.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }

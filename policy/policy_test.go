@@ -232,6 +232,8 @@ func TestValidateNamesNegativeFieldAndValue(t *testing.T) {
 		{policy.Policy{MaxBodyBuffer: -1}, "MaxBodyBuffer", "-1"},
 		{policy.Policy{MaxDrain: -65536}, "MaxDrain", "-65536"},
 		{policy.Policy{ReadTimeout: -time.Second}, "ReadTimeout", "-1s"},
+		{policy.Policy{AttemptHeader: "X Attempt"}, "AttemptHeader", `"X Attempt"`},
+		{policy.Policy{AttemptHeader: "X-Attempt:"}, "AttemptHeader", `"X-Attempt:"`},
 	}
 	for _, tt := range tests {
 		err := tt.p.Validate()
@@ -241,6 +243,14 @@ func TestValidateNamesNegativeFieldAndValue(t *testing.T) {
 		}
 		if msg := err.Error(); !strings.Contains(msg, tt.field) || !strings.Contains(msg, tt.value) {
 			t.Errorf("Policy{%s: %s}.Validate() = %q; want it to name %s and %s", tt.field, tt.value, msg, tt.field, tt.value)
+		}
+	}
+}
+
+func TestValidateAcceptsHeaderNames(t *testing.T) {
+	for _, h := range []string{"X-Attempt", "x-envoy-attempt-count", "amz-sdk-request", "A!#$%&'*+-.^_`|~9"} {
+		if err := (policy.Policy{AttemptHeader: h}).Validate(); err != nil {
+			t.Errorf("Policy{AttemptHeader: %q}.Validate() = %v; want nil", h, err)
 		}
 	}
 }

@@ -95,7 +95,7 @@ type tally struct {
 	hits         int            // attempts the server saw
 	perRequest   []int          // attempts the server saw for each logical request, in order
 	statuses     map[string]int // final status code, or "err", counted over the logical requests
-	retries      int            // retries made (observer events without Stop)
+	retries      int            // retries made (observer events that announce one)
 	wait         time.Duration  // sum of the waits before those retries
 	refused      int            // retries the retry quota refused
 	firstRefused int            // the logical request (from 1) whose retry the quota first refused; 0 if none
@@ -235,7 +235,7 @@ type observer struct {
 
 // eventCounts is what an observer has counted so far.
 type eventCounts struct {
-	retries int           // events without Stop: a retry follows
+	retries int           // events that announce a retry: not Final
 	wait    time.Duration // their Delays added up
 	refused int           // events whose Stop is ratelimit.ErrQuotaExceeded
 }
@@ -245,11 +245,11 @@ func (o *observer) observe(ev retrytransport.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch {
-	case ev.Stop == nil:
-		o.c.retries++
-		o.c.wait += ev.Delay
 	case errors.Is(ev.Stop, ratelimit.ErrQuotaExceeded):
 		o.c.refused++
+	case !ev.Final && ev.Stop == nil:
+		o.c.retries++
+		o.c.wait += ev.Delay
 	}
 }
 

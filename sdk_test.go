@@ -1,0 +1,151 @@
+package retrytransport_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/policy"
+)
+
+// sdkCall plays an SDK that retries on its own: it sends the request up to
+// sdkMax times, marking each attempt as the AWS SDKs do, and stops at the
+// first answer that is not a 503. It returns the server hits of the call.
+func sdkCall(t *testing.T, tr *retrytransport.Transport, s *script, sdkMax int) int {
+	t.Helper()
+	before := s.count()
+	for n := 1; n <= sdkMax; n++ {
+		req := newReq(t, "POST", url, `{"TableName":"t"}`)
+		req.Header.Set("amz-sdk-request", fmt.Sprintf("attempt=%d; max=%d", n, sdkMax))
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("SDK attempt %d: RoundTrip: %v", n, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 503 {
+			break
+		}
+	}
+	return s.count() - before
+}
+
+// Marks in the forms the SDKs send them: the order of the keys, spaces and
+// botocore's ttl do not matter.
+func TestSDKMarkForms(t *testing.T) {
+	for _, mark := range []string{"attempt=1; max=3", "attempt=1;max=3", "max=3; attempt=1", "ttl=20261124T101500Z; attempt=1; max=3", " Attempt = 1 ; MAX = 3 "} {
+		s := &script{steps: []step{{status: 503}}}
+		tr, _ := newTransport(t, s, policy.Policy{})
+		req := newReq(t, "GET", url, "")
+		req.Header.Set("amz-sdk-request", mark)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%q: RoundTrip: %v", mark, err)
+		}
+		resp.Body.Close()
+		if s.count() != 1 {
+			t.Errorf("amz-sdk-request %q: server hits = %d; want 1, the SDK retrying", mark, s.count())
+		}
+	}
+}
+
+// An SDK that marks its attempts and retries them never multiplies with
+// the policy: the server sees the larger of the two attempt counts.
+func TestSDKRetriesAreNotMultiplied(t *testing.T) {
+	for _, tt := range []struct{ sdk, policy, want int }{
+		{3, 3, 3},
+		{3, 5, 5},
+		{5, 3, 5},
+		{2, 3, 3},
+		{1, 3, 3}, // "max=1": the SDK's retries are off, so the policy's apply
+		{10, 1, 10},
+	} {
+		s := &script{steps: []step{{status: 503}}}
+		p := policy.Policy{MaxAttempts: tt.policy, RetryNonIdempotent: true}
+		tr, _ := newTransport(t, s, p)
+		if got := sdkCall(t, tr, s, tt.sdk); got != tt.want {
+			t.Errorf("SDK max %d, policy MaxAttempts %d: server hits per call = %d; want %d", tt.sdk, tt.policy, got, tt.want)
+		}
+	}
+}
+
+// The SDK's attempts that recover still succeed, and each gets one hit.
+func TestSDKAttemptThatSucceeds(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 200, body: "ok"}}}
+	tr, _ := newTransport(t, s, policy.Policy{RetryNonIdempotent: true})
+	if got := sdkCall(t, tr, s, 3); got != 2 {
+		t.Errorf("server hits = %d; want 2 (SDK attempt 1 failed, attempt 2 succeeded)", got)
+	}
+}
+
+func TestSDKRetriesEvents(t *testing.T) {
+	var stops []error
+	s := &script{steps: []step{{status: 503}}}
+	tr, _ := newTransport(t, s, policy.Policy{RetryNonIdempotent: true},
+		retrytransport.WithObserver(func(e retrytransport.Event) {
+			if e.Final {
+				stops = append(stops, e.Stop)
+			}
+		}))
+	sdkCall(t, tr, s, 3)
+	want := []error{retrytransport.ErrSDKRetries, retrytransport.ErrSDKRetries, retrytransport.ErrExhausted}
+	if len(stops) != len(want) {
+		t.Fatalf("final events' Stop = %v; want %v", stops, want)
+	}
+	for i := range want {
+		if !errors.Is(stops[i], want[i]) {
+			t.Errorf("SDK attempt %d: Stop = %v; want %v", i+1, stops[i], want[i])
+		}
+	}
+}
+
+// A mark that does not parse, or a policy that ignores marks, leaves the
+// policy's attempts to every request.
+func TestSDKMarkIgnored(t *testing.T) {
+	for _, tt := range []struct {
+		name, mark string
+		ignore     bool
+	}{
+		{"Garbage", "attempt=x; max=3", false},
+		{"AttemptPastMax", "attempt=4; max=3", false},
+		{"NoMax", "attempt=1", false},
+		{"Zero", "attempt=0; max=3", false},
+		{"Twice", "attempt=1; max=3; attempt=x", false},
+		{"IgnoreSDKAttempts", "attempt=1; max=3", true},
+	} {
+		s := &script{steps: []step{{status: 503}}}
+		tr, _ := newTransport(t, s, policy.Policy{RetryNonIdempotent: true, IgnoreSDKAttempts: tt.ignore})
+		req := newReq(t, "GET", url, "")
+		req.Header.Set("amz-sdk-request", tt.mark)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%s: RoundTrip: %v", tt.name, err)
+		}
+		resp.Body.Close()
+		if s.count() != 3 {
+			t.Errorf("%s: server hits = %d; want the policy's 3", tt.name, s.count())
+		}
+	}
+}
+
+// The logger hears once, at Warn, that the SDK retries too, and how to
+// turn that off.
+func TestSDKRetriesLoggedOnce(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	s := &script{steps: []step{{status: 503}}}
+	tr, _ := newTransport(t, s, policy.Policy{RetryNonIdempotent: true}, retrytransport.WithLogger(logger))
+	for range 3 {
+		sdkCall(t, tr, s, 3)
+	}
+	out := buf.String()
+	if n := strings.Count(out, "level=WARN"); n != 1 || !strings.Contains(out, "aws.NopRetryer") {
+		t.Errorf("log = %q; want one warning naming aws.NopRetryer", out)
+	}
+	if strings.Contains(out, "level=INFO") {
+		t.Errorf("log = %q; want no Info line at level Warn", out)
+	}
+}
