@@ -2,14 +2,19 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test fmt-check vet lint race demo bench fuzz
+.PHONY: test fmt-check vet lint race modules demo bench fuzz
+
+# The repository's other modules, each with its own go.mod so that their
+# dependencies (SDKs, peer libraries) stay out of the library's: make test
+# vets and tests them too.
+MODULES := examples/sdk bench
 
 # staticcheck runs from the module proxy at a pinned version, so CI needs no
 # install step of its own; the checks are our style rules.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 STATICCHECK_CHECKS := inherit,ST1000,ST1003,ST1005,ST1016,ST1020,ST1021,ST1022
 
-test: fmt-check vet lint race
+test: fmt-check vet lint race modules
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -23,6 +28,12 @@ lint:
 
 race:
 	$(GO) test -race -count=1 -timeout 300s $(PKGS)
+
+modules:
+	@set -e; for m in $(MODULES); do \
+	  echo "== module $$m"; \
+	  (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 300s ./...); \
+	done
 
 demo:
 	$(GO) run ./examples/demo

@@ -88,6 +88,12 @@ func BenchmarkOverhead(b *testing.B) {
 	stub := &stubTransport{resp: http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}}
 	get, _ := http.NewRequest("GET", "http://api.example.com/", nil)
 	post, _ := http.NewRequest("POST", "http://api.example.com/", http.NoBody)
+	// A request as SDKs send it, with headers the transport looks among
+	// for an SDK's attempt mark.
+	headers, _ := http.NewRequest("GET", "http://api.example.com/", nil)
+	headers.Header.Set("Accept", "application/json")
+	headers.Header.Set("Authorization", "Bearer token")
+	headers.Header.Set("User-Agent", "sdk/1.0")
 	for _, tc := range []struct {
 		name string
 		rt   http.RoundTripper
@@ -95,6 +101,8 @@ func BenchmarkOverhead(b *testing.B) {
 	}{
 		{"GET/bare", stub, get},
 		{"GET/retrytransport", retrytransport.New(stub), get},
+		{"GETHeaders/bare", stub, headers},
+		{"GETHeaders/retrytransport", retrytransport.New(stub), headers},
 		{"POST/bare", stub, post},
 		{"POST/retrytransport", retrytransport.New(stub), post},
 	} {

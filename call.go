@@ -49,9 +49,6 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 	c.t, c.st, c.req, c.ctx, c.scope = t, st, req, req.Context(), st.scope(req)
 	c.counters = t.stats.get(c.scope, st)
 	c.max = p.MaxAttempts
-	if c.max > 1 && !p.IgnoreSDKAttempts && len(req.Header) > 0 {
-		c.limitForSDK()
-	}
 	retries := c.max > 1
 	if retries && hasBody(req) && req.GetBody == nil {
 		c.rec = newRecorder(req.Body, p.MaxBodyBuffer)
@@ -66,16 +63,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 	if p.MaxTotalTime > 0 {
 		c.budgetEnd = t.now().Add(p.MaxTotalTime)
 	}
-	resp, err = c.run(attemptCtx, idempotent)
-	if resp != nil && (c.attempt > 1 || c.waited > 0) {
-		rememberAttempts(resp, Attempts{Count: c.attempt, Waited: c.waited})
-	}
-	return resp, err
-}
 
-// run is the attempt loop of roundTrip.
-func (c *call) run(attemptCtx context.Context, idempotent bool) (*http.Response, error) {
-	t, st, p, req := c.t, c.st, &c.st.p, c.req
 	for {
 		// Before the attempt. What may refuse it comes first, and a refusal
 		// leaves the last response intact for the caller: the budget, a
@@ -141,8 +129,8 @@ func (c *call) run(attemptCtx context.Context, idempotent bool) (*http.Response,
 					st.quota.Success(c.scope)
 				}
 			}
-			if c.attempt > 1 {
-				c.final(resp, nil, out, nil)
+			if c.attempt > 1 || c.waited > 0 {
+				c.recovered(resp, out)
 			}
 			return resp, nil
 		}
@@ -167,6 +155,9 @@ func (c *call) run(attemptCtx context.Context, idempotent bool) (*http.Response,
 // loop so that the first attempt's path stays small.
 func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempotent bool) (done bool) {
 	t, st := c.t, c.st
+	if c.attempt == 1 && c.max > 1 && !st.p.IgnoreSDKAttempts && len(c.req.Header) > 0 {
+		c.limitForSDK() // only now: the happy path never looks for the mark
+	}
 	ev := Event{Request: c.req, Scope: c.scope, Attempt: c.attempt, Outcome: out, Err: err, Quota: -1, Waited: c.waited}
 	if resp != nil {
 		ev.StatusCode = resp.StatusCode
@@ -437,12 +428,30 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 
 // stop ends the request after a retryable outcome that is not retried.
 func (c *call) stop(ev Event, resp *http.Response, err error, reason error) (*http.Response, error) {
-	return c.t.stop(c.st, ev, resp, err, reason)
+	return c.remember(c.t.stop(c.st, ev, resp, err, reason))
 }
 
 // giveUp ends the request with the last attempt's result.
 func (c *call) giveUp(resp *http.Response, err error, reason error) (*http.Response, error) {
-	return giveUp(resp, err, c.attempt, c.waited, reason)
+	return c.remember(giveUp(resp, err, c.attempt, c.waited, reason))
+}
+
+// recovered ends a request whose last attempt succeeded after retries or
+// waits: the final event, and the record for ResponseAttempts.
+func (c *call) recovered(resp *http.Response, out classify.Outcome) {
+	if c.attempt > 1 {
+		c.final(resp, nil, out, nil)
+	}
+	c.remember(resp, nil)
+}
+
+// remember records, for ResponseAttempts, what the request that resp ends
+// took, if it took more than a first attempt without waiting.
+func (c *call) remember(resp *http.Response, err error) (*http.Response, error) {
+	if resp != nil && (c.attempt > 1 || c.waited > 0) {
+		rememberAttempts(resp, Attempts{Count: c.attempt, Waited: c.waited})
+	}
+	return resp, err
 }
 
 // final tells the observer and the logger how a request that took more

@@ -45,7 +45,6 @@ func ExampleNew() {
 	// Output: 200 OK
 }
 
-// Give each host its own policy; hosts that no pattern matches get the
 // The zero Transport is ready to use, as http.Transport's is: it behaves
 // as New(nil).
 func ExampleTransport_zeroValue() {
@@ -64,6 +63,7 @@ func ExampleTransport_zeroValue() {
 	// Output: 200
 }
 
+// Give each host its own policy; hosts that no pattern matches get the
 // WithPolicy default (policy.Standard() if none is given).
 func ExampleWithHostPolicy() {
 	srv := flakyServer(4)
@@ -91,13 +91,24 @@ func ExampleWithHostPolicy() {
 	// Output: 200 OK
 }
 
-// The AWS SDKs design every operation, POSTs included, to be idempotent,
-// so an SDK's client may retry them after any retryable failure.
+// Wrapping an SDK: give it an http.Client over the Transport, and turn the
+// SDK's own retries off, or the server sees their product. The AWS SDKs
+// design every operation, POSTs included, to be idempotent, so the policy
+// may retry them after any retryable failure. With the AWS SDK for Go v2:
+//
+//	cfg, err := config.LoadDefaultConfig(ctx,
+//		config.WithHTTPClient(httpClient),
+//		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
+//	)
+//
+// Should the SDK's retries stay on, the Transport sees its amz-sdk-request
+// header and sends each of the SDK's attempts once (see
+// policy.Policy.IgnoreSDKAttempts). examples/sdk wraps four SDKs this way.
 func ExampleNew_awsSDK() {
 	p := policy.Standard()
 	p.RetryNonIdempotent = true
 	httpClient := &http.Client{Transport: retrytransport.New(nil, retrytransport.WithPolicy(p))}
-	_ = httpClient // pass it to the SDK, e.g. as its config's HTTPClient
+	_ = httpClient // the SDK's HTTP client, as above
 }
 
 // An observer sees each retry, with the outcome and the wait, and how the
@@ -159,3 +170,81 @@ func ExampleWithLogger() {
 	// level=DEBUG msg="retrytransport: retrying" method=GET attempt=1 outcome=transient reason="status 503" status=503 delay=0s server_delay=true waited=0s quota=495
 	// level=INFO msg="retrytransport: recovered" method=GET attempts=2 outcome=success status=200 waited=0s quota=500
 }
+
+// A caller holding only the response can learn what it took.
+func ExampleResponseAttempts() {
+	srv := flakyServer(2)
+	defer srv.Close()
+
+	client := &http.Client{Transport: retrytransport.New(nil)}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	a := retrytransport.ResponseAttempts(resp)
+	fmt.Printf("%s after %d attempts, %v of waiting\n", resp.Status, a.Count, a.Waited)
+	// Output: 200 OK after 3 attempts, 0s of waiting
+}
+
+// An inner RoundTripper, here a base transport that tags each attempt for
+// the server's logs, reads the attempt's number from its context.
+func ExampleAttemptFromContext() {
+	srv := flakyServer(1)
+	defer srv.Close()
+
+	base := http.DefaultTransport
+	tagging := roundTripper(func(r *http.Request) (*http.Response, error) {
+		a := retrytransport.AttemptFromContext(r.Context())
+		fmt.Printf("attempt %d, waited %v before it\n", a.Count, a.Waited)
+		return base.RoundTrip(r)
+	})
+	client := &http.Client{Transport: retrytransport.New(tagging)}
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	// Output:
+	// attempt 1, waited 0s before it
+	// attempt 2, waited 0s before it
+}
+
+// A hook refreshes a bearer token before each retry: a long wait may have
+// outlived the one the request was sent with. It could also sign the
+// request again, or refuse the retry with an error.
+func ExampleWithBeforeRetry() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Println("server got", r.Header.Get("Authorization"))
+		if r.Header.Get("Authorization") != "Bearer fresh" {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+
+	transport := retrytransport.New(nil, retrytransport.WithBeforeRetry(func(req *http.Request, prev retrytransport.Event) error {
+		req.Header.Set("Authorization", "Bearer fresh") // the retry's own copy of the header
+		return nil
+	}))
+	req, _ := http.NewRequest("GET", srv.URL, nil)
+	req.Header.Set("Authorization", "Bearer stale")
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status)
+	// Output:
+	// server got Bearer stale
+	// server got Bearer fresh
+	// 200 OK
+}
+
+// roundTripper is a RoundTripper made of a function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -98,6 +98,8 @@ var snippetContext = map[string]string{
 	"url":    "string",
 	"file":   "io.Reader",
 	"p":      "policy.Policy",
+	// A token source, as golang.org/x/oauth2 has.
+	"tokens": "interface{ Token() (string, error) }",
 }
 
 // snippetDir is the overlay-only directory, relative to the module root,

@@ -10,19 +10,42 @@ import (
 // sdkAttempt is what an SDK says in a request header about its own
 // retries of the request.
 type sdkAttempt struct {
-	n, max int // this attempt of the SDK's and its last; max is >= 1
+	n, max int      // this attempt of the SDK's, and its last; max is 0 when the SDK does not say
+	sdk    *sdkMark // the SDK that said so
 }
 
-// sdkAttemptOf reads the AWS SDKs' mark, amz-sdk-request: "attempt=2;
-// max=3" (botocore adds "ttl=..."), from h. It reports false when there
-// is none, or it does not parse.
+// sdkMark is a header in which an SDK marks its attempts, and how to turn
+// that SDK's retries off.
+type sdkMark struct {
+	name, header, off string
+}
+
+var (
+	awsMark = &sdkMark{"the AWS SDK", "amz-sdk-request", "aws.NopRetryer, or retry.AddWithMaxAttempts(r, 1)"}
+	// The Google Cloud clients send this only when they retry (Cloud
+	// Storage; WithRetry in google.golang.org/api), without their maximum.
+	googleMark = &sdkMark{"the Google Cloud client", "x-goog-api-client", "its retry option (storage: WithPolicy(RetryNever); google.golang.org/api: no WithRetry)"}
+)
+
+// sdkAttemptOf reads from h the mark of an SDK that retries the request on
+// its own: the AWS SDKs' amz-sdk-request, "attempt=2; max=3" (botocore
+// adds "ttl=..."), or the Google clients' gccl-attempt-count/2 in
+// x-goog-api-client. It reports false when there is none, or it does not
+// parse.
 func sdkAttemptOf(h http.Header) (sdkAttempt, bool) {
-	v := h["Amz-Sdk-Request"] // the canonical key: no allocation
-	if len(v) == 0 {
-		return sdkAttempt{}, false
+	if v := h["Amz-Sdk-Request"]; len(v) > 0 { // canonical keys: no allocation
+		return awsAttempt(v[0])
 	}
-	var a sdkAttempt
-	for _, kv := range strings.Split(v[0], ";") {
+	if v := h["X-Goog-Api-Client"]; len(v) > 0 {
+		return googleAttempt(v[0])
+	}
+	return sdkAttempt{}, false
+}
+
+// awsAttempt parses an amz-sdk-request value.
+func awsAttempt(v string) (sdkAttempt, bool) {
+	a := sdkAttempt{sdk: awsMark}
+	for _, kv := range strings.Split(v, ";") {
 		k, val, _ := strings.Cut(kv, "=")
 		var dst *int
 		switch strings.ToLower(strings.TrimSpace(k)) {
@@ -45,13 +68,33 @@ func sdkAttemptOf(h http.Header) (sdkAttempt, bool) {
 	return a, true
 }
 
+// googleAttempt finds gccl-attempt-count/N among the space-separated
+// tokens of an x-goog-api-client value.
+func googleAttempt(v string) (sdkAttempt, bool) {
+	const key = "gccl-attempt-count/"
+	i := strings.Index(v, key)
+	if i < 0 || i > 0 && v[i-1] != ' ' {
+		return sdkAttempt{}, false
+	}
+	num, _, _ := strings.Cut(v[i+len(key):], " ")
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 1 {
+		return sdkAttempt{}, false
+	}
+	return sdkAttempt{n: n, sdk: googleMark}, true
+}
+
+// retries reports whether the SDK will send another attempt of its own
+// after this one, if it fails: it says so, or does not say how many.
+func (a sdkAttempt) retries() bool { return a.max == 0 || a.n < a.max }
+
 // attemptsFor returns how many attempts the Transport may make of one SDK
 // attempt, when the policy allows limit: one, unless this is the SDK's
 // last attempt, which gets what is left of limit after the SDK's earlier
 // ones, so that the server sees at most the larger of the two counts per
 // call.
 func (a sdkAttempt) attemptsFor(limit int) int {
-	if a.n < a.max {
+	if a.retries() {
 		return 1
 	}
 	return max(1, limit-(a.max-1))
@@ -65,14 +108,14 @@ func (c *call) limitForSDK() {
 		return
 	}
 	c.max = a.attemptsFor(c.max)
-	c.sdk = a.n < a.max // the SDK will retry what this call does not
+	c.sdk = a.retries()
 	t := c.t
 	if t.logger != nil && t.sdkWarned.CompareAndSwap(false, true) {
 		t.logger.LogAttrs(c.ctx, slog.LevelWarn,
-			"retrytransport: the AWS SDK retries its requests too (amz-sdk-request); "+
-				"each of its attempts is sent once, and its last gets the policy's remaining attempts. "+
-				"Turn the SDK's retries off (aws.NopRetryer) to let the policy decide alone",
-			slog.String("amz-sdk-request", c.req.Header.Get("Amz-Sdk-Request")),
+			"retrytransport: "+a.sdk.name+" retries its requests too ("+a.sdk.header+"): "+
+				"each of its attempts is sent once, and only its last, when it says which, gets the policy's other attempts. "+
+				"Turn its retries off ("+a.sdk.off+") to let the policy decide alone",
+			slog.String(a.sdk.header, c.req.Header.Get(a.sdk.header)),
 			slog.String("host", c.req.URL.Host))
 	}
 }

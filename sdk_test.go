@@ -52,6 +52,35 @@ func TestSDKMarkForms(t *testing.T) {
 	}
 }
 
+// The Google Cloud clients mark their retries without saying how many
+// they will make: each of their attempts is sent once.
+func TestGoogleClientAttemptsAreSentOnce(t *testing.T) {
+	for _, tt := range []struct {
+		value string
+		want  int
+	}{
+		{"gl-go/1.24.0 gdcl/0.311.0 gccl-invocation-id/5c9d gccl-attempt-count/1", 1},
+		{"gccl-invocation-id/5c9d gccl-attempt-count/7 gccl/1.50.0", 1},
+		{"gl-go/1.24.0 gdcl/0.311.0", 3},                // no retries of its own
+		{"gl-go/1.24.0 gccl-attempt-count/x", 3},        // does not parse
+		{"gl-go/1.24.0 xgccl-attempt-count/1", 3},       // another token
+		{"gl-go/1.24.0 gccl-attempt-count/0 gccl/1", 3}, // no attempt 0
+	} {
+		s := &script{steps: []step{{status: 503}}}
+		tr, _ := newTransport(t, s, policy.Policy{})
+		req := newReq(t, "GET", url, "")
+		req.Header.Set("x-goog-api-client", tt.value)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%q: RoundTrip: %v", tt.value, err)
+		}
+		resp.Body.Close()
+		if s.count() != tt.want {
+			t.Errorf("x-goog-api-client %q: server hits = %d; want %d", tt.value, s.count(), tt.want)
+		}
+	}
+}
+
 // An SDK that marks its attempts and retries them never multiplies with
 // the policy: the server sees the larger of the two attempt counts.
 func TestSDKRetriesAreNotMultiplied(t *testing.T) {
