@@ -67,34 +67,48 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 	for {
 		// Before the attempt. What may refuse it comes first, and a refusal
 		// leaves the last response intact for the caller: the budget, a
-		// fresh copy of the body, the send token. Only then is the body
-		// claimed and the last response drained, and what is left of the
+		// fresh copy of the body, the WithBeforeRetry hook, the send token.
+		// Only then is the body claimed (earlier with a hook, which sees
+		// it) and the last response drained, and what is left of the
 		// budget bounds the attempt.
 		if !c.budgetEnd.IsZero() && !t.now().Before(c.budgetEnd) {
 			return c.abandon(ErrBudget)
 		}
 		var body io.ReadCloser
+		var areq *http.Request // the attempt's request, once made
 		if c.attempt > 0 {
 			var reason error
 			if body, reason = c.rewindBody(); reason != nil {
 				return c.abandon(reason)
 			}
+			// A WithBeforeRetry hook sees the retry's request, body
+			// included, and may refuse it: before the send token is
+			// taken, as a fixed rate's cannot be given back.
+			if t.beforeRetry != nil {
+				if areq, reason = c.next(attemptCtx, body); reason != nil {
+					return c.abandon(reason)
+				}
+				if reason := c.beforeRetry(areq); reason != nil {
+					closeReader(areq.Body)
+					return c.abandon(reason)
+				}
+			}
 		}
 		if st.fixed != nil || st.adaptive != nil {
 			if reason := c.pace(); reason != nil {
-				closeReader(body)
+				if areq != nil {
+					closeReader(areq.Body)
+				} else {
+					closeReader(body)
+				}
 				return c.abandon(reason)
 			}
 		}
-		areq := req // a first attempt that needs nothing changed is the caller's request
-		if c.attempt > 0 || c.rec != nil || c.watch != nil || p.AttemptHeader != "" {
-			var reason error
-			if areq, reason = c.next(attemptCtx, body); reason != nil {
-				return c.abandon(reason)
-			}
-			if c.attempt > 0 && t.beforeRetry != nil {
-				if reason := c.beforeRetry(areq); reason != nil {
-					closeReader(areq.Body)
+		if areq == nil {
+			areq = req // a first attempt that needs nothing changed is the caller's request
+			if c.attempt > 0 || c.rec != nil || c.watch != nil || p.AttemptHeader != "" {
+				var reason error
+				if areq, reason = c.next(attemptCtx, body); reason != nil {
 					return c.abandon(reason)
 				}
 			}
@@ -103,7 +117,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 		if !c.budgetEnd.IsZero() {
 			left := c.budgetEnd.Sub(t.now())
 			if left <= 0 {
-				if areq != req {
+				if c.attempt > 0 { // a first attempt's body is the caller's: abandon closes it
 					closeReader(areq.Body)
 				}
 				return c.abandon(ErrBudget)
@@ -347,9 +361,7 @@ func (c *call) next(ctx context.Context, body io.ReadCloser) (*http.Request, err
 // that rewound a recorded body through areq.GetBody made the attempt's
 // own copy stale; the attempt gets a fresh one.
 func (c *call) beforeRetry(areq *http.Request) error {
-	ev := *c.ev
-	ev.Waited = c.waited
-	if err := c.t.beforeRetry(areq, ev); err != nil {
+	if err := c.t.beforeRetry(areq, *c.ev); err != nil {
 		return fmt.Errorf("%w: %w", errRetryRefused, err)
 	}
 	if c.rec != nil && !c.rec.current(areq.Body) {

@@ -28,9 +28,10 @@ var (
 	// the caller gets the server's response.
 	ErrServerDelay = errors.New("retrytransport: server asked for a longer wait than the policy allows")
 	// ErrSDKRetries means the request's sender retries it on its own, as it
-	// marked in a header (the AWS SDKs' amz-sdk-request; see
-	// policy.Policy.IgnoreSDKAttempts), so this attempt was not retried
-	// here: the SDK sends its next attempt itself.
+	// marked in a header (the AWS SDKs' amz-sdk-request, the Google Cloud
+	// clients' gccl-attempt-count; see policy.Policy.IgnoreSDKAttempts), so
+	// this attempt was not retried here: the SDK sends its next attempt
+	// itself.
 	ErrSDKRetries = errors.New("retrytransport: the SDK retries this request itself")
 )
 
@@ -43,8 +44,9 @@ type RetryError struct {
 	// Attempts is the number of attempts made, the first included; >= 1.
 	Attempts int
 	// Reason is why retrying stopped: ErrExhausted, ErrNotRetryable,
-	// ErrDeadline, ErrBudget, ratelimit.ErrQuotaExceeded,
-	// ratelimit.ErrRateLimited, or the context's error.
+	// ErrDeadline, ErrBudget, ErrSDKRetries, ratelimit.ErrQuotaExceeded,
+	// ratelimit.ErrRateLimited, the error of a WithBeforeRetry hook that
+	// refused the retry (wrapped), or the context's error.
 	Reason error
 	// Err is the last attempt's transport error, or the context's error if
 	// the caller cancelled while waiting. It is never nil.

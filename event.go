@@ -19,11 +19,15 @@ import (
 // same attempt, with Stop set.
 //
 // Every request that took more than one attempt, or whose retryable
-// outcome was not retried, or that was refused before its first attempt,
-// ends with exactly one Event whose Final is true: the Event with Stop
-// set, or, when the last attempt succeeded or failed for good, an Event
-// for that attempt. A request that ends at its first attempt with a
-// Success or Fatal outcome produces no Event at all.
+// outcome was not retried, or that was refused before its first attempt
+// (by MaxTotalTime, a rate limiter, or the caller's context while it
+// waited), ends with exactly one Event whose Final is true: the Event with
+// Stop set, or, when the last attempt succeeded or failed for good, an
+// Event for that attempt. A request that ends at its first attempt with a
+// Success or Fatal outcome produces no Event at all; nor does a response
+// under a policy with MaxAttempts 1 and no time bound or pacing, which the
+// Transport hands back as the base transport returned it, unclassified (a
+// transport error there still ends with a final Event).
 type Event struct {
 	// Request is the caller's request. Treat it as read-only.
 	Request *http.Request

@@ -83,16 +83,20 @@ func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Dura
 	}
 }
 
-// WithObserver registers f to be called, synchronously, before each retry
-// and when a retryable outcome is not retried (see Event). f must not block
+// WithObserver registers f to be called, synchronously, before each retry,
+// when a retryable outcome is not retried, and once when a request that
+// needed a retry, or was refused, ends (see Event). f must not block
 // and must be safe for concurrent use; it must not read or close the
 // response. The default is no observer.
 func WithObserver(f func(Event)) Option {
 	return func(c *config) { c.observe = f }
 }
 
-// WithLogger makes the Transport log each retry and each decision to stop
-// retrying, at slog.LevelDebug and slog.LevelInfo. The default is nil: the
+// WithLogger makes the Transport log what its observer would see: each
+// retry at slog.LevelDebug, and the end of each request that needed a retry
+// or was refused, at slog.LevelInfo ("recovered" or "gave up"); an attempt
+// left to an SDK's own retries at Debug; and, once, at slog.LevelWarn, that
+// an SDK retries on its own. The default is nil: the
 // Transport writes nothing anywhere.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }

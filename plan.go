@@ -110,7 +110,8 @@ func (c *call) reserve() error {
 // after all: the adaptive limiter's send token. A fixed-rate token is not
 // given back, since x/time/rate cannot restore a reservation whose time
 // has come without letting a later one send early; the steps that may
-// refuse a retry come before pacing, so this happens only when the budget
+// refuse a retry (the budget, GetBody, the replay check, the
+// WithBeforeRetry hook) come before pacing, so this happens only when the budget
 // runs out, or a recorded body turns out not to be replayable, in the
 // moment between pacing and sending, and then costs the scope's next send
 // at most 1/Rate.

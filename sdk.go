@@ -22,15 +22,16 @@ type sdkMark struct {
 
 var (
 	awsMark = &sdkMark{"the AWS SDK", "amz-sdk-request", "aws.NopRetryer, or retry.AddWithMaxAttempts(r, 1)"}
-	// The Google Cloud clients send this only when they retry (Cloud
-	// Storage; WithRetry in google.golang.org/api), without their maximum.
+	// The Google Cloud clients count their attempts without saying how
+	// many they will make, and Cloud Storage counts them even with its
+	// retries off: only a second attempt proves that the client retries.
 	googleMark = &sdkMark{"the Google Cloud client", "x-goog-api-client", "its retry option (storage: WithPolicy(RetryNever); google.golang.org/api: no WithRetry)"}
 )
 
 // sdkAttemptOf reads from h the mark of an SDK that retries the request on
 // its own: the AWS SDKs' amz-sdk-request, "attempt=2; max=3" (botocore
-// adds "ttl=..."), or the Google clients' gccl-attempt-count/2 in
-// x-goog-api-client. It reports false when there is none, or it does not
+// adds "ttl=..."), or, from the second attempt on, the Google clients'
+// gccl-attempt-count/2 in x-goog-api-client. It reports false when there is none, or it does not
 // parse.
 func sdkAttemptOf(h http.Header) (sdkAttempt, bool) {
 	if v := h["Amz-Sdk-Request"]; len(v) > 0 { // canonical keys: no allocation
@@ -69,7 +70,9 @@ func awsAttempt(v string) (sdkAttempt, bool) {
 }
 
 // googleAttempt finds gccl-attempt-count/N among the space-separated
-// tokens of an x-goog-api-client value.
+// tokens of an x-goog-api-client value, and reports it only from N = 2 on:
+// a client that has retried once may retry again, but a first attempt
+// says nothing of the client's retries.
 func googleAttempt(v string) (sdkAttempt, bool) {
 	const key = "gccl-attempt-count/"
 	i := strings.Index(v, key)
@@ -78,7 +81,7 @@ func googleAttempt(v string) (sdkAttempt, bool) {
 	}
 	num, _, _ := strings.Cut(v[i+len(key):], " ")
 	n, err := strconv.Atoi(num)
-	if err != nil || n < 1 {
+	if err != nil || n < 2 {
 		return sdkAttempt{}, false
 	}
 	return sdkAttempt{n: n, sdk: googleMark}, true

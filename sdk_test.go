@@ -52,18 +52,21 @@ func TestSDKMarkForms(t *testing.T) {
 	}
 }
 
-// The Google Cloud clients mark their retries without saying how many
-// they will make: each of their attempts is sent once.
+// The Google Cloud clients count their attempts without saying how many
+// they will make, and Cloud Storage counts them even with its retries off:
+// a first attempt gets the policy's attempts, and each later one, which
+// proves the client retries on its own, is sent once.
 func TestGoogleClientAttemptsAreSentOnce(t *testing.T) {
 	for _, tt := range []struct {
 		value string
 		want  int
 	}{
-		{"gl-go/1.24.0 gdcl/0.311.0 gccl-invocation-id/5c9d gccl-attempt-count/1", 1},
+		{"gl-go/1.24.0 gdcl/0.311.0 gccl-invocation-id/5c9d gccl-attempt-count/2", 1},
 		{"gccl-invocation-id/5c9d gccl-attempt-count/7 gccl/1.50.0", 1},
-		{"gl-go/1.24.0 gdcl/0.311.0", 3},                // no retries of its own
+		{"gl-go/1.24.0 gdcl/0.311.0 gccl-invocation-id/5c9d gccl-attempt-count/1", 3}, // its retries may be off
+		{"gl-go/1.24.0 gdcl/0.311.0", 3},
 		{"gl-go/1.24.0 gccl-attempt-count/x", 3},        // does not parse
-		{"gl-go/1.24.0 xgccl-attempt-count/1", 3},       // another token
+		{"gl-go/1.24.0 xgccl-attempt-count/2", 3},       // another token
 		{"gl-go/1.24.0 gccl-attempt-count/0 gccl/1", 3}, // no attempt 0
 	} {
 		s := &script{steps: []step{{status: 503}}}

@@ -74,6 +74,15 @@ import (
 // keep-alive connection turned out to be closed. Such resends are not
 // attempts here and cost no quota.
 //
+// An SDK that retries its requests on its own multiplies its attempts with
+// these: turn its retries off. Where the SDK marks its attempts with their
+// maximum (the AWS SDKs' amz-sdk-request), Transport sends each of them
+// once, and the SDK's last one gets what is left of the policy's attempts:
+// a call costs at most the larger of the two attempt counts. Where it marks
+// them without (the Google Cloud clients' gccl-attempt-count), each attempt
+// after the first is sent once, so a call costs at most their sum
+// (docs/sdk.md, policy.Policy.IgnoreSDKAttempts).
+//
 // The zero Transport is ready to use: it behaves as New(nil), sending
 // through a pooled go-cleanhttp transport with policy.Standard() for every
 // host. A Transport must not be copied after first use.
@@ -188,9 +197,9 @@ func (t *Transport) fillDefaults() {
 // Otherwise the error is a *RetryError, which says how many attempts were
 // made and why retrying stopped; errors.Is and errors.As reach both the last
 // attempt's transport error and the reason (ErrExhausted, ErrNotRetryable,
-// ErrDeadline, ErrBudget, ratelimit.ErrQuotaExceeded,
-// ratelimit.ErrRateLimited, or the context's error when the caller
-// cancelled), and its Timeout method reports a deadline. http.Client.Do
+// ErrDeadline, ErrBudget, ErrSDKRetries, ratelimit.ErrQuotaExceeded,
+// ratelimit.ErrRateLimited, the error of a WithBeforeRetry hook that
+// refused the retry, or the context's error when the caller cancelled), and its Timeout method reports a deadline. http.Client.Do
 // wraps it in a *url.Error; when http.Client's own Timeout fires first,
 // net/http may report its own error instead.
 //

@@ -181,12 +181,14 @@ type Policy struct {
 	AttemptHeader string
 
 	// IgnoreSDKAttempts turns off the detection of SDKs that retry on their
-	// own. By default a request whose sender marks its attempts (the AWS
-	// SDKs' amz-sdk-request header: "attempt=1; max=3") and will retry it
-	// is sent once per SDK attempt, and only the SDK's last attempt gets
-	// the policy's remaining attempts, so that the server never sees more
-	// attempts per call than the larger of the SDK's and the policy's
-	// MaxAttempts (docs/sdk.md). Set it only when the header lies.
+	// own. By default a request whose sender marks its attempts and will
+	// retry it is sent once per SDK attempt: with the AWS SDKs'
+	// amz-sdk-request header ("attempt=1; max=3"), only the SDK's last
+	// attempt gets the policy's remaining attempts, so that the server
+	// never sees more attempts per call than the larger of the SDK's and
+	// the policy's MaxAttempts; with the Google Cloud clients'
+	// gccl-attempt-count, which gives no maximum, every attempt after the
+	// first is sent once (docs/sdk.md). Set it only when the header lies.
 	IgnoreSDKAttempts bool
 }
 
