@@ -10,7 +10,8 @@ import (
 )
 
 // Attempts tells how far a request has gone: how many attempts, and how
-// long it waited before them.
+// long it waited before them. The zero Attempts, no attempt at all, is what
+// ResponseAttempts reports for a nil response.
 type Attempts struct {
 	// Count is the number of attempts: the attempt's own number, seen from
 	// an attempt's context, or all the attempts of a request that ended.

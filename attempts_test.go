@@ -51,7 +51,7 @@ func TestResponseAttemptsOfAFirstAttempt(t *testing.T) {
 	}
 }
 
-// A response that came back after a returned error's retries, through an
+// A response that came back after retries, through an
 // http.Client that wraps the body for its Timeout, still reports them.
 func TestResponseAttemptsThroughClientWithTimeout(t *testing.T) {
 	f, srv := newFlaky(t, 2, status(503))
@@ -219,5 +219,35 @@ func TestFinalEventOfARequestRefusedBeforeItsFirstAttempt(t *testing.T) {
 	}
 	if len(events) != 1 || !events[0].Final || events[0].Attempt != 0 || !errors.Is(events[0].Stop, ratelimit.ErrRateLimited) {
 		t.Errorf("events = %+v; want one final event for attempt 0 stopped by ErrRateLimited", events)
+	}
+}
+
+// A retry's wait for a send token counts in its Attempts, as seen from its
+// context and from the response: the record is settled when it is sent.
+func TestAttemptsCountTheWaitForASendToken(t *testing.T) {
+	var seen []retrytransport.Attempts
+	n := 0
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		seen = append(seen, retrytransport.AttemptFromContext(r.Context()))
+		n++
+		if n == 1 {
+			return &http.Response{StatusCode: 503, Header: retryAfter(0), Body: http.NoBody, Request: r}, nil
+		}
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: r}, nil
+	})
+	clock := faketime.New()
+	p := policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1, Now: clock.Now}}
+	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep))
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	want := retrytransport.Attempts{Count: 2, Waited: time.Second} // Retry-After: 0, then 1 s for the token
+	if len(seen) != 2 || seen[1] != want {
+		t.Errorf("AttemptFromContext per attempt = %+v; want the retry's %+v", seen, want)
+	}
+	if got := retrytransport.ResponseAttempts(resp); got != want {
+		t.Errorf("ResponseAttempts = %+v; want %+v", got, want)
 	}
 }

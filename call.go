@@ -28,6 +28,7 @@ type call struct {
 	max     int            // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
 	sdk     bool           // the SDK will retry what this call does not
 	waited  time.Duration  // time spent waiting before attempts so far
+	mark    *Attempts      // the next retry's, in its context; nil before the first retry
 	attempt int            // attempts sent so far
 	resp    *http.Response // the last attempt's response, kept intact until the next attempt goes
 	err     error          // the last attempt's transport error
@@ -67,60 +68,30 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 	for {
 		// Before the attempt. What may refuse it comes first, and a refusal
 		// leaves the last response intact for the caller: the budget, a
-		// fresh copy of the body, the WithBeforeRetry hook, the send token.
-		// Only then is the body claimed (earlier with a hook, which sees
-		// it) and the last response drained, and what is left of the
-		// budget bounds the attempt.
+		// fresh copy of the body, the attempt's request with the body
+		// claimed, the WithBeforeRetry hook, and last the send token, which
+		// a fixed rate cannot give back. Only then is the last response
+		// drained, and what is left of the budget bounds the attempt.
 		if !c.budgetEnd.IsZero() && !t.now().Before(c.budgetEnd) {
 			return c.abandon(ErrBudget)
 		}
-		var body io.ReadCloser
-		var areq *http.Request // the attempt's request, once made
-		if c.attempt > 0 {
+		areq := req // a first attempt that needs nothing changed is the caller's request
+		if c.attempt > 0 || c.rec != nil || c.watch != nil || p.AttemptHeader != "" {
 			var reason error
-			if body, reason = c.rewindBody(); reason != nil {
+			if areq, reason = c.prepare(attemptCtx); reason != nil {
 				return c.abandon(reason)
-			}
-			// A WithBeforeRetry hook sees the retry's request, body
-			// included, and may refuse it: before the send token is
-			// taken, as a fixed rate's cannot be given back.
-			if t.beforeRetry != nil {
-				if areq, reason = c.next(attemptCtx, body); reason != nil {
-					return c.abandon(reason)
-				}
-				if reason := c.beforeRetry(areq); reason != nil {
-					closeReader(areq.Body)
-					return c.abandon(reason)
-				}
 			}
 		}
 		if st.fixed != nil || st.adaptive != nil {
 			if reason := c.pace(); reason != nil {
-				if areq != nil {
-					closeReader(areq.Body)
-				} else {
-					closeReader(body)
-				}
-				return c.abandon(reason)
-			}
-		}
-		if areq == nil {
-			areq = req // a first attempt that needs nothing changed is the caller's request
-			if c.attempt > 0 || c.rec != nil || c.watch != nil || p.AttemptHeader != "" {
-				var reason error
-				if areq, reason = c.next(attemptCtx, body); reason != nil {
-					return c.abandon(reason)
-				}
+				return c.abandonUnsent(areq, reason)
 			}
 		}
 		timeout := p.AttemptTimeout
 		if !c.budgetEnd.IsZero() {
 			left := c.budgetEnd.Sub(t.now())
 			if left <= 0 {
-				if c.attempt > 0 { // a first attempt's body is the caller's: abandon closes it
-					closeReader(areq.Body)
-				}
-				return c.abandon(ErrBudget)
+				return c.abandonUnsent(areq, ErrBudget)
 			}
 			if timeout == 0 || left < timeout {
 				timeout = left
@@ -144,17 +115,13 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 				}
 			}
 			if c.attempt > 1 || c.waited > 0 {
-				c.recovered(resp, out)
+				return c.end(resp, nil, out, nil)
 			}
 			return resp, nil
 		}
 		c.cost = 0
 		if !out.Retryable() {
-			reason := finalReason(c.ctx)
-			if c.attempt > 1 {
-				c.final(resp, err, out, reason)
-			}
-			return c.giveUp(resp, err, reason)
+			return c.end(resp, err, out, finalReason(c.ctx))
 		}
 		if done := c.plan(resp, err, out, idempotent); done {
 			return c.resp, c.err
@@ -172,14 +139,11 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 	if c.attempt == 1 && c.max > 1 && !st.p.IgnoreSDKAttempts && len(c.req.Header) > 0 {
 		c.limitForSDK() // only now: the happy path never looks for the mark
 	}
-	ev := Event{Request: c.req, Scope: c.scope, Attempt: c.attempt, Outcome: out, Err: err, Quota: -1, Waited: c.waited}
-	if resp != nil {
-		ev.StatusCode = resp.StatusCode
-	}
+	ev := c.event(resp, err, out)
 	var reason error
 	switch {
 	case !idempotent && !unprocessed(out, resp, err, c.watch, c.body),
-		c.rec != nil && !c.rec.replayable(): // known already; decided for good just before sending
+		c.rec != nil && !c.rec.replayable(): // known already; decided for good when the retry is prepared
 		reason = ErrNotRetryable
 	case c.attempt >= c.max && c.sdk:
 		reason = ErrSDKRetries
@@ -217,6 +181,7 @@ func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, 
 	c.counters.attempts.Add(1)
 	if c.attempt > 1 {
 		c.counters.retries.Add(1)
+		c.mark.Waited = c.waited
 	}
 	if timeout > 0 {
 		return c.sendTimed(areq, timeout)
@@ -281,7 +246,7 @@ func (c *call) classify(areq *http.Request, resp *http.Response) classify.Outcom
 
 // rewindBody returns, before a retry, a fresh copy of the caller's body
 // from its GetBody: nil when the request has no body, or a recorded one,
-// which is only checked here and claimed just before sending. A GetBody
+// which is only checked here and claimed by next. A GetBody
 // that fails, or returns no body, ends the retries.
 func (c *call) rewindBody() (io.ReadCloser, error) {
 	switch {
@@ -302,6 +267,30 @@ func (c *call) rewindBody() (io.ReadCloser, error) {
 	return nil, nil
 }
 
+// prepare returns the request of the next attempt, its body rewound for a
+// retry, after the WithBeforeRetry hook (if any) had its say, or why the
+// attempt is not to be sent; a body it made is then closed.
+func (c *call) prepare(ctx context.Context) (*http.Request, error) {
+	var body io.ReadCloser
+	if c.attempt > 0 {
+		var err error
+		if body, err = c.rewindBody(); err != nil {
+			return nil, err
+		}
+	}
+	areq, err := c.next(ctx, body)
+	if err != nil {
+		return nil, err // only a recorded body fails, and then there is no body
+	}
+	if c.attempt > 0 && c.t.beforeRetry != nil {
+		if err := c.beforeRetry(areq); err != nil {
+			closeReader(areq.Body)
+			return nil, err
+		}
+	}
+	return areq, nil
+}
+
 // next returns the request to send as the next attempt: a shallow copy of
 // the caller's with the attempt's context and a body that yields the whole
 // of the caller's (body, from rewindBody, for a retry with GetBody). A
@@ -311,7 +300,8 @@ func (c *call) rewindBody() (io.ReadCloser, error) {
 func (c *call) next(ctx context.Context, body io.ReadCloser) (*http.Request, error) {
 	n := c.attempt + 1
 	if n > 1 {
-		ctx = context.WithValue(ctx, attemptKey{}, &Attempts{Count: n, Waited: c.waited})
+		c.mark = &Attempts{Count: n} // Waited is set when it is sent, after pacing
+		ctx = context.WithValue(ctx, attemptKey{}, c.mark)
 	}
 	r := c.req.WithContext(ctx)
 	h, hook := c.st.p.AttemptHeader, n > 1 && c.t.beforeRetry != nil
@@ -384,7 +374,7 @@ var errRetryRefused = errors.New("retrytransport: the BeforeRetry hook refused t
 var errNoResponse = errors.New("retrytransport: base RoundTripper returned a nil *Response with a nil error")
 
 // errBodyNotReplayable is the reason a planned retry is not sent when the
-// recorded body turned out not to be replayable just before sending.
+// recorded body turned out not to be replayable when the retry was prepared.
 var errBodyNotReplayable = fmt.Errorf("%w: the request body grew past Policy.MaxBodyBuffer or its reader failed", ErrNotRetryable)
 
 // release drains and closes the last attempt's response, once the next
@@ -418,11 +408,9 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 		if c.rec == nil {
 			closeReader(c.req.Body) // with a recorder, finish closes it
 		}
-		ev := Event{Request: c.req, Scope: c.scope, Quota: -1, Waited: c.waited, Stop: reason, Final: true}
-		if q := c.st.quota; q != nil {
-			ev.Quota = q.Level(c.scope)
-		}
-		c.t.emit(ev)
+		ev := c.event(nil, nil, classify.Outcome{})
+		ev.Stop = reason
+		c.t.emitFinal(c.st, ev)
 		return nil, fmt.Errorf("retrytransport: before the first attempt: %w", reason)
 	}
 	c.st.refund(c.scope, c.cost)
@@ -438,23 +426,32 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 	return c.stop(ev, c.resp, c.err, reason)
 }
 
+// abandonUnsent is abandon for an attempt whose request areq was made: a
+// retry's body, which the transport made, is closed; a first attempt's is
+// the caller's, which abandon closes.
+func (c *call) abandonUnsent(areq *http.Request, reason error) (*http.Response, error) {
+	if c.attempt > 0 {
+		closeReader(areq.Body)
+	}
+	return c.abandon(reason)
+}
+
 // stop ends the request after a retryable outcome that is not retried.
 func (c *call) stop(ev Event, resp *http.Response, err error, reason error) (*http.Response, error) {
 	return c.remember(c.t.stop(c.st, ev, resp, err, reason))
 }
 
-// giveUp ends the request with the last attempt's result.
-func (c *call) giveUp(resp *http.Response, err error, reason error) (*http.Response, error) {
-	return c.remember(giveUp(resp, err, c.attempt, c.waited, reason))
-}
-
-// recovered ends a request whose last attempt succeeded after retries or
-// waits: the final event, and the record for ResponseAttempts.
-func (c *call) recovered(resp *http.Response, out classify.Outcome) {
+// end ends the request with its last attempt's outcome out, which is not
+// retried: Success (stop nil) or Fatal (stop says why). A request that took
+// more than one attempt gets its final Event. The caller gets the
+// attempt's response, or its error in a *RetryError.
+func (c *call) end(resp *http.Response, err error, out classify.Outcome, stop error) (*http.Response, error) {
 	if c.attempt > 1 {
-		c.final(resp, nil, out, nil)
+		ev := c.event(resp, err, out)
+		ev.Stop = stop
+		c.t.emitFinal(c.st, ev)
 	}
-	c.remember(resp, nil)
+	return c.remember(giveUp(resp, err, c.attempt, c.waited, stop))
 }
 
 // remember records, for ResponseAttempts, what the request that resp ends
@@ -466,21 +463,12 @@ func (c *call) remember(resp *http.Response, err error) (*http.Response, error) 
 	return resp, err
 }
 
-// final tells the observer and the logger how a request that took more
-// than one attempt ended with an outcome that is not retried: Success
-// (stop nil) or Fatal (stop is why).
-func (c *call) final(resp *http.Response, err error, out classify.Outcome, stop error) {
-	t := c.t
-	if t.observe == nil && t.logger == nil {
-		return
-	}
-	ev := Event{Request: c.req, Scope: c.scope, Attempt: c.attempt, Outcome: out, Err: err,
-		Quota: -1, Waited: c.waited, Stop: stop, Final: true}
+// event returns the Event of the attempt that just ended (attempt 0: none
+// yet) with resp or err, classified as out.
+func (c *call) event(resp *http.Response, err error, out classify.Outcome) Event {
+	ev := Event{Request: c.req, Scope: c.scope, Attempt: c.attempt, Outcome: out, Err: err, Quota: -1, Waited: c.waited}
 	if resp != nil {
 		ev.StatusCode = resp.StatusCode
 	}
-	if q := c.st.quota; q != nil {
-		ev.Quota = q.Level(c.scope)
-	}
-	t.emit(ev)
+	return ev
 }

@@ -49,9 +49,7 @@ func (t *Transport) planRetry(ctx context.Context, st *hostState, ev *Event, res
 		return 0, ErrBudget
 	}
 	ev.Delay = delay
-	if st.quota != nil {
-		ev.Quota = st.quota.Level(ev.Scope)
-	}
+	ev.Quota = st.quotaLevel(ev.Scope)
 	return cost, nil
 }
 
@@ -109,12 +107,11 @@ func (c *call) reserve() error {
 // unpace gives back what pace took for an attempt that will not be sent
 // after all: the adaptive limiter's send token. A fixed-rate token is not
 // given back, since x/time/rate cannot restore a reservation whose time
-// has come without letting a later one send early; the steps that may
-// refuse a retry (the budget, GetBody, the replay check, the
-// WithBeforeRetry hook) come before pacing, so this happens only when the budget
-// runs out, or a recorded body turns out not to be replayable, in the
-// moment between pacing and sending, and then costs the scope's next send
-// at most 1/Rate.
+// has come without letting a later one send early. Everything else that
+// may refuse an attempt (GetBody, claiming a recorded body, the
+// WithBeforeRetry hook) comes before pacing, so this happens only when
+// MaxTotalTime runs out in the moment between pacing and sending, and then
+// costs the scope's next send at most 1/Rate.
 func (c *call) unpace() {
 	if c.paced {
 		c.paced = false

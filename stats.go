@@ -180,10 +180,7 @@ func (t *Transport) Snapshot() []ScopeStats {
 			Throttles:     c.throttles.Load(),
 			QuotaRefusals: c.quotaRefusals.Load(),
 			RateLimited:   c.rateLimited.Load(),
-			Quota:         -1,
-		}
-		if c.st.quota != nil {
-			s.Quota = c.st.quota.Level(scope)
+			Quota:         c.st.quotaLevel(scope),
 		}
 		if c.st.adaptive != nil {
 			s.Adaptive = c.st.adaptive.State(scope)

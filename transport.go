@@ -269,13 +269,30 @@ func (st *hostState) scope(req *http.Request) string {
 // tells the observer why, in the request's final event, and returns what
 // the caller gets.
 func (t *Transport) stop(st *hostState, ev Event, resp *http.Response, err error, reason error) (*http.Response, error) {
-	ev.Stop, ev.Final = reason, true
-	ev.Delay, ev.ServerDelay = 0, false
-	if st.quota != nil {
-		ev.Quota = st.quota.Level(ev.Scope)
-	}
-	t.emit(ev)
+	ev.Stop = reason
+	t.emitFinal(st, ev)
 	return giveUp(resp, err, ev.Attempt, ev.Waited, reason)
+}
+
+// emitFinal hands ev, the request's last Event, to the observer and the
+// logger, with the scope's quota level as the request leaves it.
+func (t *Transport) emitFinal(st *hostState, ev Event) {
+	if t.observe == nil && t.logger == nil {
+		return
+	}
+	ev.Final = true
+	ev.Delay, ev.ServerDelay = 0, false
+	ev.Quota = st.quotaLevel(ev.Scope)
+	t.emit(ev)
+}
+
+// quotaLevel returns the level of scope's retry quota, or -1 when the
+// policy has none.
+func (st *hostState) quotaLevel(scope string) float64 {
+	if st.quota == nil {
+		return -1
+	}
+	return st.quota.Level(scope)
 }
 
 // giveUp returns the last attempt's result: its response untouched, or its

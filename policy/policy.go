@@ -140,11 +140,11 @@ type Policy struct {
 
 	// RateLimit paces every attempt of a scope at a fixed rate with a burst,
 	// for APIs that publish their limit (SNS maxReceivesPerSecond). Nil
-	// means no fixed rate. Like Limiter, it is used as given. A retry is
+	// means no fixed rate. Like Limiter, it is used as given. An attempt is
 	// paced after the checks that may refuse it; a send token it took is
-	// not given back if it still cannot be sent (MaxTotalTime ran out, or
-	// its recorded body stopped being replayable, in the moment between),
-	// which delays the scope's next send by at most 1/Rate.
+	// not given back if it still cannot be sent (MaxTotalTime ran out in
+	// the moment between), which delays the scope's next send by at most
+	// 1/Rate.
 	RateLimit *ratelimit.Fixed
 
 	// Scope maps a request to the key of its retry quota bucket (and rate

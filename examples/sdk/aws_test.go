@@ -28,37 +28,25 @@ import (
 // is DynamoDB's: a 400 whose __type ends in #ThrottlingException, with no
 // Retry-After.
 func newDynamoDBFake(s *script) *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, _ := s.take(r)
-		status, body := http.StatusOK, ""
-		switch f {
-		case hangUp:
-			hangUpConn(w)
-			return
-		case unavailable:
-			status = http.StatusServiceUnavailable
-			body = `{"__type":"com.amazon.coral.availability#ServiceUnavailableException","message":"Service unavailable"}`
-		case throttled:
-			status = http.StatusBadRequest
-			body = `{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}`
-		default:
+	return api{
+		unavailable: `{"__type":"com.amazon.coral.availability#ServiceUnavailableException","message":"Service unavailable"}`,
+		throttle: reply{status: http.StatusBadRequest,
+			body: `{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","message":"Rate of requests exceeds the allowed throughput."}`},
+		serve: func(r *http.Request, _ []byte) reply {
 			switch r.Header.Get("X-Amz-Target") {
 			case "DynamoDB_20120810.PutItem":
-				body = `{}`
+				return reply{status: http.StatusOK, body: `{}`}
 			case "DynamoDB_20120810.GetItem":
-				body = `{"Item":{"id":{"S":"42"},"name":{"S":"Ada"}}}`
-			default:
-				status = http.StatusBadRequest
-				body = `{"__type":"com.amazon.coral.service#UnknownOperationException"}`
+				return reply{status: http.StatusOK, body: `{"Item":{"id":{"S":"42"},"name":{"S":"Ada"}}}`}
 			}
-		}
-		h := w.Header()
-		h.Set("Content-Type", "application/x-amz-json-1.0")
-		h.Set("X-Amzn-Requestid", fmt.Sprintf("REQ%04d", len(s.Hits())))
-		h.Set("X-Amz-Crc32", fmt.Sprint(crc32.ChecksumIEEE([]byte(body))))
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(body))
-	}))
+			return reply{status: http.StatusBadRequest, body: `{"__type":"com.amazon.coral.service#UnknownOperationException"}`}
+		},
+		header: func(h http.Header, n int, body string) {
+			h.Set("Content-Type", "application/x-amz-json-1.0")
+			h.Set("X-Amzn-Requestid", fmt.Sprintf("REQ%04d", n))
+			h.Set("X-Amz-Crc32", fmt.Sprint(crc32.ChecksumIEEE([]byte(body))))
+		},
+	}.start(s)
 }
 
 // dynamoDBPolicy is the policy for AWS APIs: Standard, with every
@@ -131,14 +119,9 @@ func checkNopAttemptHeader(t *testing.T, hits []hit) {
 }
 
 func TestDynamoDBScenarios(t *testing.T) {
-	setup := func(call func(context.Context, *dynamodb.Client) error) func(*testing.T, *script, http.RoundTripper) func(context.Context) error {
-		return func(t *testing.T, s *script, rt http.RoundTripper) func(context.Context) error {
-			srv := newDynamoDBFake(s)
-			t.Cleanup(srv.Close)
-			c := newDynamoDBClient(srv, &http.Client{Transport: rt}, nopRetryer)
-			return func(ctx context.Context) error { return call(ctx, c) }
-		}
-	}
+	setup := calls(newDynamoDBFake, func(_ *testing.T, srv *httptest.Server, rt http.RoundTripper) *dynamodb.Client {
+		return newDynamoDBClient(srv, &http.Client{Transport: rt}, nopRetryer)
+	})
 	runScenarios(t, []target{{
 		name:       "PutItem",
 		policy:     dynamoDBPolicy,

@@ -22,41 +22,29 @@ import (
 // Elasticsearch, without which the client refuses to talk to the server.
 // Its throttle is a 429 es_rejected_execution_exception with Retry-After: 1.
 func newElasticsearchFake(s *script) *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, _ := s.take(r)
-		status, out := http.StatusOK, ""
-		switch f {
-		case hangUp:
-			hangUpConn(w)
-			return
-		case unavailable:
-			status = http.StatusServiceUnavailable
-			out = `{"error":{"root_cause":[{"type":"cluster_block_exception","reason":"blocked by: [SERVICE_UNAVAILABLE/2/no master];"}],"type":"cluster_block_exception","reason":"blocked by: [SERVICE_UNAVAILABLE/2/no master];"},"status":503}`
-		case throttled:
-			status = http.StatusTooManyRequests
-			w.Header().Set("Retry-After", "1")
-			out = `{"error":{"root_cause":[{"type":"es_rejected_execution_exception","reason":"rejected execution of coordinating operation"}],"type":"es_rejected_execution_exception","reason":"rejected execution of coordinating operation"},"status":429}`
-		default:
+	return api{
+		unavailable: `{"error":{"root_cause":[{"type":"cluster_block_exception","reason":"blocked by: [SERVICE_UNAVAILABLE/2/no master];"}],"type":"cluster_block_exception","reason":"blocked by: [SERVICE_UNAVAILABLE/2/no master];"},"status":503}`,
+		throttle: reply{status: http.StatusTooManyRequests, header: retryAfter1,
+			body: `{"error":{"root_cause":[{"type":"es_rejected_execution_exception","reason":"rejected execution of coordinating operation"}],"type":"es_rejected_execution_exception","reason":"rejected execution of coordinating operation"},"status":429}`},
+		serve: func(r *http.Request, _ []byte) reply {
 			switch {
 			case r.Method == http.MethodPut && r.URL.Path == "/books/_doc/1":
-				status = http.StatusCreated
-				out = `{"_index":"books","_id":"1","_version":1,"result":"created","_shards":{"total":2,"successful":1,"failed":0},"_seq_no":0,"_primary_term":1}`
+				return reply{status: http.StatusCreated,
+					body: `{"_index":"books","_id":"1","_version":1,"result":"created","_shards":{"total":2,"successful":1,"failed":0},"_seq_no":0,"_primary_term":1}`}
 			case r.Method == http.MethodPost && r.URL.Path == "/books/_doc":
-				status = http.StatusCreated
-				out = `{"_index":"books","_id":"Yx8mKZoBq3Ws1pRtE0aF","_version":1,"result":"created","_shards":{"total":2,"successful":1,"failed":0},"_seq_no":1,"_primary_term":1}`
+				return reply{status: http.StatusCreated,
+					body: `{"_index":"books","_id":"Yx8mKZoBq3Ws1pRtE0aF","_version":1,"result":"created","_shards":{"total":2,"successful":1,"failed":0},"_seq_no":1,"_primary_term":1}`}
 			case r.Method == http.MethodGet && r.URL.Path == "/books/_doc/1":
-				out = `{"_index":"books","_id":"1","_version":1,"_seq_no":0,"_primary_term":1,"found":true,"_source":{"title":"Dune"}}`
-			default:
-				status = http.StatusNotFound
-				out = fmt.Sprintf(`{"error":"no handler found for uri [%s] and method [%s]"}`, r.URL.Path, r.Method)
+				return reply{status: http.StatusOK,
+					body: `{"_index":"books","_id":"1","_version":1,"_seq_no":0,"_primary_term":1,"found":true,"_source":{"title":"Dune"}}`}
 			}
-		}
-		h := w.Header()
-		h.Set("Content-Type", "application/vnd.elasticsearch+json;compatible-with=8")
-		h.Set("X-Elastic-Product", "Elasticsearch")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(out))
-	}))
+			return reply{status: http.StatusNotFound, body: fmt.Sprintf(`{"error":"no handler found for uri [%s] and method [%s]"}`, r.URL.Path, r.Method)}
+		},
+		header: func(h http.Header, _ int, _ string) {
+			h.Set("Content-Type", "application/vnd.elasticsearch+json;compatible-with=8")
+			h.Set("X-Elastic-Product", "Elasticsearch")
+		},
+	}.start(s)
 }
 
 // newElasticsearchClient returns a client of srv whose requests go through
@@ -115,14 +103,9 @@ func indexDune(ctx context.Context, es *elasticsearch.Client, id string) error {
 }
 
 func TestElasticsearchScenarios(t *testing.T) {
-	setup := func(call func(context.Context, *elasticsearch.Client) error) func(*testing.T, *script, http.RoundTripper) func(context.Context) error {
-		return func(t *testing.T, s *script, rt http.RoundTripper) func(context.Context) error {
-			srv := newElasticsearchFake(s)
-			t.Cleanup(srv.Close)
-			es := newElasticsearchClient(t, srv, rt, false)
-			return func(ctx context.Context) error { return call(ctx, es) }
-		}
-	}
+	setup := calls(newElasticsearchFake, func(t *testing.T, srv *httptest.Server, rt http.RoundTripper) *elasticsearch.Client {
+		return newElasticsearchClient(t, srv, rt, false)
+	})
 	runScenarios(t, []target{{
 		name:       "Index PUT with id",
 		policy:     policy.Standard,

@@ -21,44 +21,31 @@ import (
 // Every answer carries the rate-limit headers with quota left, as GitHub's
 // do, so go-github never blocks a call on its own.
 func newGitHubFake(s *script) *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, body := s.take(r)
-		h := w.Header()
-		status, out := http.StatusOK, ""
-		switch f {
-		case hangUp:
-			hangUpConn(w)
-			return
-		case unavailable:
-			status = http.StatusServiceUnavailable
-			out = `{"message":"Service Unavailable","documentation_url":"https://docs.github.com/rest","status":"503"}`
-		case throttled:
-			status = http.StatusTooManyRequests
-			h.Set("Retry-After", "1")
-			out = `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits","status":"429"}`
-		default:
+	return api{
+		unavailable: `{"message":"Service Unavailable","documentation_url":"https://docs.github.com/rest","status":"503"}`,
+		throttle: reply{status: http.StatusTooManyRequests, header: retryAfter1,
+			body: `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits","status":"429"}`},
+		serve: func(r *http.Request, body []byte) reply {
 			switch {
 			case r.Method == http.MethodGet && r.URL.Path == "/api/v3/repos/octocat/hello-world":
-				out = `{"id":1296269,"name":"hello-world","full_name":"octocat/hello-world","owner":{"login":"octocat","id":583231,"type":"User"},"private":false,"default_branch":"main","stargazers_count":80}`
+				return reply{status: http.StatusOK,
+					body: `{"id":1296269,"name":"hello-world","full_name":"octocat/hello-world","owner":{"login":"octocat","id":583231,"type":"User"},"private":false,"default_branch":"main","stargazers_count":80}`}
 			case r.Method == http.MethodPost && r.URL.Path == "/api/v3/repos/octocat/hello-world/issues":
 				var req struct{ Title string }
 				_ = json.Unmarshal(body, &req)
-				status = http.StatusCreated
-				out = fmt.Sprintf(`{"id":1,"number":1347,"state":"open","title":%q}`, req.Title)
-			default:
-				status = http.StatusNotFound
-				out = `{"message":"Not Found","documentation_url":"https://docs.github.com/rest","status":"404"}`
+				return reply{status: http.StatusCreated, body: fmt.Sprintf(`{"id":1,"number":1347,"state":"open","title":%q}`, req.Title)}
 			}
-		}
-		h.Set("Content-Type", "application/json; charset=utf-8")
-		h.Set("X-GitHub-Request-Id", fmt.Sprintf("REQ:%04d", len(s.Hits())))
-		h.Set("X-RateLimit-Limit", "5000")
-		h.Set("X-RateLimit-Remaining", "4999")
-		h.Set("X-RateLimit-Reset", "1767326645")
-		h.Set("X-RateLimit-Resource", "core")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(out))
-	}))
+			return reply{status: http.StatusNotFound, body: `{"message":"Not Found","documentation_url":"https://docs.github.com/rest","status":"404"}`}
+		},
+		header: func(h http.Header, n int, _ string) {
+			h.Set("Content-Type", "application/json; charset=utf-8")
+			h.Set("X-GitHub-Request-Id", fmt.Sprintf("REQ:%04d", n))
+			h.Set("X-RateLimit-Limit", "5000")
+			h.Set("X-RateLimit-Remaining", "4999")
+			h.Set("X-RateLimit-Reset", "1767326645")
+			h.Set("X-RateLimit-Resource", "core")
+		},
+	}.start(s)
 }
 
 // newGitHubClient returns a go-github client whose requests go through hc
@@ -81,14 +68,9 @@ func gitHubStatus(err error) int {
 }
 
 func TestGitHubScenarios(t *testing.T) {
-	setup := func(call func(context.Context, *github.Client) error) func(*testing.T, *script, http.RoundTripper) func(context.Context) error {
-		return func(t *testing.T, s *script, rt http.RoundTripper) func(context.Context) error {
-			srv := newGitHubFake(s)
-			t.Cleanup(srv.Close)
-			c := newGitHubClient(t, srv, &http.Client{Transport: rt})
-			return func(ctx context.Context) error { return call(ctx, c) }
-		}
-	}
+	setup := calls(newGitHubFake, func(t *testing.T, srv *httptest.Server, rt http.RoundTripper) *github.Client {
+		return newGitHubClient(t, srv, &http.Client{Transport: rt})
+	})
 	runScenarios(t, []target{{
 		name:       "Repositories.Get",
 		policy:     policy.Standard,

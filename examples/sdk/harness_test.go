@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -77,6 +78,56 @@ func repeat(f fault, n int) []fault {
 	return out
 }
 
+// An api is a fake of one API: its answers to the faults, and to the calls
+// it serves.
+type api struct {
+	// unavailable is the body of its 503.
+	unavailable string
+	// throttle is its throttling answer.
+	throttle reply
+	// serve answers a call that no fault takes, given the request's body.
+	serve func(r *http.Request, body []byte) reply
+	// header sets the headers of every answer, the hit's number (from 1)
+	// and the answer's body given: a content type, a request id.
+	header func(h http.Header, n int, body string)
+}
+
+// A reply is one answer of a fake API.
+type reply struct {
+	status int
+	body   string
+	header http.Header // besides api.header's
+}
+
+// start starts a fake of a on 127.0.0.1, which serves the faults of s.
+func (a api) start(s *script) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, body := s.take(r)
+		var rp reply
+		switch f {
+		case hangUp:
+			hangUpConn(w)
+			return
+		case unavailable:
+			rp = reply{status: http.StatusServiceUnavailable, body: a.unavailable}
+		case throttled:
+			rp = a.throttle
+		default:
+			rp = a.serve(r, body)
+		}
+		h := w.Header()
+		a.header(h, len(s.Hits()), rp.body)
+		for k, v := range rp.header {
+			h[k] = v
+		}
+		w.WriteHeader(rp.status)
+		_, _ = w.Write([]byte(rp.body))
+	}))
+}
+
+// retryAfter1 is the header of a throttle that asks for a 1 s wait.
+var retryAfter1 = http.Header{"Retry-After": {"1"}}
+
 // hangUpConn takes over the connection of w and closes it without writing,
 // as a crashing server or a dropping load balancer does.
 func hangUpConn(w http.ResponseWriter) {
@@ -131,12 +182,29 @@ type target struct {
 	// setup starts the fake with s and returns the call, made through rt.
 	// The call returns nil after checking the SDK's parsed result, or the
 	// SDK's error.
-	setup func(t *testing.T, s *script, rt http.RoundTripper) func(context.Context) error
+	setup setupFunc
 	// status returns the HTTP status that err, an error of the SDK, reports
 	// from the API, or 0 if it reports none (a transport error).
 	status func(err error) int
 	// checkHits, if set, checks what the server received.
 	checkHits func(t *testing.T, hits []hit)
+}
+
+// setupFunc is target.setup.
+type setupFunc func(t *testing.T, s *script, rt http.RoundTripper) func(context.Context) error
+
+// calls returns, for an SDK whose client newClient builds for a fake of
+// its API (started by newFake) and a round tripper, the setup of a target
+// that makes call with that client.
+func calls[C any](newFake func(*script) *httptest.Server, newClient func(t *testing.T, srv *httptest.Server, rt http.RoundTripper) C) func(call func(context.Context, C) error) setupFunc {
+	return func(call func(context.Context, C) error) setupFunc {
+		return func(t *testing.T, s *script, rt http.RoundTripper) func(context.Context) error {
+			srv := newFake(s)
+			t.Cleanup(srv.Close)
+			c := newClient(t, srv, rt)
+			return func(ctx context.Context) error { return call(ctx, c) }
+		}
+	}
 }
 
 // A scenario is a sequence of faults the fake serves to one call.

@@ -18,21 +18,11 @@ import (
 // creates cus_123 with the posted email, and GET /v1/customers/cus_123
 // returns it. Its throttle is a 429 rate_limit error with Retry-After: 1.
 func newStripeFake(s *script) *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, body := s.take(r)
-		status, out := http.StatusOK, ""
-		switch f {
-		case hangUp:
-			hangUpConn(w)
-			return
-		case unavailable:
-			status = http.StatusServiceUnavailable
-			out = `{"error":{"type":"api_error","message":"The service is temporarily unavailable."}}`
-		case throttled:
-			status = http.StatusTooManyRequests
-			w.Header().Set("Retry-After", "1")
-			out = `{"error":{"type":"invalid_request_error","code":"rate_limit","message":"Too many requests hit the API too quickly."}}`
-		default:
+	return api{
+		unavailable: `{"error":{"type":"api_error","message":"The service is temporarily unavailable."}}`,
+		throttle: reply{status: http.StatusTooManyRequests, header: retryAfter1,
+			body: `{"error":{"type":"invalid_request_error","code":"rate_limit","message":"Too many requests hit the API too quickly."}}`},
+		serve: func(r *http.Request, body []byte) reply {
 			email := "ada@example.com"
 			if r.Method == http.MethodPost {
 				form, _ := url.ParseQuery(string(body))
@@ -41,17 +31,16 @@ func newStripeFake(s *script) *httptest.Server {
 			switch {
 			case r.Method == http.MethodPost && r.URL.Path == "/v1/customers",
 				r.Method == http.MethodGet && r.URL.Path == "/v1/customers/cus_123":
-				out = fmt.Sprintf(`{"id":"cus_123","object":"customer","email":%q,"created":1767323045,"livemode":false}`, email)
-			default:
-				status = http.StatusNotFound
-				out = `{"error":{"type":"invalid_request_error","message":"Unrecognized request URL."}}`
+				return reply{status: http.StatusOK,
+					body: fmt.Sprintf(`{"id":"cus_123","object":"customer","email":%q,"created":1767323045,"livemode":false}`, email)}
 			}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Request-Id", fmt.Sprintf("req_%04d", len(s.Hits())))
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(out))
-	}))
+			return reply{status: http.StatusNotFound, body: `{"error":{"type":"invalid_request_error","message":"Unrecognized request URL."}}`}
+		},
+		header: func(h http.Header, n int, _ string) {
+			h.Set("Content-Type", "application/json")
+			h.Set("Request-Id", fmt.Sprintf("req_%04d", n))
+		},
+	}.start(s)
 }
 
 // newStripeClient returns a Stripe client whose requests go through hc to
@@ -91,14 +80,9 @@ func checkOneIdempotencyKey(t *testing.T, hits []hit) {
 }
 
 func TestStripeScenarios(t *testing.T) {
-	setup := func(call func(context.Context, *stripe.Client) error) func(*testing.T, *script, http.RoundTripper) func(context.Context) error {
-		return func(t *testing.T, s *script, rt http.RoundTripper) func(context.Context) error {
-			srv := newStripeFake(s)
-			t.Cleanup(srv.Close)
-			c := newStripeClient(srv, &http.Client{Transport: rt}, 0)
-			return func(ctx context.Context) error { return call(ctx, c) }
-		}
-	}
+	setup := calls(newStripeFake, func(_ *testing.T, srv *httptest.Server, rt http.RoundTripper) *stripe.Client {
+		return newStripeClient(srv, &http.Client{Transport: rt}, 0)
+	})
 	runScenarios(t, []target{{
 		name:       "Customers.Create",
 		policy:     policy.Standard,
