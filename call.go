@@ -114,7 +114,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 					st.quota.Success(c.scope)
 				}
 			}
-			if c.attempt > 1 || c.waited > 0 {
+			if c.attempt > 1 || c.waited > 0 || t.final != nil {
 				return c.end(resp, nil, out, nil)
 			}
 			return resp, nil
@@ -352,7 +352,7 @@ func (c *call) next(ctx context.Context, body io.ReadCloser) (*http.Request, err
 // own copy stale; the attempt gets a fresh one.
 func (c *call) beforeRetry(areq *http.Request) error {
 	if err := c.t.beforeRetry(areq, *c.ev); err != nil {
-		return fmt.Errorf("%w: %w", errRetryRefused, err)
+		return fmt.Errorf("%w: %w", ErrRetryRefused, err)
 	}
 	if c.rec != nil && !c.rec.current(areq.Body) {
 		cur, ok := c.rec.claim()
@@ -363,10 +363,6 @@ func (c *call) beforeRetry(areq *http.Request) error {
 	}
 	return nil
 }
-
-// errRetryRefused is the reason, wrapping the hook's error, that a retry
-// refused by the WithBeforeRetry hook was not sent.
-var errRetryRefused = errors.New("retrytransport: the BeforeRetry hook refused the retry")
 
 // errNoResponse is the error of an attempt whose base transport returned
 // neither a response nor an error, which breaks the RoundTripper contract;
@@ -410,7 +406,7 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 		}
 		ev := c.event(nil, nil, classify.Outcome{})
 		ev.Stop = reason
-		c.t.emitFinal(c.st, ev)
+		c.t.emitFinal(c.st, ev, true)
 		return nil, fmt.Errorf("retrytransport: before the first attempt: %w", reason)
 	}
 	c.st.refund(c.scope, c.cost)
@@ -443,13 +439,14 @@ func (c *call) stop(ev Event, resp *http.Response, err error, reason error) (*ht
 
 // end ends the request with its last attempt's outcome out, which is not
 // retried: Success (stop nil) or Fatal (stop says why). A request that took
-// more than one attempt gets its final Event. The caller gets the
-// attempt's response, or its error in a *RetryError.
+// more than one attempt gets its final Event, and so does every request
+// when there is a final observer. The caller gets the attempt's response,
+// or its error in a *RetryError.
 func (c *call) end(resp *http.Response, err error, out classify.Outcome, stop error) (*http.Response, error) {
-	if c.attempt > 1 {
+	if c.attempt > 1 || c.t.final != nil {
 		ev := c.event(resp, err, out)
 		ev.Stop = stop
-		c.t.emitFinal(c.st, ev)
+		c.t.emitFinal(c.st, ev, c.attempt > 1)
 	}
 	return c.remember(giveUp(resp, err, c.attempt, c.waited, stop))
 }

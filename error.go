@@ -33,6 +33,9 @@ var (
 	// this attempt was not retried here: the SDK sends its next attempt
 	// itself.
 	ErrSDKRetries = errors.New("retrytransport: the SDK retries this request itself")
+	// ErrRetryRefused means the WithBeforeRetry hook refused the retry.
+	// The reason wraps both it and the hook's own error.
+	ErrRetryRefused = errors.New("retrytransport: the BeforeRetry hook refused the retry")
 )
 
 // RetryError is the error RoundTrip returns, always as a *RetryError, when
@@ -45,8 +48,8 @@ type RetryError struct {
 	Attempts int
 	// Reason is why retrying stopped: ErrExhausted, ErrNotRetryable,
 	// ErrDeadline, ErrBudget, ErrSDKRetries, ratelimit.ErrQuotaExceeded,
-	// ratelimit.ErrRateLimited, the error of a WithBeforeRetry hook that
-	// refused the retry (wrapped), or the context's error.
+	// ratelimit.ErrRateLimited, ErrRetryRefused (wrapping the error of the
+	// WithBeforeRetry hook that refused the retry), or the context's error.
 	Reason error
 	// Err is the last attempt's transport error, or the context's error if
 	// the caller cancelled while waiting. It is never nil.

@@ -24,10 +24,12 @@ import (
 // waited), ends with exactly one Event whose Final is true: the Event with
 // Stop set, or, when the last attempt succeeded or failed for good, an
 // Event for that attempt. A request that ends at its first attempt with a
-// Success or Fatal outcome produces no Event at all; nor does a response
-// under a policy with MaxAttempts 1 and no time bound or pacing, which the
-// Transport hands back as the base transport returned it, unclassified (a
-// transport error there still ends with a final Event).
+// Success or Fatal outcome produces no Event for the observers of
+// WithObserver; nor does a response under a policy with MaxAttempts 1 and
+// no time bound or pacing, which the Transport hands back as the base
+// transport returned it, unclassified (a transport error there still ends
+// with a final Event). Observers of WithFinalObserver get the final Event
+// of every request, these included.
 type Event struct {
 	// Request is the caller's request. Treat it as read-only.
 	Request *http.Request
@@ -70,9 +72,10 @@ type Event struct {
 	// ErrSDKRetries (the SDK that sent the request retries it itself),
 	// ratelimit.ErrQuotaExceeded (the retry quota, the circuit breaker,
 	// cannot pay) or ratelimit.ErrRateLimited (a client-side rate limiter
-	// refused to wait for the retry's send token); or the error of the
-	// WithBeforeRetry hook that refused the retry; or the context's error,
-	// when the caller cancelled.
+	// refused to wait for the retry's send token) or ErrRetryRefused
+	// (wrapping the error of the WithBeforeRetry hook that refused the
+	// retry); or the context's error, when the caller cancelled. In the
+	// final Event of a request whose last attempt succeeded, it is nil.
 	Stop error
 }
 

@@ -10,7 +10,8 @@ import (
 )
 
 // An Option configures a Transport built by New. A later option overrides
-// an earlier one that sets the same thing.
+// an earlier one that sets the same thing, except WithObserver and
+// WithFinalObserver, which add an observer each.
 type Option func(*config)
 
 type config struct {
@@ -18,7 +19,8 @@ type config struct {
 	hosts   []hostEntry
 	now     func() time.Time
 	sleep   func(context.Context, time.Duration) error
-	observe func(Event)
+	observe []func(Event)
+	final   []func(Event)
 	logger  *slog.Logger
 
 	beforeRetry func(*http.Request, Event) error
@@ -87,9 +89,39 @@ func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Dura
 // when a retryable outcome is not retried, and once when a request that
 // needed a retry, or was refused, ends (see Event). f must not block
 // and must be safe for concurrent use; it must not read or close the
-// response. The default is no observer.
+// response. Each WithObserver adds an observer, so that a telemetry
+// package and the caller can each have theirs; observers are called in
+// the order they were given. A nil f is ignored. The default is no
+// observer.
 func WithObserver(f func(Event)) Option {
-	return func(c *config) { c.observe = f }
+	return func(c *config) {
+		if f != nil {
+			c.observe = append(c.observe, f)
+		}
+	}
+}
+
+// WithFinalObserver registers f to be called, synchronously, once at the
+// end of every request, with the request's final Event (Final is true):
+// also for a request that ended at its first attempt, which WithObserver's
+// observers do not hear about, so that f can count every request and its
+// attempts. Such an Event has Attempt 1, the attempt's Outcome and status
+// or error, and a nil Stop when the attempt succeeded. With a final
+// observer, a policy with MaxAttempts 1 has its responses classified too,
+// so that their Event has an Outcome (see Event).
+//
+// A request that RoundTrip rejects before it reaches a policy (a nil URL,
+// an invalid WithHostPolicy pattern) has no Event. f must not block and
+// must be safe for concurrent use; it must not read or close the response.
+// Each WithFinalObserver adds one, called in the order given, after the
+// WithObserver observers have seen the same Event. A nil f is ignored. The
+// default is none.
+func WithFinalObserver(f func(Event)) Option {
+	return func(c *config) {
+		if f != nil {
+			c.final = append(c.final, f)
+		}
+	}
 }
 
 // WithLogger makes the Transport log what its observer would see: each
@@ -112,7 +144,8 @@ func WithLogger(l *slog.Logger) Option {
 // the body's bytes reads a copy from req.GetBody, which is set whenever the
 // body can be replayed. An error from f refuses the retry: the request
 // ends as if the retry could not be sent (the caller gets the last
-// response, or a *RetryError), and the final Event's Stop wraps the error.
+// response, or a *RetryError), and the final Event's Stop wraps the error
+// with ErrRetryRefused.
 // f is called synchronously, once per retry, never for the first attempt;
 // it must be safe for concurrent use. The default is no hook.
 func WithBeforeRetry(f func(req *http.Request, prev Event) error) Option {

@@ -22,6 +22,10 @@ const maxStatsScopes = 10_000
 type ScopeStats struct {
 	// Scope is the scope key.
 	Scope string
+	// Custom reports that Scope came from the policy's Scope function;
+	// false means it is the requests' URL host (the default), so that a
+	// telemetry exporter knows which keys are bounded by the hosts called.
+	Custom bool
 	// Attempts counts every request sent to the base transport, retries
 	// included; Retries counts those that were retries.
 	Attempts, Retries uint64
@@ -175,6 +179,7 @@ func (t *Transport) Snapshot() []ScopeStats {
 		scope := k.(string)
 		s := ScopeStats{
 			Scope:         scope,
+			Custom:        c.st.p.Scope != nil,
 			Attempts:      c.attempts.Load(),
 			Retries:       c.retries.Load(),
 			Throttles:     c.throttles.Load(),

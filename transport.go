@@ -99,7 +99,8 @@ type Transport struct {
 	err     error // a configuration error every RoundTrip returns
 	now     func() time.Time
 	sleep   func(context.Context, time.Duration) error
-	observe func(Event)
+	observe func(Event) // the WithObserver observers, in one; nil for none
+	final   func(Event) // the WithFinalObserver observers, in one; nil for none
 	logger  *slog.Logger
 	stats   statsTable
 
@@ -152,7 +153,8 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 			o(&c)
 		}
 	}
-	t := &Transport{base: base, now: c.now, sleep: c.sleep, observe: c.observe, logger: c.logger, beforeRetry: c.beforeRetry}
+	t := &Transport{base: base, now: c.now, sleep: c.sleep, observe: fanOut(c.observe), final: fanOut(c.final),
+		logger: c.logger, beforeRetry: c.beforeRetry}
 	t.hosts.def = newHostState(c.def, c.now)
 	for _, h := range c.hosts {
 		if err := t.hosts.add(h.pattern, newHostState(h.p, c.now)); err != nil && t.err == nil {
@@ -198,8 +200,9 @@ func (t *Transport) fillDefaults() {
 // made and why retrying stopped; errors.Is and errors.As reach both the last
 // attempt's transport error and the reason (ErrExhausted, ErrNotRetryable,
 // ErrDeadline, ErrBudget, ErrSDKRetries, ratelimit.ErrQuotaExceeded,
-// ratelimit.ErrRateLimited, the error of a WithBeforeRetry hook that
-// refused the retry, or the context's error when the caller cancelled), and its Timeout method reports a deadline. http.Client.Do
+// ratelimit.ErrRateLimited, ErrRetryRefused with the error of the
+// WithBeforeRetry hook that refused the retry, or the context's error when
+// the caller cancelled), and its Timeout method reports a deadline. http.Client.Do
 // wraps it in a *url.Error; when http.Client's own Timeout fires first,
 // net/http may report its own error instead.
 //
@@ -218,7 +221,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("retrytransport: nil Request.URL")
 	}
 	st := t.hosts.lookup(req.URL.Hostname())
-	if st.direct {
+	if st.direct && t.final == nil { // a final observer needs the outcome classified
 		scope := st.scope(req)
 		t.stats.get(scope, st).attempts.Add(1)
 		resp, err := t.base.RoundTrip(req)
@@ -270,20 +273,44 @@ func (st *hostState) scope(req *http.Request) string {
 // the caller gets.
 func (t *Transport) stop(st *hostState, ev Event, resp *http.Response, err error, reason error) (*http.Response, error) {
 	ev.Stop = reason
-	t.emitFinal(st, ev)
+	t.emitFinal(st, ev, true)
 	return giveUp(resp, err, ev.Attempt, ev.Waited, reason)
 }
 
-// emitFinal hands ev, the request's last Event, to the observer and the
-// logger, with the scope's quota level as the request leaves it.
-func (t *Transport) emitFinal(st *hostState, ev Event) {
-	if t.observe == nil && t.logger == nil {
+// emitFinal hands ev, the request's last Event, with the scope's quota
+// level as the request leaves it, to the final observers and, if the
+// request is one they hear about (observed), to the observers and the
+// logger.
+func (t *Transport) emitFinal(st *hostState, ev Event, observed bool) {
+	observed = observed && (t.observe != nil || t.logger != nil)
+	if !observed && t.final == nil {
 		return
 	}
 	ev.Final = true
 	ev.Delay, ev.ServerDelay = 0, false
 	ev.Quota = st.quotaLevel(ev.Scope)
-	t.emit(ev)
+	if observed {
+		t.emit(ev)
+	}
+	if t.final != nil {
+		t.final(ev)
+	}
+}
+
+// fanOut returns one function that calls each of fs in turn, or nil for
+// none.
+func fanOut(fs []func(Event)) func(Event) {
+	switch len(fs) {
+	case 0:
+		return nil
+	case 1:
+		return fs[0]
+	}
+	return func(ev Event) {
+		for _, f := range fs {
+			f(ev)
+		}
+	}
 }
 
 // quotaLevel returns the level of scope's retry quota, or -1 when the
