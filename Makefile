@@ -5,9 +5,9 @@ PKGS := ./...
 .PHONY: test fmt-check vet lint race modules demo bench fuzz
 
 # The repository's other modules, each with its own go.mod so that their
-# dependencies (SDKs, peer libraries) stay out of the library's: make test
-# vets and tests them too.
-MODULES := examples/sdk bench
+# dependencies (OpenTelemetry, SDKs, Prometheus, peer libraries) stay out of
+# the library's: make test vets, lints and tests them too.
+MODULES := otelretry examples/sdk examples/prometheus bench
 
 # staticcheck runs from the module proxy at a pinned version, so CI needs no
 # install step of its own; the checks are our style rules.
@@ -32,7 +32,8 @@ race:
 modules:
 	@set -e; for m in $(MODULES); do \
 	  echo "== module $$m"; \
-	  (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 300s ./...); \
+	  (cd $$m && $(GO) vet ./... && $(GO) run $(STATICCHECK) -checks $(STATICCHECK_CHECKS) ./... && \
+	    $(GO) test -race -count=1 -timeout 300s ./...); \
 	done
 
 demo:
@@ -55,6 +56,7 @@ fuzz:
 BENCHFLAGS ?=
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 -benchtime 200ms .
+	cd otelretry && $(GO) test -run '^$$' -bench . -benchmem -count 3 -benchtime 200ms .
 	cd bench && $(GO) run . $(BENCHFLAGS)
 
 # The fault-injection soak test (soak_test.go): 64 goroutines for 30 s against

@@ -142,6 +142,32 @@ func ExampleWithObserver() {
 	// 200 OK
 }
 
+// A final observer hears of every request once, also of those that
+// succeeded at once, so it can count requests and their attempts, as a
+// metrics exporter does.
+func ExampleWithFinalObserver() {
+	srv := flakyServer(1)
+	defer srv.Close()
+
+	var requests, attempts int
+	transport := retrytransport.New(nil, retrytransport.WithFinalObserver(func(e retrytransport.Event) {
+		requests++
+		attempts += e.Attempt
+	}))
+	client := &http.Client{Transport: transport}
+	for range 3 { // the first request needs a retry, the others do not
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+	}
+	fmt.Printf("%d requests, %d attempts\n", requests, attempts)
+	// Output:
+	// 3 requests, 4 attempts
+}
+
 // A *slog.Logger receives the same decisions: each retry at Debug, and how
 // a request that needed retries ended at Info, so slog.Default() shows the
 // requests that recovered or gave up. Without a logger the transport is

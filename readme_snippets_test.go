@@ -27,7 +27,9 @@ package retrytransport_test
 // Fragments, the last two kinds, get what they use and do not declare:
 //
 //   - Imports, for the package names of snippetImports (this module's
-//     packages and some of the standard library's) that they use.
+//     packages, the OpenTelemetry module's and some of the standard
+//     library's) that they use. A snippet that imports a package of another
+//     module of the repository (snippetModules) compiles in that module.
 //   - Context variables of snippetContext (client, url, file, p, ...), as
 //     package-level variables of the named types, for the names they use
 //     without declaring them: a snippet shows its point, not its setup.
@@ -86,6 +88,37 @@ var snippetImports = map[string]string{
 	"strings":        "strings",
 	"syscall":        "syscall",
 	"time":           "time",
+	// The OpenTelemetry module's, compiled in that module (snippetModules).
+	"otelretry": "github.com/retrytransport/retrytransport/otelretry",
+	"otel":      "go.opentelemetry.io/otel",
+	"sdkmetric": "go.opentelemetry.io/otel/sdk/metric",
+	"sdktrace":  "go.opentelemetry.io/otel/sdk/trace",
+	"otelhttp":  "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp",
+}
+
+// snippetModules maps import path prefixes to the directory of the
+// repository's module whose go.mod provides them: a snippet that imports
+// one is compiled in that module rather than this one.
+var snippetModules = map[string]string{
+	"github.com/retrytransport/retrytransport/otelretry": "otelretry",
+	"go.opentelemetry.io/":                               "otelretry",
+}
+
+// moduleOf returns the directory, relative to this module's root, of the
+// module that compiles src, a snippet's compile form: "." for this one.
+func moduleOf(src string) string {
+	f, err := parser.ParseFile(token.NewFileSet(), "", src, parser.ImportsOnly)
+	if err != nil {
+		return "."
+	}
+	for _, imp := range f.Imports {
+		for prefix, dir := range snippetModules {
+			if strings.HasPrefix(strings.Trim(imp.Path.Value, `"`), prefix) {
+				return dir
+			}
+		}
+	}
+	return "."
 }
 
 // snippetContext gives the type of each variable a fragment may use without
@@ -100,6 +133,9 @@ var snippetContext = map[string]string{
 	"p":      "policy.Policy",
 	// A token source, as golang.org/x/oauth2 has.
 	"tokens": "interface{ Token() (string, error) }",
+	// The OpenTelemetry SDK's providers.
+	"tp": "*sdktrace.TracerProvider",
+	"mp": "*sdkmetric.MeterProvider",
 }
 
 // snippetDir is the overlay-only directory, relative to the module root,
@@ -227,7 +263,7 @@ func (s snippet) compileForm() (string, error) {
 	var imports strings.Builder
 	for _, name := range unresolved(f) {
 		if path, ok := snippetImports[name]; ok {
-			fmt.Fprintf(&imports, "import %q\n", path)
+			fmt.Fprintf(&imports, "import %s %q\n", name, path)
 		}
 	}
 	return "package snippet\n\n" + imports.String() + vars.String() + code, nil
@@ -350,20 +386,16 @@ func TestMarkdownSnippetsAreGofmted(t *testing.T) {
 }
 
 // TestMarkdownSnippetsCompile: every ```go snippet compiles against this
-// module, with what the convention at the top of this file adds. One go
-// build, offline, checks them all.
+// module, or the repository module that provides its imports
+// (snippetModules), with what the convention at the top of this file adds.
+// One go build per module, offline, checks them all.
 func TestMarkdownSnippetsCompile(t *testing.T) {
 	root, err := os.Getwd()
 	if err != nil {
 		t.Fatalf("os.Getwd: %v", err)
 	}
-	if _, err := os.Stat(snippetDir); err == nil {
-		t.Fatalf("%s exists on disk; it must exist only in the overlay", snippetDir)
-	}
 	tmp := t.TempDir()
-	overlay := map[string]string{}
-	bySnippet := map[string]snippet{}
-	var pkgs []string
+	byModule := map[string][]compiled{}
 	for _, s := range readSnippets(t) {
 		src, err := s.compileForm()
 		if err != nil {
@@ -374,18 +406,40 @@ func TestMarkdownSnippetsCompile(t *testing.T) {
 		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 			t.Fatalf("writing %s: %v", file, err)
 		}
-		overlay[filepath.Join(root, snippetDir, s.pkg(), "snippet.go")] = file
-		bySnippet[s.pkg()] = s
-		pkgs = append(pkgs, "./"+snippetDir+"/"+s.pkg())
+		mod := moduleOf(src)
+		byModule[mod] = append(byModule[mod], compiled{s, file})
 	}
-	if len(pkgs) == 0 {
-		return
+	for _, mod := range slices.Sorted(maps.Keys(byModule)) {
+		buildSnippets(t, filepath.Join(root, mod), tmp, byModule[mod])
+	}
+}
+
+// compiled is a snippet and the file that holds its compile form.
+type compiled struct {
+	snippet
+	file string
+}
+
+// buildSnippets compiles snippets as packages of the module in dir, with
+// one go build.
+func buildSnippets(t *testing.T, dir, tmp string, snippets []compiled) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, snippetDir)); err == nil {
+		t.Fatalf("%s exists on disk; it must exist only in the overlay", filepath.Join(dir, snippetDir))
+	}
+	overlay := map[string]string{}
+	bySnippet := map[string]snippet{}
+	var pkgs []string
+	for _, c := range snippets {
+		overlay[filepath.Join(dir, snippetDir, c.pkg(), "snippet.go")] = c.file
+		bySnippet[c.pkg()] = c.snippet
+		pkgs = append(pkgs, "./"+snippetDir+"/"+c.pkg())
 	}
 	o, err := json.Marshal(map[string]any{"Replace": overlay})
 	if err != nil {
 		t.Fatalf("json.Marshal(overlay): %v", err)
 	}
-	overlayFile := filepath.Join(tmp, "overlay.json")
+	overlayFile := filepath.Join(tmp, "overlay-"+filepath.Base(dir)+".json")
 	if err := os.WriteFile(overlayFile, o, 0o644); err != nil {
 		t.Fatalf("writing %s: %v", overlayFile, err)
 	}
@@ -397,6 +451,7 @@ func TestMarkdownSnippetsCompile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, goCmd, append([]string{"build", "-overlay", overlayFile}, pkgs...)...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly", "GOWORK=off", "GOTOOLCHAIN=local")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -424,6 +479,6 @@ func TestMarkdownSnippetsCompile(t *testing.T) {
 		t.Errorf("%v: ```go snippet does not compile:\n%s", bySnippet[pkg], errs[pkg])
 	}
 	if len(other) > 0 || len(errs) == 0 {
-		t.Errorf("go build -overlay %s %v: %v\n%s", overlayFile, pkgs, runErr, out.String())
+		t.Errorf("go build -overlay %s %v in %s: %v\n%s", overlayFile, pkgs, dir, runErr, out.String())
 	}
 }

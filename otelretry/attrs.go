@@ -36,6 +36,9 @@ func stopReason(err error) string {
 	switch {
 	case err == nil:
 		return ""
+	case errors.Is(err, retrytransport.ErrRetryRefused):
+		// First: the hook's own error, wrapped with it, may match any other.
+		return "refused"
 	case errors.Is(err, retrytransport.ErrExhausted):
 		return "exhausted"
 	case errors.Is(err, retrytransport.ErrSDKRetries):
@@ -50,8 +53,6 @@ func stopReason(err error) string {
 		return "deadline"
 	case errors.Is(err, retrytransport.ErrBudget):
 		return "budget"
-	case errors.Is(err, retrytransport.ErrRetryRefused):
-		return "refused"
 	case errors.Is(err, retrytransport.ErrNotRetryable):
 		return "not_retryable"
 	case errors.Is(err, context.Canceled):
@@ -76,8 +77,8 @@ func method(m string) string {
 	return "_OTHER"
 }
 
-// port returns the port a request URL's scheme and host name, as an int;
-// 0 when neither does.
+// port returns the port that a request URL's port, or else its scheme,
+// names; 0 when neither names a valid one.
 func port(scheme, p string) int {
 	if p == "" {
 		switch scheme {
@@ -90,10 +91,12 @@ func port(scheme, p string) int {
 	}
 	n := 0
 	for _, c := range p {
-		if c < '0' || c > '9' || n > 65535 {
+		if c < '0' || c > '9' {
 			return 0
 		}
-		n = n*10 + int(c-'0')
+		if n = n*10 + int(c-'0'); n > 65535 {
+			return 0
+		}
 	}
 	return n
 }

@@ -39,7 +39,8 @@ type metrics struct {
 	retries  metric.Int64Histogram
 	delay    metric.Float64Histogram
 
-	sets attrCache
+	sets  attrCache
+	other otherCounts // the counters of custom scopes, without WithScopeAttribute
 }
 
 func newMetrics(meter metric.Meter, scopeAttrs bool) *metrics {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/retrytransport/retrytransport"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
@@ -34,6 +35,12 @@ func (m resendMarker) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
+		return m.base.RoundTrip(req)
+	}
+	if _, ok := otelhttp.LabelerFromContext(ctx); !ok {
+		// otelhttp puts a Labeler beside each span it starts: without one,
+		// a filter of its own skipped this attempt, and the span is the
+		// caller's, which is not the attempt's to mark.
 		return m.base.RoundTrip(req)
 	}
 	if n := retrytransport.AttemptFromContext(ctx).Count; n > 1 {

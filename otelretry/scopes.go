@@ -3,6 +3,7 @@ package otelretry
 import (
 	"context"
 	"runtime"
+	"sync"
 	"weak"
 
 	"github.com/retrytransport/retrytransport"
@@ -78,14 +79,10 @@ func (m *metrics) observeScopes(t *retrytransport.Transport) {
 // otherwise its counters add up under otherScope and its gauges are left
 // out, since a gauge of many scopes in one has no meaning.
 func (m *metrics) observe(o metric.Observer, s *scopeInstruments, stats []retrytransport.ScopeStats) {
-	var other retrytransport.ScopeStats
-	hasOther := false
+	var custom []retrytransport.ScopeStats
 	for _, st := range stats {
 		if st.Custom && !m.scopeAttrs {
-			other.Throttles += st.Throttles
-			other.QuotaRefusals += st.QuotaRefusals
-			other.RateLimited += st.RateLimited
-			hasOther = true
+			custom = append(custom, st)
 			continue
 		}
 		opt := metric.WithAttributeSet(attribute.NewSet(scopeKey.String(st.Scope)))
@@ -100,9 +97,49 @@ func (m *metrics) observe(o metric.Observer, s *scopeInstruments, stats []retryt
 			}
 		}
 	}
-	if hasOther {
+	if other, ok := m.other.add(custom); ok {
 		observeCounters(o, s, other, metric.WithAttributeSet(attribute.NewSet(scopeKey.String(otherScope))))
 	}
+}
+
+// otherCounts keeps the counters reported under otherScope cumulative. A
+// sum over the scopes that Snapshot tracks would drop when one of them is
+// evicted (Snapshot keeps 10,000 scopes), which a backend would take for a
+// reset; so the totals grow by each scope's increase since the last
+// collection instead, and a scope that is gone is forgotten.
+type otherCounts struct {
+	mu    sync.Mutex
+	last  map[string]retrytransport.ScopeStats // the custom scopes of the last collection
+	total retrytransport.ScopeStats
+	seen  bool // a custom scope was ever seen: the series exists
+}
+
+// add takes the custom scopes of a new snapshot into the totals, and
+// returns them, with false while no custom scope was ever seen.
+func (oc *otherCounts) add(custom []retrytransport.ScopeStats) (retrytransport.ScopeStats, bool) {
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	next := make(map[string]retrytransport.ScopeStats, len(custom))
+	for _, st := range custom {
+		prev := oc.last[st.Scope] // zero for a scope new, or evicted and seen again
+		oc.total.Throttles += increase(prev.Throttles, st.Throttles)
+		oc.total.QuotaRefusals += increase(prev.QuotaRefusals, st.QuotaRefusals)
+		oc.total.RateLimited += increase(prev.RateLimited, st.RateLimited)
+		next[st.Scope] = st
+	}
+	oc.last = next
+	oc.seen = oc.seen || len(custom) > 0
+	return oc.total, oc.seen
+}
+
+// increase is how much a counter grew from prev to cur; a counter that
+// went down started over (its scope was evicted and seen again) and grew
+// by cur.
+func increase(prev, cur uint64) uint64 {
+	if cur < prev {
+		return cur
+	}
+	return cur - prev
 }
 
 func observeCounters(o metric.Observer, s *scopeInstruments, st retrytransport.ScopeStats, opt metric.ObserveOption) {
