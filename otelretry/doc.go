@@ -41,6 +41,11 @@
 // unbounded, so it is reported only after WithScopeAttribute. The README
 // of the repository has the table.
 //
+// The metrics come from a final observer (retrytransport.WithFinalObserver),
+// so a policy with MaxAttempts 1 has its responses classified: a 503 under
+// it ends with a give-up event, and observers of your own given with
+// WithRetryOptions hear of it too.
+//
 // With no-op providers (no SDK installed) the instrumentation allocates
 // nothing on a request whose first attempt succeeds, beyond what otelhttp
 // itself does.
