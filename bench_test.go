@@ -101,6 +101,7 @@ func BenchmarkOverhead(b *testing.B) {
 	}{
 		{"GET/bare", stub, get},
 		{"GET/retrytransport", retrytransport.New(stub), get},
+		{"GET/retrytransport+finalobserver", retrytransport.New(stub, retrytransport.WithFinalObserver(func(retrytransport.Event) {})), get},
 		{"GETHeaders/bare", stub, headers},
 		{"GETHeaders/retrytransport", retrytransport.New(stub), headers},
 		{"POST/bare", stub, post},

@@ -26,11 +26,9 @@ import (
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
@@ -151,33 +149,6 @@ func (b *fakeBase) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func (b *fakeBase) CloseIdleConnections() { b.closeIdle.Add(1) }
-
-// newRigOver is newRig over a base transport of the test's: the same
-// recorder, reader, fake clock and defaults.
-func newRigOver(t *testing.T, base http.RoundTripper, p policy.Policy, opts ...otelretry.Option) *rig {
-	t.Helper()
-	r := &rig{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader(), clock: faketime.New()}
-	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
-	t.Cleanup(func() {
-		r.tp.Shutdown(context.Background())
-		mp.Shutdown(context.Background())
-	})
-	if p.Backoff == nil {
-		p.Backoff = halfJitter
-	}
-	opts = append([]otelretry.Option{
-		otelretry.WithTracerProvider(r.tp),
-		otelretry.WithMeterProvider(mp),
-		otelretry.WithPropagators(propagation.TraceContext{}),
-		otelretry.WithRetryOptions(
-			retrytransport.WithPolicy(p),
-			retrytransport.WithClock(r.clock.Now, r.clock.Sleep)),
-	}, opts...)
-	r.transport = otelretry.NewTransport(base, opts...)
-	r.client = &http.Client{Transport: r.transport}
-	return r
-}
 
 // closeRecorder is a request body without GetBody that records its Close.
 type closeRecorder struct {

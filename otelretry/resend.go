@@ -47,14 +47,17 @@ func (m resendMarker) RoundTrip(req *http.Request) (*http.Response, error) {
 		span.SetAttributes(semconv.HTTPRequestResendCount(n - 1))
 	}
 	c := &connCounter{span: span}
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GetConn: c.getConn})
+	c.trace.GetConn = c.getConn
+	ctx = httptrace.WithClientTrace(ctx, &c.trace)
 	return m.base.RoundTrip(req.WithContext(ctx))
 }
 
-// connCounter counts the connections one attempt asked for.
+// connCounter counts the connections one attempt asked for. It holds the
+// trace that calls it, so that both take one allocation.
 type connCounter struct {
-	span trace.Span
-	n    atomic.Int64
+	trace httptrace.ClientTrace
+	span  trace.Span
+	n     atomic.Int64
 }
 
 // getConn runs before each send of the attempt: the second and later calls

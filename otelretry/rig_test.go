@@ -92,6 +92,14 @@ type rig struct {
 
 func newRig(t *testing.T, p policy.Policy, opts ...otelretry.Option) *rig {
 	t.Helper()
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	return newRigOver(t, base, p, opts...)
+}
+
+// newRigOver is newRig over a base transport of the test's.
+func newRigOver(t *testing.T, base http.RoundTripper, p policy.Policy, opts ...otelretry.Option) *rig {
+	t.Helper()
 	r := &rig{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader(), clock: faketime.New()}
 	r.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))
@@ -102,8 +110,6 @@ func newRig(t *testing.T, p policy.Policy, opts ...otelretry.Option) *rig {
 	if fj, ok := p.Backoff.(backoff.FullJitter); p.Backoff == nil || ok && fj.Rand == nil {
 		p.Backoff = halfJitter
 	}
-	base := &http.Transport{}
-	t.Cleanup(base.CloseIdleConnections)
 	opts = append([]otelretry.Option{
 		otelretry.WithTracerProvider(r.tp),
 		otelretry.WithMeterProvider(mp),

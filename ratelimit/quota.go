@@ -235,8 +235,14 @@ func (q *Quota) LevelAt(now time.Time, scope string) float64 {
 	return c.tokens
 }
 
-// Level is LevelAt at q.Now(), or the wall clock if q.Now is nil.
-func (q *Quota) Level(scope string) float64 { return q.LevelAt(q.now(), scope) }
+// Level is LevelAt at q.Now(), or the wall clock if q.Now is nil. When no
+// bucket is below capacity it reads no clock and takes no lock.
+func (q *Quota) Level(scope string) float64 {
+	if q.tracked.Load() == 0 {
+		return q.capacity()
+	}
+	return q.LevelAt(q.now(), scope)
+}
 
 // insertLocked stores b for scope, evicting first if the map is full. The
 // caller holds q.mu.
