@@ -61,7 +61,9 @@ func WithRetryOptions(opts ...retrytransport.Option) Option {
 // WithHTTPOptions passes opts to otelhttp.NewTransport, which makes each
 // attempt's span: a span name formatter, a filter, client trace hooks. Its
 // providers and propagators are this package's unless opts set them too.
-// The default is none.
+// An attempt that a filter skips has no span, and nothing marks the
+// caller's span in its place; the metrics and the caller's span events are
+// unaffected. The default is none.
 func WithHTTPOptions(opts ...otelhttp.Option) Option {
 	return func(c *config) { c.http = append(c.http, opts...) }
 }
