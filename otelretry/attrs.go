@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/ratelimit"
@@ -89,14 +90,8 @@ func port(scheme, p string) int {
 		}
 		return 0
 	}
-	n := 0
-	for _, c := range p {
-		if c < '0' || c > '9' {
-			return 0
-		}
-		if n = n*10 + int(c-'0'); n > 65535 {
-			return 0
-		}
+	if n, err := strconv.Atoi(p); err == nil && n > 0 && n <= 65535 {
+		return n
 	}
-	return n
+	return 0
 }

@@ -1,6 +1,7 @@
 package otelretry
 
 import (
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -163,22 +164,12 @@ func (c *attrCache) put(k requestKey, opts []metric.RecordOption) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old := c.m.Load()
-	if old != nil && len(*old) >= maxCachedSets {
+	if old == nil {
+		old = &map[requestKey][]metric.RecordOption{}
+	} else if len(*old) >= maxCachedSets {
 		return
 	}
-	m := make(map[requestKey][]metric.RecordOption, 1+lenOf(old))
-	if old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
-	}
+	m := maps.Clone(*old)
 	m[k] = opts
 	c.m.Store(&m)
-}
-
-func lenOf(m *map[requestKey][]metric.RecordOption) int {
-	if m == nil {
-		return 0
-	}
-	return len(*m)
 }
