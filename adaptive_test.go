@@ -180,3 +180,31 @@ func TestFixedRateFailFastBeforeFirstAttempt(t *testing.T) {
 		t.Errorf("request body closed %d times; want 1", body.closed.Load())
 	}
 }
+
+// TestAdaptiveThrottlesCostNoQuota checks that, with the adaptive limiter
+// pacing the scope, a retry after a throttle takes nothing from the retry
+// quota, so a replica throttled more than its quota pays for still gets its
+// requests through; in reference mode throttles are charged, as in the SDKs.
+func TestAdaptiveThrottlesCostNoQuota(t *testing.T) {
+	for _, reference := range []bool{false, true} {
+		s := throttleThenOK(2)
+		p := policy.Standard()
+		p.Quota = &ratelimit.Quota{Capacity: 10} // one throttled retry's worth (TimeoutCost 10)
+		p.Limiter = &ratelimit.Adaptive{Reference: reference}
+		tr, clock := newTransport(t, s, p)
+		p.Quota.Now, p.Limiter.Now = clock.Now, clock.Now
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatalf("reference %t: RoundTrip: %v", reference, err)
+		}
+		resp.Body.Close()
+		wantStatus, wantLevel := 200, 10.0
+		if reference {
+			wantStatus, wantLevel = 429, 0 // the first retry paid 10, the second was refused
+		}
+		stats := tr.Snapshot()
+		if len(stats) != 1 || resp.StatusCode != wantStatus || stats[0].Quota != wantLevel {
+			t.Errorf("reference %t: status %d, Snapshot %+v; want status %d, one scope with quota level %v", reference, resp.StatusCode, stats, wantStatus, wantLevel)
+		}
+	}
+}

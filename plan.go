@@ -26,7 +26,7 @@ func (t *Transport) planRetry(ctx context.Context, st *hostState, ev *Event, res
 	if server && delay > p.MaxDelay {
 		return 0, ErrServerDelay
 	}
-	if st.quota != nil {
+	if st.quota != nil && !st.pacesThrottles(ev.Outcome.Kind) {
 		c, wait, ok := st.quota.Acquire(ev.Scope, ev.Outcome.Kind)
 		if !ok {
 			return 0, ratelimit.ErrQuotaExceeded
@@ -51,6 +51,20 @@ func (t *Transport) planRetry(ctx context.Context, st *hostState, ev *Event, res
 	ev.Delay = delay
 	ev.Quota = st.quotaLevel(ev.Scope)
 	return cost, nil
+}
+
+// pacesThrottles reports whether a retry after an outcome of kind k is
+// free of the retry quota because the scope's adaptive limiter paces it: k
+// is a throttle and the limiter is not in reference mode. The quota guards
+// against retries multiplying the load on a failing server; after a
+// throttle the limiter has already slowed the scope's every attempt, first
+// ones included, so the retry adds no load the server did not ask for. In a
+// fleet, a replica charged for throttles would otherwise drain its quota
+// while the others keep getting through, and fail requests the server
+// would admit a moment later. The AWS SDKs charge throttles; reference mode
+// does too.
+func (st *hostState) pacesThrottles(k classify.Kind) bool {
+	return k == classify.Throttle && st.adaptive != nil && !st.adaptive.Reference
 }
 
 // pace waits until the scope's client-side rate limiters let the next

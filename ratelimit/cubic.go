@@ -34,10 +34,16 @@ const (
 	// the limiter never allows much more than the client has shown it sends.
 	maxRateFactor = 2.0
 	// coldStartMinElapsed is the shortest span the cold-start estimate
-	// divides by. One response 10 µs after the first send would otherwise
-	// read as 100,000 requests per second; with this floor n responses read
-	// as at most 100·n per second.
-	coldStartMinElapsed = 0.01
+	// divides by: n responses read as at most 10·n per second. A client
+	// throttled a few milliseconds after it starts has seen a handful of
+	// responses, which over so short a span read as thousands per second
+	// (one response after 10 µs as 100,000). The first decrease would then
+	// keep a rate many times the server's, and the client's next requests
+	// would be throttled again until the decreases, one per round trip,
+	// caught up: in the fleet simulation (sim_fleet_test.go) a floor of 10 ms
+	// failed about 10 logical requests per run on their third throttle, and
+	// one of 100 ms none, with half the throttles.
+	coldStartMinElapsed = 0.1
 	// holdMax bounds a hold (see cubic.held): however many reservations
 	// are still unanswered, throttles arriving this long after a decrease
 	// may decrease the rate again.

@@ -136,9 +136,13 @@ func TestAdaptiveArithmetic(t *testing.T) {
 		// capacity stays at 1 (0.07 tokens).
 		{"capacity_floor", &ratelimit.Adaptive{}, [][]ev{{rec(time.Second, th)}}, time.Second, want{true, 0.7, 1, 1, 1}},
 		// The cold-start fix: 20 responses at 2 ms, a throttle at 4 ms. The
-		// estimate is 21/max(0.004, 0.01) = 2100: fill 0.7·2100 = 1470,
-		// capacity 0.1·1470 = 147 (the SDKs would hold 1470).
-		{"cold_start", &ratelimit.Adaptive{}, [][]ev{burst(20, 2*ms, ok), {rec(4*ms, th)}}, 4 * ms, want{true, 1470, 2100, 147, 2100}},
+		// estimate is 21/max(0.004, 0.1) = 210: fill 0.7·210 = 147,
+		// capacity 0.1·147 = 14.7 (the SDKs would hold 147).
+		{"cold_start", &ratelimit.Adaptive{}, [][]ev{burst(20, 2*ms, ok), {rec(4*ms, th)}}, 4 * ms, want{true, 147, 210, 14.7, 210}},
+		// Past the floor the estimate is the responses over the time: 30
+		// responses by 150 ms and a throttle read 31/0.15 = 206.67, so the
+		// fill is 0.7 of it, 144.67.
+		{"cold_start_past_floor", &ratelimit.Adaptive{}, [][]ev{burst(30, 100*ms, ok), {rec(150*ms, th)}}, 150 * ms, want{true, 0.7 * 31 / 0.15, 31 / 0.15, 0.07 * 31 / 0.15, 31 / 0.15}},
 		{"reference_cold_start_burst", &ratelimit.Adaptive{Reference: true}, [][]ev{burst(20, 2*ms, ok), {rec(4*ms, th)}}, 4 * ms, want{true, 0.5, 0, 1, 0}},
 	}
 	for _, tt := range tests {

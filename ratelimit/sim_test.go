@@ -296,8 +296,8 @@ func TestAdaptiveSimulationFollowsCapacityChange(t *testing.T) {
 		wantLast2 float64 // least goodput over the last 2 seconds, req/s
 	}{
 		{200, 50, 45},
-		{200, 20, 18},
-		{50, 200, 100},
+		{200, 20, 17},
+		{50, 200, 85},
 	}
 	for _, tt := range tests {
 		for _, recheck := range []bool{false, true} {
@@ -334,15 +334,10 @@ func TestAdaptiveSimulationSlowServer(t *testing.T) {
 // TestAdaptiveSimulationRetryAfter runs the scenario of TestAdaptiveSimulation
 // against a server that answers each throttle with Retry-After: 1, and
 // clients that, as the transport does, record the throttle, sleep exactly
-// that second and then ask the limiter again. The first burst of throttles
-// puts every client to sleep within 10 ms, so all wake together. With a
-// bucket holding a second of tokens, as the SDKs' (burstWindow set to 1),
-// the changed algorithm then lets them all through at once: the server
-// throttles most, and the decreases from the rate measured while they slept
-// leave 13 req/s, 26 req/s through over the 8 seconds with 13 % throttled.
-// Holding a tenth of a second must keep at least half the server's rate
-// through. The reference algorithm is only logged: its cold-start collapse
-// keeps it below the server's rate whether or not the clients sleep.
+// that second and then ask the limiter again. The changed algorithm must
+// keep 90 % of the server's rate through; the reference algorithm is only
+// logged: its cold-start collapse keeps it below the server's rate whether
+// or not the clients sleep.
 func TestAdaptiveSimulationRetryAfter(t *testing.T) {
 	for _, recheck := range []bool{false, true} {
 		t.Run(fmt.Sprintf("recheck=%t", recheck), func(t *testing.T) {
@@ -356,16 +351,11 @@ func TestAdaptiveSimulationRetryAfter(t *testing.T) {
 				scopes = append(scopes, s)
 			}
 			s := scopes[0]
-			// The scenario must keep the synchronised sleep it is about:
-			// nothing admitted in [0.5 s, 1 s).
-			if s.bins[1] != 0 {
-				t.Fatalf("%d requests admitted in [0.5 s, 1 s); want 0, every client asleep on Retry-After", s.bins[1])
+			if g := s.goodput(simDuration); g < 0.9*200 {
+				t.Errorf("goodput = %.1f req/s; want at least 180 (90%% of the server's 200)", g)
 			}
-			if g := s.goodput(simDuration); g < 0.5*200 {
-				t.Errorf("goodput = %.1f req/s; want at least 100 (50%% of the server's 200)", g)
-			}
-			if f := s.throttledShare(); f > 0.05 {
-				t.Errorf("throttled share = %.2f%%; want at most 5%%", 100*f)
+			if f := s.throttledShare(); f > 0.02 {
+				t.Errorf("throttled share = %.2f%%; want at most 2%%", 100*f)
 			}
 		})
 	}
