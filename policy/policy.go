@@ -129,7 +129,11 @@ type Policy struct {
 	// client offered more load than the server admits slows to the server's
 	// capacity instead of collecting 429s. The Transport creates a
 	// ratelimit.Adaptive with the default parameters for each policy unless
-	// Limiter is set.
+	// Limiter is set. While the limiter paces a scope, a retry after a
+	// throttle costs nothing from the retry quota: the limiter already bounds
+	// the scope's load, and a replica of a fleet charged for every 429 would
+	// fail requests the server admits a moment later. A Limiter in reference
+	// mode charges throttles as the AWS SDKs do.
 	Adaptive bool
 
 	// Limiter is the adaptive rate limiter to use, with its parameters
