@@ -3,8 +3,10 @@
 // Markdown table per scenario followed by the project's goals for that
 // scenario, each met or missed, as ratios measured in the same run.
 //
-//	go run .          # full run, about 3 minutes on 2 cores
-//	go run . -quick   # every scenario shrunk, under 30 seconds
+//	go run .                   # full run, about 10 minutes on 2 cores
+//	go run . -quick            # every scenario shrunk, under a minute
+//	go run . -scenarios fleet,single-ra -runs 1 -svg /tmp/fleet
+//	                           # the fleet and single-client tables, with pictures
 //
 // It is a separate module so that the peer libraries never become
 // dependencies of retrytransport itself.
@@ -17,6 +19,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +36,11 @@ type config struct {
 	brownoutHealthy time.Duration // healthy phase after it
 	faultRequests   int           // logical requests per method with connection faults
 	scopesFor       time.Duration // each phase of the two-scope run
+	fleetFor        time.Duration // each run of a fleet variant
+	fleetRuns       int           // runs of each fleet variant per contender
+	singleRuns      int           // runs of the single-client Retry-After table per contender
+	scenarios       []string      // the scenarios to run (names from scenarios()); nil means all
+	svgDir          string        // where the fleet's pictures go; "" means none
 }
 
 func fullConfig() config {
@@ -43,6 +51,8 @@ func fullConfig() config {
 		brownoutOutage: 2 * time.Second, brownoutHealthy: time.Second,
 		faultRequests: 2000,
 		scopesFor:     4 * time.Second,
+		fleetFor:      10 * time.Second, fleetRuns: 3,
+		singleRuns: 10,
 	}
 }
 
@@ -54,43 +64,117 @@ func quickConfig() config {
 		brownoutOutage: 500 * time.Millisecond, brownoutHealthy: 300 * time.Millisecond,
 		faultRequests: 300,
 		scopesFor:     500 * time.Millisecond,
+		fleetFor:      time.Second, fleetRuns: 1,
+		singleRuns: 2,
 	}
 }
 
 func main() {
 	testing.Init() // registers -test.benchtime, which the overhead scenario sets
-	quick := flag.Bool("quick", false, "shrink every scenario so that the whole run takes under 30 s")
+	quick := flag.Bool("quick", false, "shrink every scenario so that the whole run takes under a minute")
+	runs := flag.Int("runs", 0, "runs of each fleet variant per contender; 0 means 3, or 1 with -quick")
+	singleRuns := flag.Int("single-runs", 0, "runs of the single-client Retry-After table per contender; 0 means 10, or 2 with -quick")
+	names := flag.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated `list` of the scenarios to run, always in this order")
+	svgDir := flag.String("svg", "", "write a picture (SVG) of each fleet variant's first run per contender into `dir`")
 	flag.Parse()
 	cfg := fullConfig()
 	if *quick || os.Getenv("BENCH_QUICK") != "" {
 		cfg = quickConfig()
 	}
+	if *runs != 0 {
+		cfg.fleetRuns = *runs
+	}
+	if *singleRuns != 0 {
+		cfg.singleRuns = *singleRuns
+	}
+	for n := range strings.SplitSeq(*names, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			cfg.scenarios = append(cfg.scenarios, n)
+		}
+	}
+	cfg.svgDir = *svgDir
 	if err := run(os.Stdout, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-// run prints the header and every scenario's table to w.
+// A scenario prints one table (with its goals) to w. Several may share a
+// name, which -scenarios selects together.
+type scenario struct {
+	name string
+	run  func(w io.Writer, cfg config, cs []contender) error
+}
+
+// scenarios returns every scenario in run order.
+func scenarios() []scenario {
+	// table adapts the scenarios that cannot fail.
+	table := func(f func(w io.Writer, cfg config, cs []contender)) func(io.Writer, config, []contender) error {
+		return func(w io.Writer, cfg config, cs []contender) error { f(w, cfg, cs); return nil }
+	}
+	return []scenario{
+		{"overhead", table(runOverhead)},
+		{"outage", table(runOutage)},
+		{"throttled", table(func(w io.Writer, cfg config, cs []contender) { runThrottled(w, cfg, cs, false) })},
+		{"throttled", table(func(w io.Writer, cfg config, cs []contender) { runThrottled(w, cfg, cs, true) })},
+		{"scopes", table(runScopes)},
+		{"brownout", table(runBrownout)},
+		{"faults", table(runFaults)},
+		{"fleet", runFleet},
+		{"single-ra", runSingleRetryAfter},
+	}
+}
+
+// scenarioNames returns the scenarios' names in run order, each once.
+func scenarioNames() []string {
+	var names []string
+	for _, s := range scenarios() {
+		if !slices.Contains(names, s.name) {
+			names = append(names, s.name)
+		}
+	}
+	return names
+}
+
+// check reports the first setting that cannot run.
+func (cfg config) check() error {
+	known := scenarioNames()
+	for _, n := range cfg.scenarios {
+		if !slices.Contains(known, n) {
+			return fmt.Errorf("unknown scenario %q; the scenarios are %s", n, strings.Join(known, ","))
+		}
+	}
+	if cfg.fleetRuns < 1 {
+		return fmt.Errorf("-runs is %d; want at least 1", cfg.fleetRuns)
+	}
+	if cfg.singleRuns < 1 {
+		return fmt.Errorf("-single-runs is %d; want at least 1", cfg.singleRuns)
+	}
+	return nil
+}
+
+// run prints the header and the selected scenarios' tables to w, in the
+// order of scenarios().
 func run(w io.Writer, cfg config) error {
+	if err := cfg.check(); err != nil {
+		return err
+	}
 	if err := setBenchTime(cfg.benchTime.String()); err != nil {
 		return err
 	}
 	start := time.Now()
 	cs := contenders()
 	writeHeader(w)
-	timed := func(scenario func()) {
+	for _, s := range scenarios() {
+		if cfg.scenarios != nil && !slices.Contains(cfg.scenarios, s.name) {
+			continue
+		}
 		t0 := time.Now()
-		scenario()
+		if err := s.run(w, cfg, cs); err != nil {
+			return fmt.Errorf("scenario %s: %w", s.name, err)
+		}
 		fmt.Fprintf(w, "\nScenario time %s.\n", secs(time.Since(t0)))
 	}
-	timed(func() { runOverhead(w, cfg, cs) })
-	timed(func() { runOutage(w, cfg, cs) })
-	timed(func() { runThrottled(w, cfg, cs, false) })
-	timed(func() { runThrottled(w, cfg, cs, true) })
-	timed(func() { runScopes(w, cfg, cs) })
-	timed(func() { runBrownout(w, cfg, cs) })
-	timed(func() { runFaults(w, cfg, cs) })
 	fmt.Fprintf(w, "\nTotal time %s.\n", secs(time.Since(start)))
 	return nil
 }

@@ -2,38 +2,71 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // TestQuickRun runs every scenario once in quick mode and checks that the
-// harness printed a table for each, a row for every contender, and goal
-// lines, with no failed benchmark. It checks the harness, not the goals.
+// harness printed a table for each, a row for every contender, goal lines
+// and the fleet's pictures, with no failed benchmark. It checks the
+// harness, not the goals.
 func TestQuickRun(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the quick run takes about 25 s")
+		t.Skip("the quick run takes about 45 s")
 	}
 	var out bytes.Buffer
-	if err := run(&out, quickConfig()); err != nil {
+	cfg := quickConfig()
+	cfg.svgDir = t.TempDir()
+	if err := run(&out, cfg); err != nil {
 		t.Fatalf("run(quick) = %v; want nil", err)
 	}
 	got := out.String()
-	if n, want := strings.Count(got, "\n### "), 7; n != want {
+	if n, want := strings.Count(got, "\n### "), 11; n != want {
 		t.Errorf("run(quick) printed %d tables; want %d\n%s", n, want, got)
 	}
-	for _, c := range contenders() {
-		want := 6 // every table but the two-scope one, which runs only ours
-		if c.kind == kindOurs {
-			want = 7
-		}
-		if n := strings.Count(got, "\n| "+c.name+" "); n != want {
-			t.Errorf("run(quick) printed %d rows for %q; want %d, one per table", n, c.name, want)
+
+	// Rows by their first cell, exactly: one name may begin another.
+	rows := map[string]int{}
+	for line := range strings.SplitSeq(got, "\n") {
+		if cells := strings.Split(line, "|"); len(cells) > 2 && cells[0] == "" {
+			rows[strings.TrimSpace(cells[1])]++
 		}
 	}
-	if n := strings.Count(got, "\n- goal "); n < 6 {
+	want := map[string]int{}
+	for _, c := range contenders() {
+		want[c.name] = 6 // every table up to the faults' but the two-scope one, which runs only ours
+		if c.kind == kindOurs {
+			want[c.name] = 7
+		}
+	}
+	fcs, err := fleetContenders(contenders())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fc := range fcs {
+		want[fc.name] += len(fleetVariants())
+	}
+	ours, aws, err := adaptiveContenders(contenders())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[ours.name]++ // the single-client Retry-After table
+	want[aws.name]++
+	for name, n := range want {
+		if rows[name] != n {
+			t.Errorf("run(quick) printed %d rows for %q; want %d, one per table it runs in", rows[name], name, n)
+		}
+	}
+
+	if n := strings.Count(got, "\n- goal "); n < 11 {
 		t.Errorf("run(quick) printed %d goal lines; want at least one per table", n)
 	}
 	if strings.Contains(got, "error:") {
 		t.Errorf("run(quick) output reports a failed benchmark:\n%s", got)
+	}
+	svgs, err := filepath.Glob(filepath.Join(cfg.svgDir, "fleet-*.svg"))
+	if err != nil || len(svgs) != len(fleetVariants())*len(fcs) {
+		t.Errorf("run(quick) wrote the pictures %v (%v); want %d", svgs, err, len(fleetVariants())*len(fcs))
 	}
 }
