@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test fmt-check vet lint race modules demo bench fuzz
+.PHONY: test fmt-check vet lint race modules demo bench bench-fleet fuzz
 
 # The repository's other modules, each with its own go.mod so that their
 # dependencies (OpenTelemetry, SDKs, Prometheus, peer libraries) stay out of
@@ -51,13 +51,18 @@ fuzz:
 	done
 
 # The root module's testing.B benchmarks (bare vs retrying, same run), then
-# the bench/ module's side-by-side tables against peer libraries, about 3
-# minutes in all; BENCHFLAGS=-quick shrinks the tables' scenarios to ~30 s.
+# the bench/ module's side-by-side tables against peer libraries, about 10
+# minutes in all; BENCHFLAGS=-quick shrinks the tables' scenarios to under a
+# minute. bench-fleet runs only the fleet tables and redraws their pictures
+# in docs/img, which the README shows.
 BENCHFLAGS ?=
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 -benchtime 200ms .
 	cd otelretry && $(GO) test -run '^$$' -bench . -benchmem -count 3 -benchtime 200ms .
 	cd bench && $(GO) run . $(BENCHFLAGS)
+
+bench-fleet:
+	cd bench && $(GO) run . -scenarios fleet,single-ra -svg ../docs/img $(BENCHFLAGS)
 
 # The fault-injection soak test (soak_test.go): 64 goroutines for 30 s against
 # a server that fails a third of all attempts; make test runs it for 2 s.
