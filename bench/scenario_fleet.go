@@ -411,14 +411,7 @@ func newFleetServer(retryAfter bool) *fleetServer {
 			_, _ = w.Write([]byte("ok"))
 			return
 		}
-		h := w.Header()
-		if retryAfter {
-			h.Set("Retry-After", "1")
-		}
-		h.Set("X-Amzn-ErrorType", "ThrottlingException")
-		h.Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusTooManyRequests)
-		_, _ = w.Write([]byte(`{"__type":"ThrottlingException","message":"Rate exceeded"}`))
+		writeThrottled(w, retryAfter)
 	})
 	return s
 }

@@ -132,14 +132,7 @@ func newThrottledServer(retryAfter bool) *throttledServer {
 		if counted {
 			s.throttles.Add(1)
 		}
-		h := w.Header()
-		if retryAfter {
-			h.Set("Retry-After", "1")
-		}
-		h.Set("X-Amzn-ErrorType", "ThrottlingException")
-		h.Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusTooManyRequests)
-		_, _ = w.Write([]byte(`{"__type":"ThrottlingException","message":"Rate exceeded"}`))
+		writeThrottled(w, retryAfter)
 	})
 	return s
 }
@@ -175,4 +168,18 @@ func throttled(cfg config, c contender, retryAfter bool) throttledRun {
 	r.share429 = srv.share429()
 	r.p50, r.p99 = latencies(outs)
 	return r
+}
+
+// writeThrottled answers 429 as an AWS service throttles: with
+// X-Amzn-ErrorType and a JSON __type of ThrottlingException, and with
+// Retry-After: 1 if retryAfter is set.
+func writeThrottled(w http.ResponseWriter, retryAfter bool) {
+	h := w.Header()
+	if retryAfter {
+		h.Set("Retry-After", "1")
+	}
+	h.Set("X-Amzn-ErrorType", "ThrottlingException")
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write([]byte(`{"__type":"ThrottlingException","message":"Rate exceeded"}`))
 }
