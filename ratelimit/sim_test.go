@@ -18,12 +18,12 @@ import (
 
 // simServer admits a request when its token bucket holds a token: Rate
 // tokens per second, up to Burst, starting full. A zero Rate admits all.
-// From instant ChangeAt on, if set, the rate is NewRate. A throttled client
-// that is told RetryAfter sleeps that long before it asks the limiter again.
+// Changes, in order of instant, set the rate from their instant on; the
+// bucket fills at the old rate until then. A throttled client that is told
+// RetryAfter sleeps that long before it asks the limiter again.
 type simServer struct {
 	Rate, Burst float64
-	ChangeAt    time.Duration
-	NewRate     float64
+	Changes     []capacityStep
 	RetryAfter  time.Duration // the Retry-After of each throttle; zero means none
 
 	tokens  float64
@@ -31,23 +31,35 @@ type simServer struct {
 	started bool
 }
 
+// capacityStep sets a simServer's rate from instant At on.
+type capacityStep struct {
+	At   time.Duration
+	Rate float64
+}
+
 func (s *simServer) admit(at time.Duration) bool {
-	if s.Rate == 0 {
-		return true
-	}
 	if !s.started {
 		s.tokens, s.started = s.Burst, true
 	}
-	s.tokens = min(s.tokens+(at-s.last).Seconds()*s.Rate, s.Burst)
-	s.last = at
-	if s.ChangeAt > 0 && at >= s.ChangeAt {
-		s.Rate, s.ChangeAt = s.NewRate, 0
+	for len(s.Changes) > 0 && at >= s.Changes[0].At {
+		s.refill(s.Changes[0].At)
+		s.Rate, s.Changes = s.Changes[0].Rate, s.Changes[1:]
 	}
+	if s.Rate == 0 {
+		return true
+	}
+	s.refill(at)
 	if s.tokens < 1 {
 		return false
 	}
 	s.tokens--
 	return true
+}
+
+// refill adds the tokens of the current rate from the last refill to at.
+func (s *simServer) refill(at time.Duration) {
+	s.tokens = min(s.tokens+(at-s.last).Seconds()*s.Rate, s.Burst)
+	s.last = at
 }
 
 // simScope is one scope: Workers clients, each sending one request, getting
@@ -302,7 +314,7 @@ func TestAdaptiveSimulationFollowsCapacityChange(t *testing.T) {
 	for _, tt := range tests {
 		for _, recheck := range []bool{false, true} {
 			s := &simScope{Name: "api", Workers: 16, RTT: 2 * ms,
-				Server: &simServer{Rate: tt.from, Burst: tt.from / 10, ChangeAt: d / 2, NewRate: tt.to}}
+				Server: &simServer{Rate: tt.from, Burst: tt.from / 10, Changes: []capacityStep{{d / 2, tt.to}}}}
 			simRun(&ratelimit.Adaptive{}, recheck, d, s)
 			last2 := 0
 			for _, n := range s.bins[len(s.bins)-4:] {
