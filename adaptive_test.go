@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
@@ -206,5 +208,55 @@ func TestAdaptiveThrottlesCostNoQuota(t *testing.T) {
 		if len(stats) != 1 || resp.StatusCode != wantStatus || stats[0].Quota != wantLevel {
 			t.Errorf("reference %t: status %d, Snapshot %+v; want status %d, one scope with quota level %v", reference, resp.StatusCode, stats, wantStatus, wantLevel)
 		}
+	}
+}
+
+// A request waiting for its turn asks the limiter again, halfway through a
+// wait over 10 ms and when the wait is over: a throttle of another request
+// recorded meanwhile lowers the rate, and the request waits for its turn at
+// the new rate rather than sending at the old one.
+func TestAdaptiveWaiterFollowsRateChange(t *testing.T) {
+	const scope = "api.example.com"
+	clock := faketime.NewAt(time.Now())
+	lim := &ratelimit.Adaptive{Now: clock.Now}
+	// Scope throttled at a measured 10 req/s: fill rate 7, empty bucket.
+	lim.Reserve(scope)
+	for i := range 5 {
+		clock.Advance(100 * time.Millisecond)
+		k := classify.Success
+		if i == 4 {
+			k = classify.Throttle
+		}
+		lim.Record(scope, k)
+	}
+	lim.Reserve(scope) // another caller holds the next turn, due in 1/7 s
+	p := policy.Standard()
+	p.Limiter = lim
+	var sleeps []time.Duration
+	sleep := func(ctx context.Context, d time.Duration) error {
+		if len(sleeps) == 0 {
+			lim.Record(scope, classify.Throttle) // the other caller's answer: 7 -> 4.9 req/s
+		}
+		sleeps = append(sleeps, d)
+		return clock.Sleep(ctx, d)
+	}
+	s := &script{steps: []step{{status: 200}}}
+	tr := retrytransport.New(mockBase(s), retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, sleep))
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// The turn was 2/7 s away (285.7 ms): sleep half. The throttle
+	// recorded as that sleep began makes the two turns take 2/4.9 s from
+	// then; each answer is slept by half again down to 10 ms.
+	var total time.Duration
+	for _, d := range sleeps {
+		total += d
+	}
+	rate := 4.9
+	first, want := 142857143*time.Nanosecond, time.Duration(2/rate*float64(time.Second))
+	if len(sleeps) < 3 || sleeps[0] != first || (total-want).Abs() > time.Microsecond {
+		t.Errorf("sleeps = %v (total %v); want %v first, then asking again until %v in all", sleeps, total, first, want)
 	}
 }

@@ -25,18 +25,19 @@ type call struct {
 	watch     *connWatch // for a request that is not idempotent; nil otherwise
 	budgetEnd time.Time  // end of Policy.MaxTotalTime; zero for none
 
-	max     int            // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
-	sdk     bool           // the SDK will retry what this call does not
-	waited  time.Duration  // time spent waiting before attempts so far
-	mark    *Attempts      // the next retry's, in its context; nil before the first retry
-	attempt int            // attempts sent so far
-	resp    *http.Response // the last attempt's response, kept intact until the next attempt goes
-	err     error          // the last attempt's transport error
-	ev      *Event         // the decision to retry after the last attempt
-	cost    int            // quota tokens paid for the next attempt
-	paced   bool           // the next attempt holds a send token of the scope's limiters
-	body    attemptBody    // what the base transport took of the last attempt's body; nil if not watched
-	length  lengthCheck    // whether the body's length matches ContentLength, once known
+	max     int                   // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
+	sdk     bool                  // the SDK will retry what this call does not
+	waited  time.Duration         // time spent waiting before attempts so far
+	mark    *Attempts             // the next retry's, in its context; nil before the first retry
+	attempt int                   // attempts sent so far
+	resp    *http.Response        // the last attempt's response, kept intact until the next attempt goes
+	err     error                 // the last attempt's transport error
+	ev      *Event                // the decision to retry after the last attempt
+	cost    int                   // quota tokens paid for the next attempt
+	paced   bool                  // the next attempt holds a send token of the scope's limiters
+	turn    ratelimit.Reservation // the next attempt's place in the adaptive limiter's queue, if paced
+	body    attemptBody           // what the base transport took of the last attempt's body; nil if not watched
+	length  lengthCheck           // whether the body's length matches ContentLength, once known
 }
 
 // roundTrip is the attempt loop: before each attempt, pace it and give it

@@ -69,13 +69,13 @@ func (st *hostState) pacesThrottles(k classify.Kind) bool {
 
 // pace waits until the scope's client-side rate limiters let the next
 // attempt go, and records that it holds their send tokens. The adaptive
-// limiter is asked first, and again after each wait, as the AWS SDKs do,
-// because its rate may change while the attempt waits; then the fixed
-// rate, whose reservation is held while waiting, as x/time/rate's Wait
-// does. A wait is not started that would end after the context's deadline
-// (ErrDeadline) or the policy's MaxTotalTime (ErrBudget); a limiter that
-// refuses to wait gives an error wrapping ratelimit.ErrRateLimited. Either
-// way no token is kept.
+// limiter is asked first, and its reservation asked again after each wait,
+// because a throttle recorded meanwhile may have lowered the rate; then the
+// fixed rate, whose reservation is held while waiting, as x/time/rate's
+// Wait does. A wait is not started that would end after the context's
+// deadline (ErrDeadline) or the policy's MaxTotalTime (ErrBudget); a
+// limiter that refuses to wait gives an error wrapping
+// ratelimit.ErrRateLimited. Either way no token is kept.
 func (c *call) pace() error {
 	err := c.reserve()
 	if errors.Is(err, ratelimit.ErrRateLimited) {
@@ -88,19 +88,18 @@ func (c *call) pace() error {
 func (c *call) reserve() error {
 	st, scope := c.st, c.scope
 	if a := st.adaptive; a != nil {
-		for {
-			w, ok := a.Reserve(scope)
-			if !ok {
-				return fmt.Errorf("adaptive rate of scope %q needs a %v wait: %w", scope, w, ratelimit.ErrRateLimited)
-			}
-			if w == 0 {
-				break
-			}
-			a.Cancel(scope)
-			if err := c.wait(w); err != nil {
+		r, w, ok := a.Reserve(scope)
+		if !ok {
+			return fmt.Errorf("adaptive rate of scope %q needs a %v wait: %w", scope, w, ratelimit.ErrRateLimited)
+		}
+		for w > 0 {
+			if err := c.wait(recheckAfter(w)); err != nil {
+				r.Cancel()
 				return err
 			}
+			w = r.Delay()
 		}
+		c.turn = r
 	}
 	if f := st.fixed; f != nil {
 		w, ok := f.Reserve(scope)
@@ -116,6 +115,24 @@ func (c *call) reserve() error {
 	}
 	c.paced = true
 	return nil
+}
+
+// recheckShortest is the shortest wait for an adaptive reservation that is
+// asked again before its end.
+const recheckShortest = 10 * time.Millisecond
+
+// recheckAfter returns how long to sleep when the adaptive limiter says the
+// reservation is due after w: half of a long wait, so that a rate that
+// rises meanwhile (each answer moves it along the CUBIC curve) brings the
+// turn forward, as a fall pushes it back. A queue of 16 callers against a
+// server of 20 req/s waits 0.8 s at the back; sleeping it whole, the queue
+// sends at the rate of the moment it formed, and in the simulations gets 16
+// of the 20 req/s through instead of 19.
+func recheckAfter(w time.Duration) time.Duration {
+	if w > recheckShortest {
+		return max(w/2, recheckShortest)
+	}
+	return w
 }
 
 // unpace gives back what pace took for an attempt that will not be sent
@@ -134,9 +151,8 @@ func (c *call) unpace() {
 }
 
 func (c *call) giveBackAdaptive() {
-	if a := c.st.adaptive; a != nil {
-		a.Cancel(c.scope)
-	}
+	c.turn.Cancel()
+	c.turn = ratelimit.Reservation{}
 }
 
 // wait sleeps for d, unless that would end after the context's deadline

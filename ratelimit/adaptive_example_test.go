@@ -29,10 +29,10 @@ func ExampleAdaptive() {
 	fmt.Printf("measured %.1f req/s, fill rate %.1f req/s\n", st.MeasuredRate, st.FillRate)
 
 	for range 3 {
-		wait, ok := a.ReserveAt(at(500), "api.example.com")
+		_, wait, ok := a.ReserveAt(at(500), "api.example.com")
 		fmt.Println("api.example.com:", wait.Round(time.Millisecond), ok)
 	}
-	wait, ok := a.ReserveAt(at(500), "other.example.com")
+	_, wait, ok := a.ReserveAt(at(500), "other.example.com")
 	fmt.Println("other.example.com:", wait, ok)
 	// Output:
 	// measured 10.0 req/s, fill rate 7.0 req/s
@@ -42,45 +42,55 @@ func ExampleAdaptive() {
 	// other.example.com: 0s true
 }
 
-// The waiting loop of the AWS SDKs: a caller told to wait gives its token
-// back, sleeps, and asks again. Waiters then hold no place in a queue priced
-// at an old rate: a rate that changes applies to each of them at its next
-// check. Here, after a throttle set the rate to 7 req/s, answers to other
-// requests keep raising it, so each wait is shorter than the one before:
-// 1/7 s, then 1/7.61 s, then 1/8.09 s.
+// Three callers reserve at once after a throttle set the rate to 7 req/s:
+// they queue 1/7 s apart. Each waits, then asks its reservation again. When
+// the first is sent, the answer to an earlier request is another throttle,
+// which lowers the rate to 4.9 req/s: the two still waiting are told to wait
+// longer, and go 1/4.9 s apart, in the order they reserved.
 func ExampleAdaptive_ReserveAt() {
 	a := &ratelimit.Adaptive{}
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	sleep := func(d time.Duration) { now = now.Add(d) } // a fake clock
-	a.ReserveAt(now, "api.example.com")
+	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	now := start
+	a.ReserveAt(now, "api.example.com") // the scope's first event
 	for range 5 {
-		sleep(100 * time.Millisecond)
+		now = now.Add(100 * time.Millisecond)
 		a.RecordAt(now, "api.example.com", classify.Success)
 	}
 	a.RecordAt(now, "api.example.com", classify.Throttle) // fill rate 7
 
-	start := now
-	for attempt := 1; attempt <= 3; attempt++ {
+	type caller struct {
+		turn ratelimit.Reservation
+		due  time.Time
+	}
+	var callers []*caller
+	for range 3 {
+		turn, wait, ok := a.ReserveAt(now, "api.example.com")
+		if !ok {
+			fmt.Println(ratelimit.ErrRateLimited)
+			return
+		}
+		callers = append(callers, &caller{turn, now.Add(wait)})
+	}
+	for i, c := range callers {
 		for {
-			wait, ok := a.ReserveAt(now, "api.example.com")
-			if !ok {
-				fmt.Println(ratelimit.ErrRateLimited)
-				return
-			}
+			now = c.due // the caller sleeps until its turn, on a fake clock
+			wait := c.turn.DelayAt(now)
 			if wait == 0 {
 				break
 			}
-			a.CancelAt(now, "api.example.com")
-			sleep(wait)
-			// Meanwhile an answer to another request comes in.
-			a.RecordAt(now, "api.example.com", classify.Success)
+			c.due = now.Add(wait)
 		}
-		fmt.Printf("attempt %d sent at +%v\n", attempt, now.Sub(start).Round(time.Millisecond))
+		fmt.Printf("caller %d sends at +%v\n", i+1, now.Sub(start).Round(time.Millisecond))
+		if i == 0 {
+			a.RecordAt(now, "api.example.com", classify.Throttle)
+			fmt.Printf("fill rate %.1f req/s\n", a.StateAt(now, "api.example.com").FillRate)
+		}
 	}
 	// Output:
-	// attempt 1 sent at +143ms
-	// attempt 2 sent at +274ms
-	// attempt 3 sent at +398ms
+	// caller 1 sends at +643ms
+	// fill rate 4.9 req/s
+	// caller 2 sends at +847ms
+	// caller 3 sends at +1.051s
 }
 
 // SNS-style pacing (throttlePolicy maxReceivesPerSecond 10) with a burst of

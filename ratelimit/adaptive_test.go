@@ -29,7 +29,7 @@ func TestAdaptiveNotEnabledNeverWaits(t *testing.T) {
 	a := ratelimit.Adaptive{FailFast: true}
 	for i := range 1000 {
 		now := t0.Add(time.Duration(i) * ms)
-		if w, ok := a.ReserveAt(now, "s"); w != 0 || !ok {
+		if _, w, ok := a.ReserveAt(now, "s"); w != 0 || !ok {
 			t.Fatalf("ReserveAt(t0+%dms, s) before any throttle = %v, %t; want 0, true", i, w, ok)
 		}
 		for _, k := range []classify.Kind{classify.Success, classify.Transient, classify.Timeout, classify.Fatal} {
@@ -58,13 +58,13 @@ func TestAdaptiveStateReportsLastThrottle(t *testing.T) {
 func TestAdaptiveFailFastRefusesWithoutTaking(t *testing.T) {
 	a := throttled(t, &ratelimit.Adaptive{FailFast: true})
 	now := t0.Add(500 * ms)
-	if w, ok := a.ReserveAt(now, "s"); w != 142857143 || ok {
+	if _, w, ok := a.ReserveAt(now, "s"); w != 142857143 || ok {
 		t.Errorf("ReserveAt(s) with FailFast and no token = %v, %t; want 142.857143ms, false", w, ok)
 	}
 	if got := a.StateAt(now, "s").Tokens; got != 0 {
 		t.Errorf("StateAt(s).Tokens after a refusal = %v; want 0 (nothing taken)", got)
 	}
-	if w, ok := a.ReserveAt(now.Add(time.Second), "s"); w != 0 || !ok {
+	if _, w, ok := a.ReserveAt(now.Add(time.Second), "s"); w != 0 || !ok {
 		t.Errorf("ReserveAt(s) with FailFast and a full bucket (1 token) = %v, %t; want 0, true", w, ok)
 	}
 }
@@ -78,7 +78,7 @@ func TestAdaptiveMaxWaitRefusesLongerWaits(t *testing.T) {
 	}
 	var got []result
 	for range 3 {
-		w, ok := a.ReserveAt(now, "s")
+		_, w, ok := a.ReserveAt(now, "s")
 		got = append(got, result{w, ok})
 	}
 	// 1/7 s fits in 200 ms; 2/7 s does not, and nothing is taken, so the
@@ -93,34 +93,103 @@ func TestAdaptiveCancelReturnsToken(t *testing.T) {
 	a := throttled(t, &ratelimit.Adaptive{})
 	now := t0.Add(500 * ms)
 	a.ReserveAt(now, "s")
-	a.ReserveAt(now, "s")
-	a.CancelAt(now, "s") // the second caller gave up
+	second, _, _ := a.ReserveAt(now, "s")
+	second.CancelAt(now) // the second caller gave up
 	if got := a.StateAt(now, "s").Tokens; got != -1 {
 		t.Errorf("StateAt(s).Tokens after two reservations and a cancel = %v; want -1", got)
 	}
-	if w, _ := a.ReserveAt(now, "s"); w != 285714286 {
+	r, w, _ := a.ReserveAt(now, "s")
+	if w != 285714286 {
 		t.Errorf("ReserveAt(s) after the cancel = %v; want 285.714286ms, the freed turn", w)
+	}
+	if d := r.DelayAt(now); d != w {
+		t.Errorf("DelayAt of the new reservation = %v; want %v, what ReserveAt said", d, w)
 	}
 	// An hour refills the bucket to its capacity, 1; the token given back
 	// must not raise it above that: min(1 + 1, 1).
-	a.CancelAt(now.Add(time.Hour), "s")
+	r.CancelAt(now.Add(time.Hour))
 	if got, want := a.StateAt(now.Add(time.Hour), "s").Tokens, 1.0; got != want {
 		t.Errorf("StateAt(s).Tokens after an hour and a cancel = %v; want %v (capacity)", got, want)
 	}
-	a.CancelAt(now, "unknown") // no scope stored: nothing happens
-	if st := a.StateAt(now, "unknown"); st.Enabled {
-		t.Errorf("CancelAt(unknown) created an enabled scope")
+	var zero ratelimit.Reservation
+	zero.Cancel() // nothing happens
+	if d := zero.Delay(); d != 0 {
+		t.Errorf("zero Reservation's Delay = %v; want 0", d)
+	}
+}
+
+// Reservations come due in the order they were taken, at the rate in force
+// while they wait: a decrease moves the waiting ones later, spaced at the
+// new rate.
+func TestAdaptiveReservationsFollowRateInOrder(t *testing.T) {
+	a := throttled(t, &ratelimit.Adaptive{}) // fill 7, empty bucket
+	now := t0.Add(500 * ms)
+	var rs []ratelimit.Reservation
+	var waits []time.Duration
+	for i := range 3 {
+		r, w, _ := a.ReserveAt(now, "s")
+		if want := secs(float64(i+1) / 7); !near(w, want) {
+			t.Fatalf("reservation %d waits %v; want %v", i+1, w, want)
+		}
+		rs, waits = append(rs, r), append(waits, w)
+	}
+	now = now.Add(waits[0])
+	if d := rs[0].DelayAt(now); d != 0 {
+		t.Fatalf("first reservation at its time: DelayAt = %v; want 0", d)
+	}
+	a.RecordAt(now, "s", classify.Throttle) // a decrease: 7 -> 4.9 req/s
+	if st := a.StateAt(now, "s"); math.Abs(st.FillRate-4.9) > 1e-9 {
+		t.Fatalf("fill rate after the second throttle = %v; want 4.9", st.FillRate)
+	}
+	for i, r := range rs[1:] {
+		if got, want := r.DelayAt(now), secs(float64(i+1)/4.9); !near(got, want) {
+			t.Errorf("reservation %d after the decrease: DelayAt = %v; want %v", i+2, got, want)
+		}
+	}
+	// Cancelling the second gives its token to the third, which moves up.
+	rs[1].CancelAt(now)
+	if got, want := rs[2].DelayAt(now), secs(1/4.9); !near(got, want) {
+		t.Errorf("third reservation after the second's cancel: DelayAt = %v; want %v", got, want)
+	}
+}
+
+// secs converts seconds to a Duration.
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// near reports whether two durations are within a microsecond, what the
+// limiter's float arithmetic and rounding up to the nanosecond leave.
+func near(got, want time.Duration) bool { return (got - want).Abs() <= time.Microsecond }
+
+// A reservation that outlives its scope's eviction is due at once, and
+// cancelling it leaves the new scope of the same name alone.
+func TestAdaptiveReservationOfEvictedScope(t *testing.T) {
+	a := throttled(t, &ratelimit.Adaptive{MaxScopes: 1})
+	now := t0.Add(500 * ms)
+	a.ReserveAt(now, "s")
+	r, w, _ := a.ReserveAt(now, "s")
+	if w == 0 {
+		t.Fatalf("second reservation after the throttle does not wait")
+	}
+	a.ReserveAt(now, "other") // evicts s
+	throttled(t, a)           // s again, a new scope
+	before := a.StateAt(now, "s")
+	if d := r.DelayAt(now); d != 0 {
+		t.Errorf("DelayAt of a reservation of an evicted scope = %v; want 0", d)
+	}
+	r.CancelAt(now)
+	if after := a.StateAt(now, "s"); after != before {
+		t.Errorf("cancelling a reservation of an evicted scope changed its successor: %+v, was %+v", after, before)
 	}
 }
 
 func TestAdaptiveScopesIndependent(t *testing.T) {
 	a := throttled(t, &ratelimit.Adaptive{FailFast: true})
 	now := t0.Add(500 * ms)
-	if _, ok := a.ReserveAt(now, "s"); ok {
+	if _, _, ok := a.ReserveAt(now, "s"); ok {
 		t.Fatalf("ReserveAt(s) after its throttle granted; want refused (no token, FailFast)")
 	}
 	for range 100 {
-		if w, ok := a.ReserveAt(now, "other"); w != 0 || !ok {
+		if _, w, ok := a.ReserveAt(now, "other"); w != 0 || !ok {
 			t.Fatalf("ReserveAt(other) while s is throttled = %v, %t; want 0, true", w, ok)
 		}
 	}
@@ -174,7 +243,7 @@ func TestAdaptiveClockBackwardsCountsAsStandingStill(t *testing.T) {
 	// 138.888889 ms (rounded up to the nanosecond) and -1 token is left.
 	// Time counted backwards would instead refill a negative amount or run
 	// the curve back to its floor.
-	w, ok := a.ReserveAt(t0, "s")
+	_, w, ok := a.ReserveAt(t0, "s")
 	st := a.StateAt(t0, "s")
 	type state struct {
 		Wait                             time.Duration
@@ -206,7 +275,7 @@ func TestAdaptiveBurstAfterIdleIsATenthOfASecond(t *testing.T) {
 	var w time.Duration
 	for ; n <= 140; n++ {
 		var ok bool
-		if w, ok = a.ReserveAt(now, "s"); !ok {
+		if _, w, ok = a.ReserveAt(now, "s"); !ok {
 			t.Fatalf("ReserveAt(t0+1.1s, s) #%d refused; want granted", n+1)
 		}
 		if w > 0 {
@@ -253,8 +322,8 @@ func TestAdaptiveUsesNowField(t *testing.T) {
 		}
 		a.Record("s", k)
 	}
-	w, ok := a.Reserve("s")
-	a.Cancel("s")
+	r, w, ok := a.Reserve("s")
+	r.Cancel()
 	if st := a.State("s"); w != 142857143 || !ok || st.FillRate != 7 || st.Tokens != 0 {
 		t.Errorf("on the fake clock: Reserve = %v, %t, then after Cancel State = %+v; want 142.857143ms, true, fill rate 7, no token", w, ok, st)
 	}
@@ -272,12 +341,13 @@ func TestAdaptiveHotPathDoesNotAllocate(t *testing.T) {
 	throttled(t, &a)
 	now := t0.Add(500 * ms)
 	if allocs := testing.AllocsPerRun(1000, func() {
-		a.ReserveAt(now, "s")
-		a.CancelAt(now, "s")
+		r, _, _ := a.ReserveAt(now, "s")
+		r.DelayAt(now)
+		r.CancelAt(now)
 		a.RecordAt(now, "s", classify.Throttle)
 		a.StateAt(now, "s")
 	}); allocs != 0 {
-		t.Errorf("ReserveAt, CancelAt, RecordAt and StateAt on a throttled scope: %v allocs per run; want 0", allocs)
+		t.Errorf("ReserveAt, DelayAt, CancelAt, RecordAt and StateAt on a throttled scope: %v allocs per run; want 0", allocs)
 	}
 }
 
@@ -292,8 +362,9 @@ func TestAdaptiveConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			for i := range 2000 {
 				s := scopes[(g+i)%len(scopes)]
-				if w, ok := a.Reserve(s); ok && w > 0 && i%2 == 0 {
-					a.Cancel(s)
+				if r, w, ok := a.Reserve(s); ok && w > 0 && i%2 == 0 {
+					r.Delay()
+					r.Cancel()
 				}
 				k := classify.Success
 				if i%7 == 0 {

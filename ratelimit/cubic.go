@@ -48,6 +48,10 @@ const (
 	// are still unanswered, throttles arriving this long after a decrease
 	// may decrease the rate again.
 	holdMax = 1.0
+	// dueSlack is how few tokens a reservation may still be owed and be
+	// due: rounding in the refill arithmetic leaves a reservation whose time
+	// has come a few nanoseconds short.
+	dueSlack = 1e-9
 )
 
 // params are an [Adaptive]'s settings with the defaults resolved.
@@ -84,10 +88,15 @@ type cubic struct {
 	tokens   float64 // negative while reservations wait for the refill
 	refilled float64 // instant tokens were computed for
 
+	// The queue of reservations: the n-th reservation ever taken holds
+	// place n, and its send is due once the bucket has been credited n
+	// tokens in all, issued + tokens (tokens taken plus tokens left).
+	issued uint64 // reservations taken, less the latest ones cancelled: the place of the latest
+
 	// Damping, off in reference mode: sends and responses counted, and the
 	// hold that the last decrease opened.
 	sent, done uint64  // reservations taken (less those cancelled), responses recorded
-	holdSeq    uint64  // sent at the last decrease
+	holdSeq    uint64  // reservations due (sent, or free to send) at the last decrease
 	holdEnd    float64 // the hold ends at this instant at the latest
 }
 
@@ -178,8 +187,20 @@ func (c *cubic) decrease(t, m float64, p *params) float64 {
 		c.tokens, c.refilled = 0, t
 	}
 	c.enabled = true
-	c.holdSeq, c.holdEnd = c.sent, t+holdMax
+	// Reservations still queued will be sent at the new rate, so only
+	// those already due belong to the hold.
+	c.refill(t, p)
+	c.holdSeq, c.holdEnd = c.sent-min(c.queued(), c.sent), t+holdMax
 	return rate * p.beta
+}
+
+// queued returns how many reservations wait for a token, as of the last
+// refill: the tokens owed, rounded up.
+func (c *cubic) queued() uint64 {
+	if c.tokens >= 0 {
+		return 0
+	}
+	return uint64(math.Ceil(-c.tokens))
 }
 
 // held reports whether a throttle at t falls in the hold opened by the last
@@ -216,9 +237,9 @@ func (c *cubic) refill(t float64, p *params) {
 	c.refilled = max(c.refilled, t)
 }
 
-// wait returns how long, in seconds from t, a send must wait for its token:
-// 0 while the limiter is not enabled or a whole token is in the bucket, else
-// (1 - tokens)/fill.
+// wait returns how long, in seconds from t, a new reservation would wait
+// for its token: 0 while the limiter is not enabled or a whole token is in
+// the bucket, else (1 - tokens)/fill.
 func (c *cubic) wait(t float64, p *params) float64 {
 	if !c.enabled {
 		return 0
@@ -230,19 +251,45 @@ func (c *cubic) wait(t float64, p *params) float64 {
 	return (1 - c.tokens) / c.fill
 }
 
-// take takes one send token, counting the send; before the limiter is
-// enabled nothing is taken.
-func (c *cubic) take() {
+// take takes one send token, counting the send, and returns the
+// reservation's place in the queue. Before the limiter is enabled nothing
+// is taken and the reservation is due at once.
+func (c *cubic) take() uint64 {
 	c.sent++
+	c.issued++
 	if c.enabled {
 		c.tokens--
 	}
+	return c.issued
 }
 
-// giveBack returns a token taken at or before t whose send was abandoned.
-func (c *cubic) giveBack(t float64, p *params) {
+// delay returns how long, in seconds from t, the reservation at place n
+// still waits: until issued + tokens, the tokens credited so far, reaches
+// n. Credit accrues at the current fill rate, so a reservation asked again
+// after the rate changed is due at the new pace, and reservations come due
+// in the order they were taken.
+func (c *cubic) delay(t float64, n uint64, p *params) float64 {
+	if !c.enabled || n > c.issued {
+		return 0
+	}
+	c.refill(t, p)
+	owed := -(float64(c.issued-n) + c.tokens)
+	if owed <= dueSlack {
+		return 0
+	}
+	return owed / c.fill
+}
+
+// giveBack returns the token of the reservation at place n, taken at or
+// before t, whose send was abandoned. The latest reservation just leaves
+// the queue; one with others behind it gives its token to the first
+// reservation still waiting, so every later one moves up a place.
+func (c *cubic) giveBack(t float64, n uint64, p *params) {
 	if c.sent > 0 {
 		c.sent--
+	}
+	if n == c.issued && n > 0 {
+		c.issued--
 	}
 	if c.enabled {
 		c.refill(t, p)

@@ -255,7 +255,7 @@ func TestAdaptiveWaitsForRefill(t *testing.T) {
 			play(tt.a, throttleAt500)
 			var got []step
 			for _, s := range tt.steps {
-				w, ok := tt.a.ReserveAt(t0.Add(s.At), "s")
+				_, w, ok := tt.a.ReserveAt(t0.Add(s.At), "s")
 				if !ok {
 					t.Fatalf("ReserveAt(t0+%v) refused; want granted", s.At)
 				}

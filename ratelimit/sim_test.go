@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"container/heap"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -76,53 +77,105 @@ type simScope struct {
 	bins                               []int         // requests admitted per half second, by send time
 }
 
-// simLimiter is what the simulation needs of a limiter; recording is
-// optional (Fixed has nothing to record).
+// simLimiter is what the simulation needs of a limiter: an Adaptive,
+// possibly wrapped to watch it.
 type simLimiter interface {
-	ReserveAt(now time.Time, scope string) (time.Duration, bool)
-	CancelAt(now time.Time, scope string)
-}
-
-type simRecorder interface {
+	ReserveAt(now time.Time, scope string) (ratelimit.Reservation, time.Duration, bool)
 	RecordAt(now time.Time, scope string, k classify.Kind)
 }
 
-// simRun drives the scopes for d of virtual time from t0. With recheck set,
-// workers wait as the SDKs' do: a worker told to wait gives its token back,
-// sleeps the wait, and asks again, instead of holding its reservation.
-func simRun(lim simLimiter, recheck bool, d time.Duration, scopes ...*simScope) {
+// simWaiting is how a simulated caller waits for its send token.
+type simWaiting int
+
+const (
+	// waitQueue is the transport's way: wait the delay ReserveAt returns,
+	// then ask the reservation again and wait again until it is due.
+	waitQueue simWaiting = iota
+	// waitHeld waits the delay ReserveAt returns and sends, as a caller of
+	// x/time/rate's Reserve does.
+	waitHeld
+	// waitRecheck is the SDKs' way: give the token back at once, sleep the
+	// delay, and reserve again.
+	waitRecheck
+)
+
+func (w simWaiting) String() string {
+	return [...]string{"queue", "held", "recheck"}[w]
+}
+
+// simLate bounds how late a simulated sleep ends: a timer fires up to this
+// long after its time, uniformly, as real timers do on a busy machine.
+// Without it, callers that wake at the same instant would wake in the
+// order they went to sleep, which real ones do not.
+const simLate = 200 * time.Microsecond
+
+// simSleep is how long the transport sleeps when a reservation is not due
+// for wait (plan.go's recheckAfter): half of a wait longer than 10 ms, to ask
+// again, since a rate that rises meanwhile brings the turn forward.
+func simSleep(wait time.Duration) time.Duration {
+	if wait > 10*ms {
+		return max(wait/2, 10*ms)
+	}
+	return wait
+}
+
+// simRun drives the scopes for d of virtual time from t0, the callers
+// waiting as w says.
+func simRun(lim simLimiter, w simWaiting, d time.Duration, scopes ...*simScope) {
 	const (
 		reserve = iota
 		send
 		respond
 	)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	late := func() time.Duration { return time.Duration(rnd.Int64N(int64(simLate))) }
 	var q simQueue
+	var turns []ratelimit.Reservation // per worker: its reservation, while it waits
+	var reserved []bool               // per worker: it holds a reservation
 	for i, s := range scopes {
 		s.bins = make([]int, int(d/(500*time.Millisecond)))
 		for range s.Workers {
-			q.push(simEvent{at: 0, kind: reserve, scope: i})
+			q.push(simEvent{at: 0, kind: reserve, scope: i, worker: len(turns)})
+			turns = append(turns, ratelimit.Reservation{})
+			reserved = append(reserved, false)
 		}
 	}
-	rec, _ := lim.(simRecorder)
 	for q.Len() > 0 {
 		e := heap.Pop(&q).(simEvent)
 		if e.at >= d {
 			continue
 		}
 		s, now := scopes[e.scope], t0.Add(e.at)
+		next := e
 		switch e.kind {
 		case reserve:
-			w, ok := lim.ReserveAt(now, s.Name)
+			var wait time.Duration
+			if reserved[e.worker] {
+				wait = turns[e.worker].DelayAt(now)
+			} else {
+				r, wt, ok := lim.ReserveAt(now, s.Name)
+				if !ok {
+					s.refused++
+					next.at += time.Millisecond
+					break
+				}
+				turns[e.worker], reserved[e.worker], wait = r, true, wt
+				s.waited += wt
+			}
 			switch {
-			case !ok:
-				s.refused++
-				q.push(simEvent{at: e.at + time.Millisecond, kind: reserve, scope: e.scope})
-			case recheck && w > 0:
-				lim.CancelAt(now, s.Name)
-				q.push(simEvent{at: e.at + w, kind: reserve, scope: e.scope})
+			case wait == 0:
+				reserved[e.worker] = false
+				next.kind = send
+			case w == waitHeld:
+				reserved[e.worker] = false
+				next.at += wait + late()
+				next.kind = send
+			case w == waitRecheck:
+				turns[e.worker].CancelAt(now)
+				reserved[e.worker] = false
+				next.at += wait + late()
 			default:
-				s.waited += w
-				q.push(simEvent{at: e.at + w, kind: send, scope: e.scope})
+				next.at += simSleep(wait) + late()
 			}
 		case send:
 			s.sent++
@@ -133,23 +186,20 @@ func simRun(lim simLimiter, recheck bool, d time.Duration, scopes ...*simScope) 
 			} else {
 				s.throttled++
 			}
-			q.push(simEvent{at: e.at + s.RTT, kind: respond, scope: e.scope, throttled: !admitted})
+			next.at += s.RTT
+			next.kind, next.throttled = respond, !admitted
 		case respond:
-			if rec != nil {
-				k := classify.Success
-				if e.throttled {
-					k = classify.Throttle
-				}
-				rec.RecordAt(now, s.Name, k)
-			}
-			next := e.at
+			k := classify.Success
 			if e.throttled {
-				// As the transport does: record, sleep the server's delay,
-				// then pace the retry.
-				next += s.Server.RetryAfter
+				k = classify.Throttle
+				// As the transport does: record, sleep the server's
+				// delay, then pace the retry.
+				next.at += s.Server.RetryAfter
 			}
-			q.push(simEvent{at: next, kind: reserve, scope: e.scope})
+			lim.RecordAt(now, s.Name, k)
+			next.kind, next.throttled = reserve, false
 		}
+		q.push(next)
 	}
 }
 
@@ -178,6 +228,7 @@ type simEvent struct {
 	seq       int
 	kind      int
 	scope     int
+	worker    int
 	throttled bool
 }
 
@@ -214,10 +265,10 @@ const simDuration = 8 * time.Second
 // simColdStart runs the scenario and returns the scope's figures and when
 // its fill rate first came within 0.7 to 1.2 times the server's rate, or -1
 // if it never did.
-func simColdStart(a *ratelimit.Adaptive, recheck bool) (*simScope, time.Duration) {
+func simColdStart(a *ratelimit.Adaptive, w simWaiting) (*simScope, time.Duration) {
 	s := &simScope{Name: "api", Workers: 16, RTT: 2 * ms, Server: &simServer{Rate: 200, Burst: 20}}
 	p := &fillProbe{Adaptive: a, lo: 140, hi: 240, at: -1}
-	simRun(p, recheck, simDuration, s)
+	simRun(p, w, simDuration, s)
 	return s, p.at
 }
 
@@ -236,14 +287,17 @@ func (p *fillProbe) RecordAt(now time.Time, scope string, k classify.Kind) {
 	}
 }
 
-// TestAdaptiveSimulation runs the scenario with both algorithms and both
-// ways of waiting: holding the reservation ReserveAt returns, or rechecking
-// as the SDKs' waiters do (CancelAt, sleep the wait, ReserveAt again).
+// simWaitings are the ways of waiting the simulations compare.
+var simWaitings = []simWaiting{waitQueue, waitHeld, waitRecheck}
+
+// TestAdaptiveSimulation runs the scenario with both algorithms and every
+// way of waiting: queueing as the transport does, holding the reservation
+// ReserveAt returns, or rechecking as the SDKs' waiters do.
 func TestAdaptiveSimulation(t *testing.T) {
-	for _, recheck := range []bool{false, true} {
-		t.Run(fmt.Sprintf("recheck=%t", recheck), func(t *testing.T) {
-			fixed, fixedAt := simColdStart(&ratelimit.Adaptive{}, recheck)
-			ref, refAt := simColdStart(&ratelimit.Adaptive{Reference: true}, recheck)
+	for _, w := range simWaitings {
+		t.Run(w.String(), func(t *testing.T) {
+			fixed, fixedAt := simColdStart(&ratelimit.Adaptive{}, w)
+			ref, refAt := simColdStart(&ratelimit.Adaptive{Reference: true}, w)
 			for _, s := range []struct {
 				name string
 				s    *simScope
@@ -276,7 +330,7 @@ func TestAdaptiveSimulation(t *testing.T) {
 // same scenario: 53 of 200 req/s, 2.7 % throttled. The SDK's waiters
 // recheck after each sleep.
 func TestAdaptiveSimulationReferenceMatchesSDK(t *testing.T) {
-	s, _ := simColdStart(&ratelimit.Adaptive{Reference: true}, true)
+	s, _ := simColdStart(&ratelimit.Adaptive{Reference: true}, waitRecheck)
 	if g, f := s.goodput(simDuration), s.throttledShare(); g < 48 || g > 58 || f < 0.02 || f > 0.035 {
 		t.Errorf("reference goodput %.1f req/s, throttled %.2f%%; want about 53 req/s and 2.7%%", g, 100*f)
 	}
@@ -289,7 +343,7 @@ func TestAdaptiveSimulationOtherScopeUnaffected(t *testing.T) {
 	for _, reference := range []bool{false, true} {
 		throttled := &simScope{Name: "throttled", Workers: 16, RTT: 2 * ms, Server: &simServer{Rate: 200, Burst: 20}}
 		other := &simScope{Name: "other", Workers: 4, RTT: 10 * ms, Server: &simServer{}}
-		simRun(&ratelimit.Adaptive{Reference: reference}, false, simDuration, throttled, other)
+		simRun(&ratelimit.Adaptive{Reference: reference}, waitQueue, simDuration, throttled, other)
 		t.Logf("reference=%t:\n%v\n%v", reference, throttled, other)
 		if other.sent != 3200 || other.waited != 0 || throttled.throttled == 0 {
 			t.Errorf("reference=%t: other scope sent %d and waited %v while the first was throttled %d times; want 3200 sent, no wait",
@@ -300,7 +354,9 @@ func TestAdaptiveSimulationOtherScopeUnaffected(t *testing.T) {
 
 // TestAdaptiveSimulationFollowsCapacityChange changes the server's rate
 // after 8 seconds and runs 8 more: the limiter must follow it down without
-// collapsing, and up.
+// collapsing, and up. Callers that hold their first wait are only logged:
+// after a decrease they keep the old pace, and each of their throttles
+// decreases the rate again, down to the least fill rate.
 func TestAdaptiveSimulationFollowsCapacityChange(t *testing.T) {
 	const d = 16 * time.Second
 	tests := []struct {
@@ -312,18 +368,18 @@ func TestAdaptiveSimulationFollowsCapacityChange(t *testing.T) {
 		{50, 200, 85},
 	}
 	for _, tt := range tests {
-		for _, recheck := range []bool{false, true} {
+		for _, w := range simWaitings {
 			s := &simScope{Name: "api", Workers: 16, RTT: 2 * ms,
 				Server: &simServer{Rate: tt.from, Burst: tt.from / 10, Changes: []capacityStep{{d / 2, tt.to}}}}
-			simRun(&ratelimit.Adaptive{}, recheck, d, s)
+			simRun(&ratelimit.Adaptive{}, w, d, s)
 			last2 := 0
 			for _, n := range s.bins[len(s.bins)-4:] {
 				last2 += n
 			}
-			t.Logf("%v to %v req/s, recheck=%t: %v", tt.from, tt.to, recheck, s)
-			if g := float64(last2) / 2; g < tt.wantLast2 || s.throttledShare() > 0.10 {
-				t.Errorf("%v to %v req/s, recheck=%t: goodput over the last 2 s %.1f req/s, throttled %.2f%%; want at least %v req/s, at most 10%%",
-					tt.from, tt.to, recheck, g, 100*s.throttledShare(), tt.wantLast2)
+			t.Logf("%v to %v req/s, %v: %v", tt.from, tt.to, w, s)
+			if g := float64(last2) / 2; w != waitHeld && (g < tt.wantLast2 || s.throttledShare() > 0.10) {
+				t.Errorf("%v to %v req/s, %v: goodput over the last 2 s %.1f req/s, throttled %.2f%%; want at least %v req/s, at most 10%%",
+					tt.from, tt.to, w, g, 100*s.throttledShare(), tt.wantLast2)
 			}
 		}
 	}
@@ -333,12 +389,12 @@ func TestAdaptiveSimulationFollowsCapacityChange(t *testing.T) {
 // req/s (burst 2), so that the callers waiting hold 0.8 s of its rate.
 // Rechecking waiters must follow it; held reservations are only reported.
 func TestAdaptiveSimulationSlowServer(t *testing.T) {
-	for _, recheck := range []bool{false, true} {
+	for _, w := range simWaitings {
 		s := &simScope{Name: "slow", Workers: 16, RTT: 2 * ms, Server: &simServer{Rate: 20, Burst: 2}}
-		simRun(&ratelimit.Adaptive{}, recheck, simDuration, s)
-		t.Logf("recheck=%t: goodput %.1f req/s, throttled %.2f%%\n%v", recheck, s.goodput(simDuration), 100*s.throttledShare(), s)
-		if g, f := s.goodput(simDuration), s.throttledShare(); recheck && (g < 18 || f > 0.15) {
-			t.Errorf("rechecking: goodput %.1f req/s, throttled %.2f%%; want at least 18 req/s (90%%), at most 15%%", g, 100*f)
+		simRun(&ratelimit.Adaptive{}, w, simDuration, s)
+		t.Logf("%v: goodput %.1f req/s, throttled %.2f%%\n%v", w, s.goodput(simDuration), 100*s.throttledShare(), s)
+		if g, f := s.goodput(simDuration), s.throttledShare(); w != waitHeld && (g < 18 || f > 0.15) {
+			t.Errorf("%v: goodput %.1f req/s, throttled %.2f%%; want at least 18 req/s (90%%), at most 15%%", w, g, 100*f)
 		}
 	}
 }
@@ -351,13 +407,13 @@ func TestAdaptiveSimulationSlowServer(t *testing.T) {
 // logged: its cold-start collapse keeps it below the server's rate whether
 // or not the clients sleep.
 func TestAdaptiveSimulationRetryAfter(t *testing.T) {
-	for _, recheck := range []bool{false, true} {
-		t.Run(fmt.Sprintf("recheck=%t", recheck), func(t *testing.T) {
+	for _, w := range simWaitings {
+		t.Run(w.String(), func(t *testing.T) {
 			var scopes []*simScope
 			for _, reference := range []bool{false, true} {
 				s := &simScope{Name: "api", Workers: 16, RTT: 2 * ms,
 					Server: &simServer{Rate: 200, Burst: 20, RetryAfter: time.Second}}
-				simRun(&ratelimit.Adaptive{Reference: reference}, recheck, simDuration, s)
+				simRun(&ratelimit.Adaptive{Reference: reference}, w, simDuration, s)
 				t.Logf("reference=%t: goodput %.1f req/s, throttled %.2f%%\n%v",
 					reference, s.goodput(simDuration), 100*s.throttledShare(), s)
 				scopes = append(scopes, s)
