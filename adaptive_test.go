@@ -111,6 +111,11 @@ func TestAdaptivePacingHonoursDeadline(t *testing.T) {
 	if !errors.Is(err, retrytransport.ErrDeadline) {
 		t.Errorf("RoundTrip error = %v; want ErrDeadline when the pacing wait passes the deadline", err)
 	}
+	// The wait is refused before any of it is slept, though the transport
+	// sleeps a long wait in halves.
+	if waits := clock.Sleeps(); len(waits) != 0 {
+		t.Errorf("waits = %v; want none: the pacing wait ends past the deadline", waits)
+	}
 }
 
 // In adaptive mode the retry quota must still refill on first-attempt

@@ -35,7 +35,7 @@ type call struct {
 	ev      *Event                // the decision to retry after the last attempt
 	cost    int                   // quota tokens paid for the next attempt
 	paced   bool                  // the next attempt holds a send token of the scope's limiters
-	turn    ratelimit.Reservation // the next attempt's place in the adaptive limiter's queue, if paced
+	turn    ratelimit.Reservation // the next attempt's place in the adaptive limiter's queue while paced; zero otherwise
 	body    attemptBody           // what the base transport took of the last attempt's body; nil if not watched
 	length  lengthCheck           // whether the body's length matches ContentLength, once known
 }
@@ -178,7 +178,7 @@ func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, 
 		c.watch.reset()
 	}
 	c.attempt++
-	c.paced = false
+	c.paced, c.turn = false, ratelimit.Reservation{} // the send tokens are spent
 	c.counters.attempts.Add(1)
 	if c.attempt > 1 {
 		c.counters.retries.Add(1)

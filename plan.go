@@ -93,7 +93,7 @@ func (c *call) reserve() error {
 			return fmt.Errorf("adaptive rate of scope %q needs a %v wait: %w", scope, w, ratelimit.ErrRateLimited)
 		}
 		for w > 0 {
-			if err := c.wait(recheckAfter(w)); err != nil {
+			if err := c.waitPart(recheckAfter(w), w); err != nil {
 				r.Cancel()
 				return err
 			}
@@ -157,21 +157,27 @@ func (c *call) giveBackAdaptive() {
 
 // wait sleeps for d, unless that would end after the context's deadline
 // or the end of the policy's MaxTotalTime.
-func (c *call) wait(d time.Duration) error {
-	if d <= 0 {
+func (c *call) wait(d time.Duration) error { return c.waitPart(d, d) }
+
+// waitPart sleeps for part of a wait of whole, unless the whole wait would
+// end after the context's deadline or the end of the policy's MaxTotalTime:
+// a wait slept in parts is refused as soon as it is known to end too late,
+// not after its first parts.
+func (c *call) waitPart(part, whole time.Duration) error {
+	if part <= 0 {
 		return c.ctx.Err()
 	}
-	end := c.t.now().Add(d)
+	end := c.t.now().Add(whole)
 	if dl, ok := c.ctx.Deadline(); ok && end.After(dl) {
 		return ErrDeadline
 	}
 	if !c.budgetEnd.IsZero() && end.After(c.budgetEnd) {
 		return ErrBudget
 	}
-	if err := c.t.sleep(c.ctx, d); err != nil {
+	if err := c.t.sleep(c.ctx, part); err != nil {
 		return err
 	}
-	c.waited += d
+	c.waited += part
 	return nil
 }
 

@@ -77,8 +77,8 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 // for 10 seconds, their timers firing up to 200 µs late (sim_fleet_test.go,
 // 7 seeded runs): the changed algorithm gets 100 to 101 % of the capacity
 // through with 2.1 to 2.8 % of attempts throttled, no logical request
-// failed, a p99 of 160 to 205 ms and a Jain's fairness index of 0.92 to
-// 0.99 between the clients; the reference 64 to 66 %, with a p99 of 2.0 s
+// failed, a p99 of 159 to 205 ms and a Jain's fairness index of 0.92 to
+// 0.99 between the clients; the reference 69 to 70 %, with a p99 of 2.0 s
 // and an index of 0.79 to 0.96. With Retry-After: 1 on every 429, 89 to
 // 94 % (49 to 76 % with change 3 undone). When the
 // capacity drops from 200 to 50 req/s the fleet is within 10 % of it after
@@ -168,7 +168,7 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 // callers that wake at the same instant race for the next token, in the
 // order their timers happen to fire, so a caller can lose many times
 // running: with timers firing up to 200 µs late, the fleet simulation's
-// 99th percentile of latency is 1.1 to 1.4 s when rechecking and 160 to 210
+// 99th percentile of latency is 1.1 to 1.4 s when rechecking and 159 to 205
 // ms when queueing.
 //
 // # Defaults, memory and concurrency

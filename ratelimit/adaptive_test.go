@@ -92,11 +92,15 @@ func TestAdaptiveMaxWaitRefusesLongerWaits(t *testing.T) {
 func TestAdaptiveCancelReturnsToken(t *testing.T) {
 	a := throttled(t, &ratelimit.Adaptive{})
 	now := t0.Add(500 * ms)
-	a.ReserveAt(now, "s")
+	first, firstWait, _ := a.ReserveAt(now, "s")
 	second, _, _ := a.ReserveAt(now, "s")
 	second.CancelAt(now) // the second caller gave up
 	if got := a.StateAt(now, "s").Tokens; got != -1 {
 		t.Errorf("StateAt(s).Tokens after two reservations and a cancel = %v; want -1", got)
+	}
+	// The latest reservation leaves the queue: the one ahead keeps its turn.
+	if d := first.DelayAt(now); d != firstWait {
+		t.Errorf("first reservation's DelayAt after the second's cancel = %v; want %v, unchanged", d, firstWait)
 	}
 	r, w, _ := a.ReserveAt(now, "s")
 	if w != 285714286 {
@@ -172,6 +176,9 @@ func TestAdaptiveReservationOfEvictedScope(t *testing.T) {
 	}
 	a.ReserveAt(now, "other") // evicts s
 	throttled(t, a)           // s again, a new scope
+	for range 3 {             // whose queue reaches past r's place
+		a.ReserveAt(now, "s")
+	}
 	before := a.StateAt(now, "s")
 	if d := r.DelayAt(now); d != 0 {
 		t.Errorf("DelayAt of a reservation of an evicted scope = %v; want 0", d)

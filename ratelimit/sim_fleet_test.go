@@ -75,11 +75,10 @@ func (f *fleetSim) run() *fleetResult {
 		respond
 	)
 	type logical struct {
-		start    time.Duration
-		attempt  int
-		cost     int
-		turn     ratelimit.Reservation // while reserved
-		reserved bool                  // waiting for turn to come due
+		start   time.Duration
+		attempt int
+		cost    int
+		turn    simTurn
 	}
 	rnd := rand.New(rand.NewPCG(f.Seed, 1))
 	late := func() time.Duration { return time.Duration(rnd.Int64N(int64(simLate))) }
@@ -118,29 +117,13 @@ func (f *fleetSim) run() *fleetResult {
 			if r.attempt == 0 && r.start < 0 {
 				r.start = e.at
 			}
-			var wait time.Duration
-			if r.reserved {
-				wait = r.turn.DelayAt(now)
-			} else {
-				t, wt, ok := c.lim.ReserveAt(now, fleetScope)
-				if !ok {
-					panic("the fleet's limiters never refuse")
-				}
-				r.turn, r.reserved, wait = t, true, wt
+			sleep, sendNext, _, ok := r.turn.step(c.lim, f.Waiting, now, fleetScope, late)
+			if !ok {
+				panic("the fleet's limiters never refuse")
 			}
-			next := simEvent{at: e.at, kind: send, scope: w}
-			switch {
-			case wait == 0:
-				r.reserved = false
-			case f.Waiting == waitHeld:
-				r.reserved = false
-				next.at += wait + late()
-			case f.Waiting == waitRecheck:
-				r.turn.CancelAt(now)
-				r.reserved = false
-				next.at, next.kind = e.at+wait+late(), reserve
-			default:
-				next.at, next.kind = e.at+simSleep(wait)+late(), reserve
+			next := simEvent{at: e.at + sleep, kind: reserve, scope: w}
+			if sendNext {
+				next.kind = send
 			}
 			q.push(next)
 		case send:

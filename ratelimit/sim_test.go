@@ -119,6 +119,43 @@ func simSleep(wait time.Duration) time.Duration {
 	return wait
 }
 
+// simTurn is one simulated caller's hold on a send token: its reservation
+// while it waits for its turn, the zero Reservation otherwise.
+type simTurn struct{ r ratelimit.Reservation }
+
+// step is the caller's move at now: reserve a token, or, holding a
+// reservation, ask it again; then wait as how says. It returns how long to
+// sleep and whether to send after that (else to step again), and the wait
+// ReserveAt said (0 when asking again); ok false if the limiter refused.
+// late is called only for a sleep, so that the simulations draw from their
+// generators in the same order whatever the waiting.
+func (st *simTurn) step(lim simLimiter, how simWaiting, now time.Time, scope string, late func() time.Duration) (sleep time.Duration, sendNext bool, reserved time.Duration, ok bool) {
+	var wait time.Duration
+	if st.r != (ratelimit.Reservation{}) {
+		wait = st.r.DelayAt(now)
+	} else {
+		r, w, ok := lim.ReserveAt(now, scope)
+		if !ok {
+			return 0, false, w, false
+		}
+		st.r, wait, reserved = r, w, w
+	}
+	switch {
+	case wait == 0:
+		st.r = ratelimit.Reservation{}
+		return 0, true, reserved, true
+	case how == waitHeld:
+		st.r = ratelimit.Reservation{}
+		return wait + late(), true, reserved, true
+	case how == waitRecheck:
+		st.r.CancelAt(now)
+		st.r = ratelimit.Reservation{}
+		return wait + late(), false, reserved, true
+	default:
+		return simSleep(wait) + late(), false, reserved, true
+	}
+}
+
 // simRun drives the scopes for d of virtual time from t0, the callers
 // waiting as w says.
 func simRun(lim simLimiter, w simWaiting, d time.Duration, scopes ...*simScope) {
@@ -130,14 +167,12 @@ func simRun(lim simLimiter, w simWaiting, d time.Duration, scopes ...*simScope) 
 	rnd := rand.New(rand.NewPCG(1, 2))
 	late := func() time.Duration { return time.Duration(rnd.Int64N(int64(simLate))) }
 	var q simQueue
-	var turns []ratelimit.Reservation // per worker: its reservation, while it waits
-	var reserved []bool               // per worker: it holds a reservation
+	var turns []simTurn // per worker
 	for i, s := range scopes {
 		s.bins = make([]int, int(d/(500*time.Millisecond)))
 		for range s.Workers {
 			q.push(simEvent{at: 0, kind: reserve, scope: i, worker: len(turns)})
-			turns = append(turns, ratelimit.Reservation{})
-			reserved = append(reserved, false)
+			turns = append(turns, simTurn{})
 		}
 	}
 	for q.Len() > 0 {
@@ -149,33 +184,16 @@ func simRun(lim simLimiter, w simWaiting, d time.Duration, scopes ...*simScope) 
 		next := e
 		switch e.kind {
 		case reserve:
-			var wait time.Duration
-			if reserved[e.worker] {
-				wait = turns[e.worker].DelayAt(now)
-			} else {
-				r, wt, ok := lim.ReserveAt(now, s.Name)
-				if !ok {
-					s.refused++
-					next.at += time.Millisecond
-					break
-				}
-				turns[e.worker], reserved[e.worker], wait = r, true, wt
-				s.waited += wt
+			sleep, sendNext, waited, ok := turns[e.worker].step(lim, w, now, s.Name, late)
+			if !ok {
+				s.refused++
+				next.at += time.Millisecond
+				break
 			}
-			switch {
-			case wait == 0:
-				reserved[e.worker] = false
+			s.waited += waited
+			next.at += sleep
+			if sendNext {
 				next.kind = send
-			case w == waitHeld:
-				reserved[e.worker] = false
-				next.at += wait + late()
-				next.kind = send
-			case w == waitRecheck:
-				turns[e.worker].CancelAt(now)
-				reserved[e.worker] = false
-				next.at += wait + late()
-			default:
-				next.at += simSleep(wait) + late()
 			}
 		case send:
 			s.sent++
