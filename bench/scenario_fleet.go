@@ -127,8 +127,10 @@ type fleetContender struct {
 }
 
 // fleetContenders picks our adaptive mode and the SDK's from cs and adds
-// our limiter in reference mode, the SDKs' algorithm, between them. The
-// wrap functions make a fresh limiter, quota and retryer for each client.
+// our limiter with the additive line of 10 req/s per second (see
+// ratelimit.Adaptive's Fairness) and in reference mode, the SDKs'
+// algorithm, between them. The wrap functions make a fresh limiter, quota
+// and retryer for each client.
 func fleetContenders(cs []contender) ([]fleetContender, error) {
 	ours, aws, err := adaptiveContenders(cs)
 	if err != nil {
@@ -139,7 +141,12 @@ func fleetContenders(cs []contender) ([]fleetContender, error) {
 		p.Limiter = &ratelimit.Adaptive{Reference: true}
 		return retrytransport.New(base, retrytransport.WithPolicy(p))
 	}}
-	return []fleetContender{{ours, "adaptive", true}, {reference, "reference", false}, {aws, "aws-adaptive", false}}, nil
+	additive := contender{"retrytransport adaptive, Additive 10", kindOurs, func(base http.RoundTripper) http.RoundTripper {
+		p := scaled(policy.Adaptive())
+		p.Limiter = &ratelimit.Adaptive{Additive: 10}
+		return retrytransport.New(base, retrytransport.WithPolicy(p))
+	}}
+	return []fleetContender{{ours, "adaptive", true}, {additive, "additive", false}, {reference, "reference", false}, {aws, "aws-adaptive", false}}, nil
 }
 
 // adaptiveContenders finds our adaptive mode ("retrytransport adaptive",

@@ -194,6 +194,12 @@ type Adaptive struct {
 	Smoothing   float64 // weight of the newest bucket in the measured rate, in (0, 1]; zero means DefaultSmoothing
 	MinFillRate float64 // least fill rate, requests per second; zero means DefaultMinFillRate
 
+	// Additive, in requests per second per second, makes the rate after a
+	// throttle at least Beta·lastMax + Additive·t, t seconds after it, as
+	// well as the CUBIC curve (see Fairness). Zero means no additive line,
+	// the SDKs' curve alone; reference mode ignores it.
+	Additive float64
+
 	// Reference selects the SDKs' algorithm exactly as botocore and
 	// aws-sdk-go-v2 compute it, cold-start collapse, compounded decreases
 	// and a bucket of a second's tokens included, for comparison and for
@@ -329,7 +335,7 @@ func (a *Adaptive) scopeLocked(now time.Time, scope string, p *params) *adaptive
 
 // params resolves a's settings, out-of-range values to their defaults.
 func (a *Adaptive) params() params {
-	p := params{beta: a.Beta, scale: a.Scale, smoothing: a.Smoothing, minFill: a.MinFillRate, window: burstWindow, reference: a.Reference}
+	p := params{beta: a.Beta, scale: a.Scale, smoothing: a.Smoothing, minFill: a.MinFillRate, additive: a.Additive, window: burstWindow, reference: a.Reference}
 	if p.reference {
 		p.window = 1 // the SDKs' capacity, a second of tokens
 	}
@@ -344,6 +350,9 @@ func (a *Adaptive) params() params {
 	}
 	if !(p.minFill > 0) || math.IsInf(p.minFill, 1) {
 		p.minFill = DefaultMinFillRate
+	}
+	if !(p.additive > 0) || math.IsInf(p.additive, 1) {
+		p.additive = 0
 	}
 	return p
 }

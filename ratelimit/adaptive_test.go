@@ -223,9 +223,9 @@ func TestAdaptiveOutOfRangeSettingsMeanDefaults(t *testing.T) {
 	play(&def, script)
 	want := def.StateAt(t0.Add(4*time.Second), "s")
 	for _, a := range []*ratelimit.Adaptive{
-		{Beta: 1, Scale: -1, Smoothing: 1.5, MinFillRate: -1},
-		{Beta: math.NaN(), Scale: math.NaN(), Smoothing: math.NaN(), MinFillRate: math.NaN()},
-		{Beta: -0.5, Scale: math.Inf(1), Smoothing: -1, MinFillRate: math.Inf(1)},
+		{Beta: 1, Scale: -1, Smoothing: 1.5, MinFillRate: -1, Additive: -1},
+		{Beta: math.NaN(), Scale: math.NaN(), Smoothing: math.NaN(), MinFillRate: math.NaN(), Additive: math.NaN()},
+		{Beta: -0.5, Scale: math.Inf(1), Smoothing: -1, MinFillRate: math.Inf(1), Additive: math.Inf(1)},
 		{Beta: ratelimit.DefaultBeta, Scale: ratelimit.DefaultScale, Smoothing: ratelimit.DefaultSmoothing, MinFillRate: ratelimit.DefaultMinFillRate},
 	} {
 		play(a, script)

@@ -57,6 +57,7 @@ const (
 // params are an [Adaptive]'s settings with the defaults resolved.
 type params struct {
 	beta, scale, smoothing, minFill float64
+	additive                        float64 // requests per second added per second since the last throttle; 0 for none
 	window                          float64 // seconds of the fill rate the bucket holds: burstWindow, or 1 in reference mode
 	reference                       bool
 }
@@ -157,6 +158,12 @@ func (c *cubic) record(t float64, throttled bool, p *params) {
 		// seconds, then grows ever faster to probe for more.
 		d := t - c.lastThrottle - c.window
 		r = p.scale*d*d*d + c.lastMax
+		if p.additive > 0 && !p.reference {
+			// The additive line (RFC 9438's Reno-friendly region): every
+			// client gains the same requests per second, whatever its
+			// rate, so shares move towards equal between throttles.
+			r = max(r, p.beta*c.lastMax+p.additive*(t-c.lastThrottle))
+		}
 	case c.held(t, p):
 		// A throttle of a request sent before the last decrease says
 		// nothing new about the rate decided then: restart the curve at

@@ -115,6 +115,18 @@ func TestAdaptiveArithmetic(t *testing.T) {
 		// Three seconds after: 0.4·(3 - 1.957434)³ + 10 = 0.4·1.133211 + 10
 		// = 10.453285; capacity 0.1·10.453285 = 1.0453285.
 		{"curve_3s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 3500*ms, ok, ok)}, 3500 * ms, want{true, 10.453284520772, 10, 1.0453284520772, 10}},
+		// Additive 2: one second after the throttle the line is
+		// 0.7·10 + 2·1 = 9, under the curve's 9.648936, which wins.
+		{"additive_under_curve", &ratelimit.Adaptive{Additive: 2}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 9.64893600966, 10, 1, 10}},
+		// Additive 5: 0.7·10 + 5·1 = 12 is over the curve and under the cap
+		// 2·10; capacity 1.2.
+		{"additive_over_curve", &ratelimit.Adaptive{Additive: 5}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 12, 10, 1.2, 10}},
+		// Reference mode ignores it: the curve from the throttle's lastMax
+		// 8 (W = cbrt(6) = 1.817121 s) one second later,
+		// 0.4·(1 - 1.817121)³ + 8 = 7.781768, with a second of it as
+		// capacity; the buckets closing at 1 and 1.5 s measured
+		// 0.8·10 + 0.2·8 = 9.6 and then 0.8·10 + 0.2·9.6 = 9.92.
+		{"reference_ignores_additive", &ratelimit.Adaptive{Reference: true, Additive: 5}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 7.781767987274984, 9.92, 7.781767987274984, 8}},
 		// The 2·measured cap: after the throttle, silence until 1.5 s. The
 		// response then closes [0.5, 1.5) with count 1: measured
 		// 0.8·1 + 0.2·10 = 2.8, so the curve's 9.648936 is capped at 5.6;
