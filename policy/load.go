@@ -50,8 +50,8 @@ import (
 //	retryNonIdempotent  boolean
 //	maxBodyBuffer       integer >= 0, bytes
 //	adaptive            boolean
-//	limiter             object: beta (0 <= n < 1), scale, minFillRate
-//	                    (>= 0), smoothing (0..1), reference, failFast
+//	limiter             object: beta (0 <= n < 1), scale, minFillRate,
+//	                    additive (>= 0), smoothing (0..1), reference, failFast
 //	                    (booleans), maxWait (duration), maxScopes (integer)
 //	rateLimit           object: rate (>= 0), burst, maxScopes (integers
 //	                    >= 0), failFast (boolean), maxWait (duration)

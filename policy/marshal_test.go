@@ -58,7 +58,7 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 		RetryNonIdempotent: true,
 		MaxBodyBuffer:      1 << 20,
 		Adaptive:           true,
-		Limiter:            &ratelimit.Adaptive{Beta: 0.7, Scale: 0.4, Smoothing: 0.8, MinFillRate: 0.5, Reference: true, FailFast: true, MaxWait: time.Second, MaxScopes: 10},
+		Limiter:            &ratelimit.Adaptive{Beta: 0.7, Scale: 0.4, Smoothing: 0.8, MinFillRate: 0.5, Additive: 10, Reference: true, FailFast: true, MaxWait: time.Second, MaxScopes: 10},
 		RateLimit:          &ratelimit.Fixed{Rate: 10, Burst: 2, FailFast: true, MaxWait: 1500 * time.Millisecond, MaxScopes: 3},
 		MaxDrain:           64 << 10,
 		ReadTimeout:        250 * time.Millisecond,

@@ -31,6 +31,7 @@ func (v value) limiter() *ratelimit.Adaptive {
 		field{"scale", func(v value) { a.Scale = v.float(nonNegative, "a number >= 0 (0: the default)") }},
 		field{"smoothing", func(v value) { a.Smoothing = v.float(unit, "a number 0..1 (0: the default)") }},
 		field{"minFillRate", func(v value) { a.MinFillRate = v.float(nonNegative, "a number >= 0 (0: the default)") }},
+		field{"additive", func(v value) { a.Additive = v.float(nonNegative, "a number >= 0 (0: none)") }},
 		field{"reference", func(v value) { a.Reference = v.bool() }},
 		field{"failFast", func(v value) { a.FailFast = v.bool() }},
 		field{"maxWait", func(v value) { a.MaxWait = v.duration() }},
@@ -74,6 +75,7 @@ func (e *encoder) limiter(path string, a *ratelimit.Adaptive) []byte {
 	o.float("scale", a.Scale)
 	o.float("smoothing", a.Smoothing)
 	o.float("minFillRate", a.MinFillRate)
+	o.float("additive", a.Additive)
 	o.bool("reference", a.Reference)
 	o.bool("failFast", a.FailFast)
 	o.dur("maxWait", a.MaxWait)
