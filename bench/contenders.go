@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	awsratelimit "github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/hashicorp/go-cleanhttp"
@@ -13,6 +13,7 @@ import (
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // Every retrying contender keeps its library's defaults except its waits:
@@ -69,29 +70,50 @@ func adaptiveIsStandard() bool {
 
 // contenders returns the contenders in table order.
 func contenders() []contender {
-	adaptive := "retrytransport adaptive"
-	if adaptiveIsStandard() {
-		adaptive += " (= standard)"
-	}
 	return []contender{
 		{"bare transport", kindBare, func(base http.RoundTripper) http.RoundTripper { return base }},
 		{"retrytransport standard", kindOurs, func(base http.RoundTripper) http.RoundTripper {
 			return retrytransport.New(base, retrytransport.WithPolicy(scaled(policy.Standard())))
 		}},
-		{adaptive, kindOurs, func(base http.RoundTripper) http.RoundTripper {
-			return retrytransport.New(base, retrytransport.WithPolicy(scaled(policy.Adaptive())))
-		}},
+		oursAdaptive(),
 		{"go-retryablehttp", kindPeer, newRetryablehttp},
 		{"failsafe-go", kindPeer, newFailsafe},
 		{"aws retry standard", kindPeer, func(base http.RoundTripper) http.RoundTripper {
 			return &awsTransport{base: base, retryer: retry.NewStandard(awsStandardOptions)}
 		}},
-		{"aws retry adaptive", kindPeer, func(base http.RoundTripper) http.RoundTripper {
-			return &awsTransport{base: base, retryer: retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
-				o.StandardOptions = append(o.StandardOptions, awsStandardOptions)
-			})}
-		}},
+		awsAdaptive(),
 	}
+}
+
+// oursAdaptive is our adaptive mode, "retrytransport adaptive" (with a
+// suffix while it equals standard mode).
+func oursAdaptive() contender {
+	name := "retrytransport adaptive"
+	if adaptiveIsStandard() {
+		name += " (= standard)"
+	}
+	return oursWithLimiter(name, nil)
+}
+
+// oursWithLimiter is our adaptive mode under name with the limiter
+// newLimiter makes, a fresh one for each transport; nil means the preset's.
+func oursWithLimiter(name string, newLimiter func() *ratelimit.Adaptive) contender {
+	return contender{name, kindOurs, func(base http.RoundTripper) http.RoundTripper {
+		p := scaled(policy.Adaptive())
+		if newLimiter != nil {
+			p.Limiter = newLimiter()
+		}
+		return retrytransport.New(base, retrytransport.WithPolicy(p))
+	}}
+}
+
+// awsAdaptive is the AWS SDK's adaptive retry mode.
+func awsAdaptive() contender {
+	return contender{"aws retry adaptive", kindPeer, func(base http.RoundTripper) http.RoundTripper {
+		return &awsTransport{base: base, retryer: retry.NewAdaptiveMode(func(o *retry.AdaptiveModeOptions) {
+			o.StandardOptions = append(o.StandardOptions, awsStandardOptions)
+		})}
+	}}
 }
 
 // scaled returns p with its backoff scaled to baseWait and maxWait. A
@@ -143,5 +165,5 @@ func awsStandardOptions(o *retry.StandardOptions) {
 		return d / (time.Second / baseWait), err
 	})
 	o.MaxBackoff = maxWait
-	o.RateLimiter = ratelimit.NewTokenRateLimit(retry.DefaultRetryRateTokens)
+	o.RateLimiter = awsratelimit.NewTokenRateLimit(retry.DefaultRetryRateTokens)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -249,5 +250,36 @@ func TestTickStep(t *testing.T) {
 		if got := tickStep(tc.span, tc.n); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("tickStep(%v, %d) = %v; want %v", tc.span, tc.n, got, tc.want)
 		}
+	}
+}
+
+// TestFleetFigure checks the figure's numbers on testRun's counts: replica
+// i sends 2+i+k%3 attempts in bin k, k%2 of them answered 429. The first
+// 500 ms window (bins 0 to 4, drawn at 0.25 s) holds 14+5i attempts and 2
+// 429s per replica, so 28+10i and 4 per second, and the fleet admitted
+// (8·14 + 5·28 - 8·2)/0.5 = 472 per second; the capacity follows the
+// variant's schedule.
+func TestFleetFigure(t *testing.T) {
+	const d = 10 * time.Second
+	f := fleetFigure("t", testRun(d), d)
+	sends, throttles := f.panels[0].series, f.panels[1].series
+	first := func(s series) [2]float64 { return [2]float64{s.xs[0], s.ys[0]} }
+	for i := range fleetClients {
+		if got, want := first(sends[i]), [2]float64{0.25, float64(28 + 10*i)}; got != want {
+			t.Errorf("replica %d's first send point %v; want %v", i+1, got, want)
+		}
+		if got, want := first(throttles[i]), [2]float64{0.25, 4}; got != want {
+			t.Errorf("replica %d's first 429 point %v; want %v", i+1, got, want)
+		}
+	}
+	if got, want := first(sends[fleetClients]), [2]float64{0.25, 472}; got != want {
+		t.Errorf("fleet admitted's first point %v; want %v", got, want)
+	}
+	c := sends[fleetClients+1]
+	if want := []float64{0, 4, 4, 7, 7, 10}; !slices.Equal(c.xs, want) {
+		t.Errorf("capacity xs %v; want %v", c.xs, want)
+	}
+	if want := []float64{200, 200, 50, 50, 200, 200}; !slices.Equal(c.ys, want) {
+		t.Errorf("capacity ys %v; want %v", c.ys, want)
 	}
 }

@@ -64,7 +64,7 @@ func quickConfig() config {
 		brownoutOutage: 500 * time.Millisecond, brownoutHealthy: 300 * time.Millisecond,
 		faultRequests: 300,
 		scopesFor:     500 * time.Millisecond,
-		fleetFor:      time.Second, fleetRuns: 1,
+		fleetFor:      2 * time.Second, fleetRuns: 1,
 		singleRuns: 2,
 	}
 }

@@ -40,19 +40,12 @@ func TestQuickRun(t *testing.T) {
 			want[c.name] = 7
 		}
 	}
-	fcs, err := fleetContenders(contenders())
-	if err != nil {
-		t.Fatal(err)
-	}
+	fcs := fleetContenders()
 	for _, fc := range fcs {
 		want[fc.name] += len(fleetVariants())
 	}
-	ours, aws, err := adaptiveContenders(contenders())
-	if err != nil {
-		t.Fatal(err)
-	}
-	want[ours.name]++ // the single-client Retry-After table
-	want[aws.name]++
+	want[oursAdaptive().name]++ // the single-client Retry-After table
+	want[awsAdaptive().name]++
 	for name, n := range want {
 		if rows[name] != n {
 			t.Errorf("run(quick) printed %d rows for %q; want %d, one per table it runs in", rows[name], name, n)
@@ -61,6 +54,14 @@ func TestQuickRun(t *testing.T) {
 
 	if n := strings.Count(got, "\n- goal "); n < 11 {
 		t.Errorf("run(quick) printed %d goal lines; want at least one per table", n)
+	}
+	// The fleet goals: fairness in each variant, settling at each of the
+	// capacity variant's two changes.
+	if n := strings.Count(got, "Jain's index at least"); n != len(fleetVariants()) {
+		t.Errorf("run(quick) printed %d fairness goals; want one per fleet variant, %d", n, len(fleetVariants()))
+	}
+	if n := strings.Count(got, "in under 2 s in every run"); n != 2 {
+		t.Errorf("run(quick) printed %d settle goals; want 2, one per capacity change", n)
 	}
 	if strings.Contains(got, "error:") {
 		t.Errorf("run(quick) output reports a failed benchmark:\n%s", got)

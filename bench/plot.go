@@ -172,6 +172,6 @@ func tickLabel(v, step float64) string {
 }
 
 // escapeXML escapes text for an SVG element's content.
-func escapeXML(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
+func escapeXML(s string) string { return xmlEscaper.Replace(s) }
+
+var xmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -16,21 +15,20 @@ import (
 	"sync"
 	"time"
 
-	"github.com/retrytransport/retrytransport"
-	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"golang.org/x/time/rate"
 )
 
 // The fleet: fleetClients independent clients (replicas of one service),
-// each with fleetWorkers closed-loop workers, share one server whose token
-// bucket holds fleetBurst tokens.
+// each with fleetWorkers closed-loop workers, share one server like the
+// throttled scenario's: fleetRate requests per second, a token bucket of
+// fleetBurst.
 const (
 	fleetClients = 8
 	fleetWorkers = 2 // per client
-	fleetBurst   = 20
-	fleetRate    = 200 // requests per second
-	fleetLowRate = 50  // the capacity variant's reduced rate
+	fleetBurst   = throttleBurst
+	fleetRate    = throttleRate // requests per second
+	fleetLowRate = 50           // the capacity variant's reduced rate
 
 	// fleetClientHeader carries the client's index (0 to fleetClients-1),
 	// so that the server can attribute every attempt.
@@ -126,46 +124,17 @@ type fleetContender struct {
 	goals bool   // the goals are checked for this one: our default adaptive mode
 }
 
-// fleetContenders picks our adaptive mode and the SDK's from cs and adds
-// our limiter with the additive line of 10 req/s per second (see
-// ratelimit.Adaptive's Fairness) and in reference mode, the SDKs'
-// algorithm, between them. The wrap functions make a fresh limiter, quota
-// and retryer for each client.
-func fleetContenders(cs []contender) ([]fleetContender, error) {
-	ours, aws, err := adaptiveContenders(cs)
-	if err != nil {
-		return nil, err
+// fleetContenders are our adaptive mode and the SDK's, with our limiter
+// with the additive line of 10 req/s per second (see ratelimit.Adaptive's
+// Fairness) and in reference mode, the SDKs' algorithm, between them. Each
+// client gets a fresh limiter, quota and retryer.
+func fleetContenders() []fleetContender {
+	return []fleetContender{
+		{oursAdaptive(), "adaptive", true},
+		{oursWithLimiter("retrytransport adaptive, Additive 10", func() *ratelimit.Adaptive { return &ratelimit.Adaptive{Additive: 10} }), "additive", false},
+		{oursWithLimiter("retrytransport adaptive (reference)", func() *ratelimit.Adaptive { return &ratelimit.Adaptive{Reference: true} }), "reference", false},
+		{awsAdaptive(), "aws-adaptive", false},
 	}
-	reference := contender{"retrytransport adaptive (reference)", kindOurs, func(base http.RoundTripper) http.RoundTripper {
-		p := scaled(policy.Adaptive())
-		p.Limiter = &ratelimit.Adaptive{Reference: true}
-		return retrytransport.New(base, retrytransport.WithPolicy(p))
-	}}
-	additive := contender{"retrytransport adaptive, Additive 10", kindOurs, func(base http.RoundTripper) http.RoundTripper {
-		p := scaled(policy.Adaptive())
-		p.Limiter = &ratelimit.Adaptive{Additive: 10}
-		return retrytransport.New(base, retrytransport.WithPolicy(p))
-	}}
-	return []fleetContender{{ours, "adaptive", true}, {additive, "additive", false}, {reference, "reference", false}, {aws, "aws-adaptive", false}}, nil
-}
-
-// adaptiveContenders finds our adaptive mode ("retrytransport adaptive",
-// with a suffix while it equals standard mode) and "aws retry adaptive" in
-// cs.
-func adaptiveContenders(cs []contender) (ours, aws contender, err error) {
-	var haveOurs, haveAWS bool
-	for _, c := range cs {
-		switch {
-		case c.kind == kindOurs && strings.HasPrefix(c.name, "retrytransport adaptive"):
-			ours, haveOurs = c, true
-		case c.name == "aws retry adaptive":
-			aws, haveAWS = c, true
-		}
-	}
-	if !haveOurs || !haveAWS {
-		return ours, aws, errors.New("the contenders lack retrytransport adaptive or aws retry adaptive")
-	}
-	return ours, aws, nil
 }
 
 // fleetTrace is what the server saw of one run, by time since its start.
@@ -206,11 +175,8 @@ type fleetRun struct {
 // of one contender share one server, as replicas of a service share an
 // API's capacity. Every contender runs cfg.fleetRuns times, interleaved
 // round by round so that drift of this noisy machine hits all alike.
-func runFleet(w io.Writer, cfg config, cs []contender) error {
-	fcs, err := fleetContenders(cs)
-	if err != nil {
-		return err
-	}
+func runFleet(w io.Writer, cfg config, _ []contender) error {
+	fcs := fleetContenders()
 	for _, v := range fleetVariants() {
 		runs := make([][]fleetRun, len(fcs))
 		for range cfg.fleetRuns {
@@ -537,13 +503,7 @@ func minMedMax(xs []float64) (lo, med, hi float64) {
 	if len(vs) == 0 {
 		return math.NaN(), math.NaN(), math.NaN()
 	}
-	slices.Sort(vs)
-	n := len(vs)
-	med = vs[n/2]
-	if n%2 == 0 {
-		med = (vs[n/2-1] + vs[n/2]) / 2
-	}
-	return vs[0], med, vs[n-1]
+	return slices.Min(vs), medianOf(vs), slices.Max(vs)
 }
 
 // spread formats xs as "min / median / max", or as one value if all are
@@ -685,12 +645,8 @@ func movingRate(name, color string, bins []int64) series {
 // for our adaptive mode and the SDK's, cfg.singleRuns times, interleaved:
 // a single run of one transport varies from run to run, and the goal must
 // hold in every one.
-func runSingleRetryAfter(w io.Writer, cfg config, cs []contender) error {
-	ours, aws, err := adaptiveContenders(cs)
-	if err != nil {
-		return err
-	}
-	pair := []contender{ours, aws}
+func runSingleRetryAfter(w io.Writer, cfg config, _ []contender) error {
+	pair := []contender{oursAdaptive(), awsAdaptive()}
 	runs := make([][]throttledRun, len(pair))
 	for range cfg.singleRuns {
 		for i, c := range pair {

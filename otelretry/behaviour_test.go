@@ -493,8 +493,11 @@ func TestScopeCallbackStopsAfterGC(t *testing.T) {
 		return len(sortedPoints(t, m, "retrytransport.throttles")) > 0 ||
 			len(sortedPoints(t, m, "retrytransport.quota.level")) > 0
 	}
-	for i := 0; i < 10 && reported(); i++ {
+	for i := 0; i < 10 && (reported() || r.unregistered.Load() == 0); i++ {
 		runtime.GC()
+	}
+	if n := r.unregistered.Load(); n != 1 {
+		t.Errorf("%d callbacks unregistered after the Transport was collected; want its one", n)
 	}
 	m = r.collect(t)
 	for _, name := range []string{"retrytransport.throttles", "retrytransport.quota.refusals",
@@ -566,6 +569,14 @@ func TestStopReasons(t *testing.T) {
 			policy:     func() policy.Policy { p := policy.Standard(); p.MaxAttempts = 2; return p },
 			answers:    []answer{{status: 503}},
 			wantStatus: 503, wantCalls: 2, wantAttempts: "2", wantOutcome: "transient", wantStop: "exhausted",
+		},
+		{
+			// A final observer makes a MaxAttempts 1 policy classify its
+			// responses: the 503 ends with a give-up event.
+			name:       "ExhaustedAtOne",
+			policy:     func() policy.Policy { p := policy.Standard(); p.MaxAttempts = 1; return p },
+			answers:    []answer{{status: 503}},
+			wantStatus: 503, wantCalls: 1, wantAttempts: "1", wantOutcome: "transient", wantStop: "exhausted",
 		},
 		{
 			name:       "ServerDelay",
@@ -953,22 +964,34 @@ func TestPortOutOfRange(t *testing.T) {
 // the attempts' spans off (WithHTTPOptions) leaves the caller's span as
 // it is: no attempt's attribute lands on it.
 func TestFilteredAttemptsLeaveCallerSpanAlone(t *testing.T) {
-	srv := newServer(t, answer{status: 503}, answer{status: 200})
-	r := newRig(t, policy.Standard(), otelretry.WithHTTPOptions(otelhttp.WithFilter(func(*http.Request) bool { return false })))
-	if _, status, err := r.call(t, context.Background(), "GET", srv.URL); err != nil || status != 200 {
-		t.Fatalf("GET = %d, %v; want 200 after a retry", status, err)
-	}
-	caller, attempts := r.ended(t)
-	if len(attempts) != 0 {
-		t.Errorf("%d attempt spans; the filter turns them off", len(attempts))
-	}
-	for _, kv := range caller.Attributes() {
-		if strings.HasPrefix(string(kv.Key), "http.") || strings.HasPrefix(string(kv.Key), "retrytransport.") {
-			t.Errorf("the caller's span got attribute %s = %s, meant for an attempt's CLIENT span", kv.Key, kv.Value.Emit())
-		}
-	}
-	if ev := eventsOf(caller); len(ev) != 1 || ev[0].Name != "retrytransport.retry" {
-		t.Errorf("caller's span events %v; want the retry only", ev)
+	for _, tt := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"client", context.Background()},
+		// A request sent from inside an otelhttp handler: its context
+		// holds the handler's Labeler before any attempt's span exists.
+		{"inside_handler", otelhttp.ContextWithLabeler(context.Background(), &otelhttp.Labeler{})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, answer{status: 503}, answer{status: 200})
+			r := newRig(t, policy.Standard(), otelretry.WithHTTPOptions(otelhttp.WithFilter(func(*http.Request) bool { return false })))
+			if _, status, err := r.call(t, tt.ctx, "GET", srv.URL); err != nil || status != 200 {
+				t.Fatalf("GET = %d, %v; want 200 after a retry", status, err)
+			}
+			caller, attempts := r.ended(t)
+			if len(attempts) != 0 {
+				t.Errorf("%d attempt spans; the filter turns them off", len(attempts))
+			}
+			for _, kv := range caller.Attributes() {
+				if strings.HasPrefix(string(kv.Key), "http.") || strings.HasPrefix(string(kv.Key), "retrytransport.") {
+					t.Errorf("the caller's span got attribute %s = %s, meant for an attempt's CLIENT span", kv.Key, kv.Value.Emit())
+				}
+			}
+			if ev := eventsOf(caller); len(ev) != 1 || ev[0].Name != "retrytransport.retry" {
+				t.Errorf("caller's span events %v; want the retry only", ev)
+			}
+		})
 	}
 }
 

@@ -149,13 +149,16 @@ type attrCache struct {
 // options returns the measurement options of a request with key k.
 func (m *metrics) options(k requestKey) []metric.RecordOption {
 	c := &m.sets
-	if cached := c.m.Load(); cached != nil {
+	cached := c.m.Load()
+	if cached != nil {
 		if opts, ok := (*cached)[k]; ok {
 			return opts
 		}
 	}
 	opts := []metric.RecordOption{metric.WithAttributeSet(m.requestSet(k))}
-	c.put(k, opts)
+	if cached == nil || len(*cached) < maxCachedSets { // a full cache takes no lock
+		c.put(k, opts)
+	}
 	return opts
 }
 

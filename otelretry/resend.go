@@ -1,6 +1,7 @@
 package otelretry
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptrace"
 	"sync/atomic"
@@ -37,10 +38,7 @@ func (m resendMarker) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !span.IsRecording() {
 		return m.base.RoundTrip(req)
 	}
-	if _, ok := otelhttp.LabelerFromContext(ctx); !ok {
-		// otelhttp puts a Labeler beside each span it starts: without one,
-		// a filter of its own skipped this attempt, and the span is the
-		// caller's, which is not the attempt's to mark.
+	if !attemptSpan(ctx, span) {
 		return m.base.RoundTrip(req)
 	}
 	if n := retrytransport.AttemptFromContext(ctx).Count; n > 1 {
@@ -50,6 +48,20 @@ func (m resendMarker) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.trace.GetConn = c.getConn
 	ctx = httptrace.WithClientTrace(ctx, &c.trace)
 	return m.base.RoundTrip(req.WithContext(ctx))
+}
+
+// attemptSpan reports whether span, the span in ctx, is one otelhttp
+// started for the attempt, rather than the caller's span, which is there
+// when a filter of otelhttp's skipped the attempt and is not the attempt's
+// to mark. otelhttp puts a Labeler beside each span it starts, so without
+// one the span is the caller's. A caller inside an otelhttp handler
+// already had a Labeler; attemptTransport then names the caller's span.
+func attemptSpan(ctx context.Context, span trace.Span) bool {
+	if _, ok := otelhttp.LabelerFromContext(ctx); !ok {
+		return false
+	}
+	caller, ok := ctx.Value(callerSpanKey{}).(trace.SpanID)
+	return !ok || caller != span.SpanContext().SpanID()
 }
 
 // connCounter counts the connections one attempt asked for. It holds the

@@ -208,9 +208,9 @@ func TestTransportResendIsVisible(t *testing.T) {
 	}
 
 	host, port := hostPort(t, srv.url())
-	reqAttrs := map[string]string{"server.address": host, "server.port": port, "http.request.method": "GET", "retrytransport.outcome": "success"}
+	attrs := reqAttrs(host, port, "GET", "success", "")
 	m := r.collect(t)
-	if diff := cmp.Diff([]histogram{{reqAttrs, 2, 2}}, histograms[int64](t, m["retrytransport.request.attempts"])); diff != "" {
+	if diff := cmp.Diff([]histogram{{attrs, 2, 2}}, histograms[int64](t, m["retrytransport.request.attempts"])); diff != "" {
 		t.Errorf("attempts histogram: two requests of one attempt each (-want +got):\n%s", diff)
 	}
 	if a, ok := m["retrytransport.request.retries"]; ok && len(histograms[int64](t, a)) > 0 {

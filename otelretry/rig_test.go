@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/retrytransport/retrytransport"
@@ -14,6 +15,7 @@ import (
 	"github.com/retrytransport/retrytransport/otelretry"
 	"github.com/retrytransport/retrytransport/policy"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -88,6 +90,8 @@ type rig struct {
 	clock     *faketime.Clock
 	transport *retrytransport.Transport
 	client    *http.Client
+
+	unregistered atomic.Int32 // metric callbacks unregistered
 }
 
 func newRig(t *testing.T, p policy.Policy, opts ...otelretry.Option) *rig {
@@ -112,7 +116,7 @@ func newRigOver(t *testing.T, base http.RoundTripper, p policy.Policy, opts ...o
 	}
 	opts = append([]otelretry.Option{
 		otelretry.WithTracerProvider(r.tp),
-		otelretry.WithMeterProvider(mp),
+		otelretry.WithMeterProvider(countingProvider{mp, &r.unregistered}),
 		otelretry.WithPropagators(propagation.TraceContext{}),
 		otelretry.WithRetryOptions(
 			retrytransport.WithPolicy(p),
@@ -123,28 +127,11 @@ func newRigOver(t *testing.T, base http.RoundTripper, p policy.Policy, opts ...o
 	return r
 }
 
-// call sends a GET to url from inside a caller's span, which it returns
+// call sends a method request to url from inside a caller's span, which it returns
 // ended, with the response (body read and closed) or the error.
 func (r *rig) call(t *testing.T, ctx context.Context, method, url string) (caller trace.Span, status int, err error) {
 	t.Helper()
-	ctx, caller = r.tp.Tracer("caller").Start(ctx, "caller")
-	defer caller.End()
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return caller, 0, err
-	}
-	defer resp.Body.Close()
-	buf := make([]byte, 512)
-	for {
-		if _, rerr := resp.Body.Read(buf); rerr != nil {
-			break
-		}
-	}
-	return caller, resp.StatusCode, nil
+	return callReq(t, r, ctx, method, url, nil, nil)
 }
 
 // ended returns the spans that ended, split into the caller's and the
@@ -248,4 +235,35 @@ func hostPort(t *testing.T, url string) (host, port string) {
 		t.Fatalf("server URL %s has no port", url)
 	}
 	return req.URL.Hostname(), req.URL.Port()
+}
+
+// countingProvider is a MeterProvider whose callbacks' registrations count
+// their Unregister calls in unregistered.
+type countingProvider struct {
+	metric.MeterProvider
+	unregistered *atomic.Int32
+}
+
+func (p countingProvider) Meter(name string, opts ...metric.MeterOption) metric.Meter {
+	return countingMeter{p.MeterProvider.Meter(name, opts...), p.unregistered}
+}
+
+type countingMeter struct {
+	metric.Meter
+	unregistered *atomic.Int32
+}
+
+func (m countingMeter) RegisterCallback(f metric.Callback, insts ...metric.Observable) (metric.Registration, error) {
+	reg, err := m.Meter.RegisterCallback(f, insts...)
+	return countingRegistration{reg, m.unregistered}, err
+}
+
+type countingRegistration struct {
+	metric.Registration
+	unregistered *atomic.Int32
+}
+
+func (r countingRegistration) Unregister() error {
+	r.unregistered.Add(1)
+	return r.Registration.Unregister()
 }

@@ -1,6 +1,7 @@
 package otelretry
 
 import (
+	"context"
 	"net/http"
 	"slices"
 
@@ -13,8 +14,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// ScopeName is the instrumentation scope of the meter this package
-// creates, and of the spans otelhttp starts for it.
+// ScopeName is the instrumentation scope of the meter of the retry
+// metrics. The attempts' spans and otelhttp's HTTP client metrics carry
+// otelhttp's own scope, otelhttp.ScopeName.
 const ScopeName = "github.com/retrytransport/retrytransport/otelretry"
 
 // An Option configures NewTransport.
@@ -134,8 +136,23 @@ type attemptTransport struct {
 }
 
 func (a *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	if _, ok := otelhttp.LabelerFromContext(ctx); ok {
+		if caller := trace.SpanFromContext(ctx); caller.IsRecording() {
+			// Sent from inside an otelhttp handler, whose Labeler is
+			// already in the context: resendMarker cannot tell from it
+			// whether otelhttp started the attempt's span, so it is told
+			// which span is the caller's. Other callers pay nothing.
+			ctx = context.WithValue(ctx, callerSpanKey{}, caller.SpanContext().SpanID())
+			req = req.WithContext(ctx)
+		}
+	}
 	return a.traced.RoundTrip(req)
 }
+
+// callerSpanKey is the context key of the caller's span ID, set by
+// attemptTransport when the context already holds an otelhttp Labeler.
+type callerSpanKey struct{}
 
 // CloseIdleConnections closes the idle connections of the base transport,
 // if it has such a method.

@@ -108,15 +108,15 @@ func TestRecoveredAfterTwo503s(t *testing.T) {
 	}
 
 	host, port := hostPort(t, srv.URL)
-	reqAttrs := map[string]string{"server.address": host, "server.port": port, "http.request.method": "GET", "retrytransport.outcome": "success"}
+	attrs := reqAttrs(host, port, "GET", "success", "")
 	m := r.collect(t)
-	if diff := cmp.Diff([]histogram{{reqAttrs, 1, 3}}, histograms[int64](t, m["retrytransport.request.attempts"])); diff != "" {
+	if diff := cmp.Diff([]histogram{{attrs, 1, 3}}, histograms[int64](t, m["retrytransport.request.attempts"])); diff != "" {
 		t.Errorf("attempts histogram (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]histogram{{reqAttrs, 1, 2}}, histograms[int64](t, m["retrytransport.request.retries"])); diff != "" {
+	if diff := cmp.Diff([]histogram{{attrs, 1, 2}}, histograms[int64](t, m["retrytransport.request.retries"])); diff != "" {
 		t.Errorf("retries histogram (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]histogram{{reqAttrs, 1, 1.5}}, histograms[float64](t, m["retrytransport.request.retry_delay"])); diff != "" {
+	if diff := cmp.Diff([]histogram{{attrs, 1, 1.5}}, histograms[float64](t, m["retrytransport.request.retry_delay"])); diff != "" {
 		t.Errorf("retry delay histogram (-want +got):\n%s", diff)
 	}
 	scope := map[string]string{"retrytransport.scope": host + ":" + port}
@@ -159,7 +159,7 @@ func TestFirstAttemptSucceeds(t *testing.T) {
 	}
 	host, port := hostPort(t, srv.URL)
 	m := r.collect(t)
-	want := []histogram{{map[string]string{"server.address": host, "server.port": port, "http.request.method": "GET", "retrytransport.outcome": "success"}, 1, 1}}
+	want := []histogram{{reqAttrs(host, port, "GET", "success", ""), 1, 1}}
 	if diff := cmp.Diff(want, histograms[int64](t, m["retrytransport.request.attempts"])); diff != "" {
 		t.Errorf("attempts histogram (-want +got):\n%s", diff)
 	}
@@ -195,8 +195,8 @@ func TestThrottled(t *testing.T) {
 	if diff := cmp.Diff([]point{{map[string]string{"retrytransport.scope": host + ":" + port}, 1}}, points(t, m["retrytransport.throttles"])); diff != "" {
 		t.Errorf("throttles (-want +got):\n%s", diff)
 	}
-	reqAttrs := map[string]string{"server.address": host, "server.port": port, "http.request.method": "GET", "retrytransport.outcome": "success"}
-	if diff := cmp.Diff([]histogram{{reqAttrs, 1, 2}}, histograms[float64](t, m["retrytransport.request.retry_delay"])); diff != "" {
+	attrs := reqAttrs(host, port, "GET", "success", "")
+	if diff := cmp.Diff([]histogram{{attrs, 1, 2}}, histograms[float64](t, m["retrytransport.request.retry_delay"])); diff != "" {
 		t.Errorf("retry delay (-want +got):\n%s", diff)
 	}
 }
@@ -236,9 +236,8 @@ func TestQuotaRefusal(t *testing.T) {
 	if diff := cmp.Diff([]point{{scope, 0}}, points(t, m["retrytransport.quota.level"])); diff != "" {
 		t.Errorf("quota level (-want +got):\n%s", diff)
 	}
-	reqAttrs := map[string]string{"server.address": host, "server.port": port, "http.request.method": "GET",
-		"retrytransport.outcome": "transient", "retrytransport.stop_reason": "quota"}
-	if diff := cmp.Diff([]histogram{{reqAttrs, 1, 2}}, histograms[int64](t, m["retrytransport.request.attempts"])); diff != "" {
+	attrs := reqAttrs(host, port, "GET", "transient", "quota")
+	if diff := cmp.Diff([]histogram{{attrs, 1, 2}}, histograms[int64](t, m["retrytransport.request.attempts"])); diff != "" {
 		t.Errorf("attempts histogram (-want +got):\n%s", diff)
 	}
 }
@@ -265,10 +264,9 @@ func TestCancelledWhileWaiting(t *testing.T) {
 		t.Fatalf("caller's span events %v; want the retry, then a give-up after 1 attempt, canceled", events)
 	}
 	host, port := hostPort(t, srv.URL)
-	reqAttrs := map[string]string{"server.address": host, "server.port": port, "http.request.method": "GET",
-		"retrytransport.outcome": "transient", "retrytransport.stop_reason": "canceled"}
+	attrs := reqAttrs(host, port, "GET", "transient", "canceled")
 	m := r.collect(t)
-	if diff := cmp.Diff([]histogram{{reqAttrs, 1, 1}}, histograms[int64](t, m["retrytransport.request.attempts"])); diff != "" {
+	if diff := cmp.Diff([]histogram{{attrs, 1, 1}}, histograms[int64](t, m["retrytransport.request.attempts"])); diff != "" {
 		t.Errorf("attempts histogram (-want +got):\n%s", diff)
 	}
 }

@@ -31,8 +31,8 @@ func (r Reservation) DelayAt(now time.Time) time.Duration {
 	p := r.a.params()
 	r.a.mu.Lock()
 	defer r.a.mu.Unlock()
-	s := r.a.scopes.peek(r.scope)
-	if s == nil || s.gen != r.gen {
+	s := r.scopeLocked()
+	if s == nil {
 		return 0
 	}
 	return seconds(s.delay(s.at(now), r.place, &p))
@@ -60,9 +60,19 @@ func (r Reservation) CancelAt(now time.Time) {
 	p := r.a.params()
 	r.a.mu.Lock()
 	defer r.a.mu.Unlock()
-	if s := r.a.scopes.peek(r.scope); s != nil && s.gen == r.gen {
+	if s := r.scopeLocked(); s != nil {
 		s.giveBack(s.at(now), r.place, &p)
 	}
+}
+
+// scopeLocked returns the scope r was taken from, or nil if it has been
+// evicted since (a scope of the same name created later has another
+// generation). r.a.mu must be held.
+func (r Reservation) scopeLocked() *adaptiveScope {
+	if s := r.a.scopes.peek(r.scope); s != nil && s.gen == r.gen {
+		return s
+	}
+	return nil
 }
 
 // Cancel is CancelAt at the Adaptive's Now, or the wall clock if it is nil.

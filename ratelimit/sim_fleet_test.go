@@ -358,17 +358,26 @@ func TestFleetSimulationRetryAfter(t *testing.T) {
 	}
 }
 
+// The capacity-change runs: the server drops from 200 to 50 req/s at
+// capacityDrop and comes back to 200 at capacityReturn.
+const (
+	capacityDrop   = 4 * time.Second
+	capacityReturn = 7 * time.Second
+)
+
+// capacityChange gives f's server the capacity-change schedule.
+func capacityChange(f *fleetSim) {
+	f.Capacity = []capacityStep{{0, 200}, {capacityDrop, 50}, {capacityReturn, 200}}
+}
+
 // TestFleetSimulationCapacityChange drops the server from 200 to 50 req/s
 // at 4 s and raises it back to 200 at 7 s. The fleet must follow the drop
 // within a second and keep 70 % of the run's capacity through (the
 // reference algorithm, collapsing at cold start, gets about half that); the
 // climb back, bounded by the CUBIC curve, is logged.
 func TestFleetSimulationCapacityChange(t *testing.T) {
-	rs := fleetRuns(t, false, func(f *fleetSim) {
-		f.Capacity = []capacityStep{{0, 200}, {4 * time.Second, 50}, {7 * time.Second, 200}}
-	})
-	for _, r := range rs {
-		down, up := r.settle(4*time.Second, 7*time.Second), r.settle(7*time.Second, 10*time.Second)
+	for _, r := range fleetRuns(t, false, capacityChange) {
+		down, up := r.settle(capacityDrop, capacityReturn), r.settle(capacityReturn, r.sim.Duration)
 		t.Logf("seed %d: within 10%% of 50 req/s after %v, of 200 req/s after %v (-1: not within the run)", r.sim.Seed, down, up)
 		if g := r.goodputShare(); down < 0 || down > time.Second || r.throttledShare() > 0.07 || g < 0.7 {
 			t.Errorf("seed %d: within 10%% of 50 req/s after %v, 429s %.2f%%, goodput %.1f%%; want within 1s, <= 7%%, >= 70%%",
@@ -392,12 +401,8 @@ func TestFleetSimulationAdditive(t *testing.T) {
 			t.Errorf("steady, seed %d: goodput %.1f%%, 429s %.2f%%; want >= 95%%, <= 5%%", r.sim.Seed, 100*g, 100*f)
 		}
 	}
-	rs := fleetRuns(t, false, func(f *fleetSim) {
-		additive(f)
-		f.Capacity = []capacityStep{{0, 200}, {4 * time.Second, 50}, {7 * time.Second, 200}}
-	})
-	for _, r := range rs {
-		up := r.settle(7*time.Second, 10*time.Second)
+	for _, r := range fleetRuns(t, false, func(f *fleetSim) { additive(f); capacityChange(f) }) {
+		up := r.settle(capacityReturn, r.sim.Duration)
 		if g := r.goodputShare(); up < 0 || up > 2*time.Second || g < 0.93 {
 			t.Errorf("capacity change, seed %d: within 10%% of 200 req/s after %v, goodput %.1f%%; want within 2s, >= 93%%", r.sim.Seed, up, 100*g)
 		}
