@@ -69,7 +69,7 @@ func TestAdaptiveFailFast(t *testing.T) {
 	p.MaxAttempts = 1 + 1
 	p.Limiter = &ratelimit.Adaptive{FailFast: true}
 	tr, clock := newTransport(t, s, p)
-	p.Limiter.Now = clock.Now
+	p.Limiter.(*ratelimit.Adaptive).Now = clock.Now
 	var err error
 	for i := 0; i < 50 && err == nil; i++ {
 		var resp *http.Response
@@ -98,7 +98,7 @@ func TestAdaptivePacingHonoursDeadline(t *testing.T) {
 	// the next attempt must wait about 2 s: past a deadline 1 s away.
 	p.Limiter = &ratelimit.Adaptive{Reference: true}
 	tr, clock := newTransport(t, s, p)
-	p.Limiter.Now = clock.Now
+	p.Limiter.(*ratelimit.Adaptive).Now = clock.Now
 	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(time.Second))
 	defer cancel()
 	var err error
@@ -151,7 +151,7 @@ func TestFixedRateLimitPacesEveryAttempt(t *testing.T) {
 	p := policy.Standard()
 	p.RateLimit = &ratelimit.Fixed{Rate: 10, Burst: 1}
 	tr, clock := newTransport(t, s, p)
-	p.RateLimit.Now = clock.Now
+	p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
 	for range 3 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
@@ -170,7 +170,7 @@ func TestFixedRateFailFastBeforeFirstAttempt(t *testing.T) {
 	p := policy.Standard()
 	p.RateLimit = &ratelimit.Fixed{Rate: 1, Burst: 1, FailFast: true}
 	tr, clock := newTransport(t, s, p)
-	p.RateLimit.Now = clock.Now
+	p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestAdaptiveThrottlesCostNoQuota(t *testing.T) {
 		p.Quota = &ratelimit.Quota{Capacity: 10} // one throttled retry's worth (TimeoutCost 10)
 		p.Limiter = &ratelimit.Adaptive{Reference: reference}
 		tr, clock := newTransport(t, s, p)
-		p.Quota.Now, p.Limiter.Now = clock.Now, clock.Now
+		p.Quota.(*ratelimit.Quota).Now, p.Limiter.(*ratelimit.Adaptive).Now = clock.Now, clock.Now
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
 			t.Fatalf("reference %t: RoundTrip: %v", reference, err)

@@ -83,7 +83,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 				return c.abandon(reason)
 			}
 		}
-		if st.fixed != nil || st.adaptive != nil {
+		if st.fixed != nil || st.limiter != nil {
 			if reason := c.pace(); reason != nil {
 				return c.abandonUnsent(areq, reason)
 			}
@@ -101,8 +101,8 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 		c.release() // the next attempt goes: the last response is done with
 
 		resp, out, err := c.send(areq, timeout)
-		if st.adaptive != nil && c.ctx.Err() == nil {
-			st.adaptive.Record(c.scope, out.Kind)
+		if st.recorder != nil && c.ctx.Err() == nil {
+			st.recorder.Record(c.scope, out.Kind)
 		}
 		if out.Kind == classify.Throttle {
 			c.counters.throttles.Add(1)

@@ -47,7 +47,7 @@ func TestEventStopReasons(t *testing.T) {
 			var last retrytransport.Event
 			tr, clock := newTransport(t, s, tt.p, retrytransport.WithObserver(func(e retrytransport.Event) { last = e }))
 			if tt.p.RateLimit != nil {
-				tt.p.RateLimit.Now = clock.Now
+				tt.p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
 			}
 			resp, err := tr.RoundTrip(newReq(t, tt.method, url, "payload"))
 			if err != nil {

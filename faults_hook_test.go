@@ -49,7 +49,7 @@ func TestBeforeRetryRefusalKeepsTheFixedRateToken(t *testing.T) {
 	tr, clock := newTransport(t, s, p, retrytransport.WithBeforeRetry(func(*http.Request, retrytransport.Event) error {
 		return errNoToken
 	}))
-	p.RateLimit.Now = clock.Now
+	p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
 	// A: one token for its attempt; 0.5 s backoff refills half a token;
 	// the refused retry takes one: 0.5 left instead of 1.5.
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
@@ -80,7 +80,7 @@ func TestAttemptHeaderBudgetSpentClosesTheBodyOnce(t *testing.T) {
 		RateLimit:     &ratelimit.Fixed{Rate: 1, Burst: 1},
 	}
 	tr, clock := newTransport(t, s, p)
-	p.RateLimit.Now = clock.Now
+	p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("first RoundTrip: %v", err)

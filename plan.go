@@ -64,7 +64,7 @@ func (t *Transport) planRetry(ctx context.Context, st *hostState, ev *Event, res
 // would admit a moment later. The AWS SDKs charge throttles; reference mode
 // does too.
 func (st *hostState) pacesThrottles(k classify.Kind) bool {
-	return k == classify.Throttle && st.adaptive != nil && !st.adaptive.Reference
+	return k == classify.Throttle && st.recorder != nil && !st.reference
 }
 
 // pace waits until the scope's client-side rate limiters let the next
@@ -86,35 +86,41 @@ func (c *call) pace() error {
 
 // reserve is pace without the counting.
 func (c *call) reserve() error {
-	st, scope := c.st, c.scope
-	if a := st.adaptive; a != nil {
-		r, w, ok := a.Reserve(scope)
-		if !ok {
-			return fmt.Errorf("adaptive rate of scope %q needs a %v wait: %w", scope, w, ratelimit.ErrRateLimited)
-		}
-		for w > 0 {
-			if err := c.waitPart(recheckAfter(w), w); err != nil {
-				r.Cancel()
-				return err
-			}
-			w = r.Delay()
+	st := c.st
+	if st.limiter != nil {
+		r, err := c.reserveFrom(st.limiter, "adaptive rate", recheckAfter)
+		if err != nil {
+			return err
 		}
 		c.turn = r
 	}
-	if f := st.fixed; f != nil {
-		w, ok := f.Reserve(scope)
-		if !ok {
-			c.giveBackAdaptive()
-			return fmt.Errorf("fixed rate of scope %q needs a %v wait: %w", scope, w, ratelimit.ErrRateLimited)
-		}
-		if err := c.wait(w); err != nil {
-			f.Cancel(scope)
+	if st.fixed != nil {
+		if _, err := c.reserveFrom(st.fixed, "fixed rate", wholeWait); err != nil {
 			c.giveBackAdaptive()
 			return err
 		}
 	}
 	c.paced = true
 	return nil
+}
+
+// reserveFrom takes a send token from l and waits until it is due: it
+// sleeps part(w) of a wait w, then asks the reservation again, as its
+// queue may have moved it, until it is due. A reservation it does not
+// return is cancelled.
+func (c *call) reserveFrom(l ratelimit.Limiter, what string, part func(time.Duration) time.Duration) (ratelimit.Reservation, error) {
+	r, w, ok := l.Reserve(c.scope)
+	if !ok {
+		return ratelimit.Reservation{}, fmt.Errorf("%s of scope %q needs a %v wait: %w", what, c.scope, w, ratelimit.ErrRateLimited)
+	}
+	for w > 0 {
+		if err := c.waitPart(part(w), w); err != nil {
+			r.Cancel()
+			return ratelimit.Reservation{}, err
+		}
+		w = r.Delay()
+	}
+	return r, nil
 }
 
 // recheckShortest is the shortest wait for an adaptive reservation that is
@@ -135,6 +141,11 @@ func recheckAfter(w time.Duration) time.Duration {
 	return w
 }
 
+// wholeWait sleeps a fixed rate's wait whole: its turn does not move, so
+// its reservation is asked again only once it is due (a rate kept in a
+// store may then say to wait longer).
+func wholeWait(w time.Duration) time.Duration { return w }
+
 // unpace gives back what pace took for an attempt that will not be sent
 // after all: the adaptive limiter's send token. A fixed-rate token is not
 // given back, since x/time/rate cannot restore a reservation whose time
@@ -154,10 +165,6 @@ func (c *call) giveBackAdaptive() {
 	c.turn.Cancel()
 	c.turn = ratelimit.Reservation{}
 }
-
-// wait sleeps for d, unless that would end after the context's deadline
-// or the end of the policy's MaxTotalTime.
-func (c *call) wait(d time.Duration) error { return c.waitPart(d, d) }
 
 // waitPart sleeps for part of a wait of whole, unless the whole wait would
 // end after the context's deadline or the end of the policy's MaxTotalTime:

@@ -24,7 +24,7 @@ func TestPacingBeforeTheFirstAttemptKeepsTheBudget(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
 	p := policy.Policy{MaxTotalTime: 100 * time.Millisecond, RateLimit: &ratelimit.Fixed{Rate: 2.5, Burst: 1}}
 	tr, clock := newTransport(t, s, p)
-	p.RateLimit.Now = clock.Now
+	p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, "")) // spends the token
 	if err != nil {
 		t.Fatalf("first RoundTrip: %v", err)
@@ -75,7 +75,7 @@ func TestPlannedRetryThatCannotGoReturnsTheLastResponse(t *testing.T) {
 			var events []retrytransport.Event
 			tr, clock := newTransport(t, s, tt.p, retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
 			if tt.p.RateLimit != nil {
-				tt.p.RateLimit.Now = clock.Now
+				tt.p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
 			}
 			req := newReq(t, "PUT", url, "payload")
 			if tt.getErr != nil {

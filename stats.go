@@ -42,6 +42,26 @@ type ScopeStats struct {
 	// rate, measured rate, tokens); the zero value when the policy is not
 	// adaptive.
 	Adaptive ratelimit.AdaptiveState
+	// Fallbacks counts the decisions of the scope's retry quota and rate
+	// limiters that were made from the process's own state because the
+	// store they share with other processes (Redis, for example) did not
+	// answer in time: those that implement ratelimit.FallbackCounter. It is
+	// zero for the in-process ones.
+	Fallbacks uint64
+}
+
+// adaptiveStater is a limiter that reports the state of its scopes, as
+// ratelimit.Adaptive does.
+type adaptiveStater interface {
+	State(scope string) ratelimit.AdaptiveState
+}
+
+// fallbacks returns v's fallback count for scope if v keeps one.
+func fallbacks(v any, scope string) uint64 {
+	if f, ok := v.(ratelimit.FallbackCounter); ok {
+		return f.Fallbacks(scope)
+	}
+	return 0
 }
 
 // scopeCounters are the live counters behind a ScopeStats.
@@ -187,9 +207,10 @@ func (t *Transport) Snapshot() []ScopeStats {
 			RateLimited:   c.rateLimited.Load(),
 			Quota:         c.st.quotaLevel(scope),
 		}
-		if c.st.adaptive != nil {
-			s.Adaptive = c.st.adaptive.State(scope)
+		if a, ok := c.st.limiter.(adaptiveStater); ok {
+			s.Adaptive = a.State(scope)
 		}
+		s.Fallbacks = fallbacks(c.st.quota, scope) + fallbacks(c.st.limiter, scope) + fallbacks(c.st.fixed, scope)
 		out = append(out, s)
 		return true
 	})

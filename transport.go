@@ -112,11 +112,13 @@ type Transport struct {
 // this Transport uses for it.
 type hostState struct {
 	p              policy.Policy
-	quota          *ratelimit.Quota    // nil when the policy disables it
-	adaptive       *ratelimit.Adaptive // nil unless the policy is adaptive
-	fixed          *ratelimit.Fixed    // nil unless the policy has a fixed rate
-	customClassify bool                // Classify was set: it may read any response body
-	direct         bool                // one attempt, no pacing, no time bounds: the base transport alone
+	quota          ratelimit.RetryQuota // nil when the policy disables it
+	limiter        ratelimit.Limiter    // the adaptive limiter (Policy.Limiter); nil unless the policy is adaptive
+	recorder       ratelimit.Recorder   // limiter, if it learns from outcomes; else nil
+	reference      bool                 // limiter is a *ratelimit.Adaptive in reference mode: throttles are charged
+	fixed          ratelimit.Limiter    // nil unless the policy has a fixed rate (Policy.RateLimit)
+	customClassify bool                 // Classify was set: it may read any response body
+	direct         bool                 // one attempt, no pacing, no time bounds: the base transport alone
 }
 
 // newHostState resolves p. A quota the Transport creates runs on the
@@ -129,12 +131,16 @@ func newHostState(p policy.Policy, now func() time.Time) *hostState {
 			st.quota = &ratelimit.Quota{Now: now}
 		}
 	}
-	st.adaptive = p.Limiter
-	if st.adaptive == nil && p.Adaptive {
-		st.adaptive = &ratelimit.Adaptive{Now: now}
+	st.limiter = p.Limiter
+	if st.limiter == nil && p.Adaptive {
+		st.limiter = &ratelimit.Adaptive{Now: now}
+	}
+	st.recorder, _ = st.limiter.(ratelimit.Recorder)
+	if a, ok := st.limiter.(*ratelimit.Adaptive); ok {
+		st.reference = a.Reference
 	}
 	st.fixed = p.RateLimit
-	st.direct = st.p.MaxAttempts == 1 && st.adaptive == nil && st.fixed == nil &&
+	st.direct = st.p.MaxAttempts == 1 && st.limiter == nil && st.fixed == nil &&
 		st.p.AttemptTimeout == 0 && st.p.MaxTotalTime == 0 && st.p.AttemptHeader == ""
 	return st
 }
@@ -145,7 +151,7 @@ func newHostState(p policy.Policy, now func() time.Time) *hostState {
 // state). Without options every host gets policy.Standard().
 //
 // Every New owns its retry quotas: two Transports never share quota state
-// unless the same *ratelimit.Quota is put in both their policies.
+// unless the same ratelimit.RetryQuota is put in both their policies.
 func New(base http.RoundTripper, opts ...Option) *Transport {
 	c := config{def: policy.Standard(), now: time.Now, sleep: sleepTimer}
 	for _, o := range opts {

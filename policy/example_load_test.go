@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 func ExampleLoad() {
@@ -27,7 +28,7 @@ func ExampleLoad() {
 	fmt.Printf("backoff: %+v\n", p.Backoff)
 	fmt.Println("headers:", p.DelayHeaders)
 	fmt.Println("budget:", p.MaxTotalTime)
-	fmt.Println("quota capacity:", p.Quota.Capacity)
+	fmt.Println("quota capacity:", p.Quota.(*ratelimit.Quota).Capacity)
 
 	_, err = policy.Load(strings.NewReader(`{"maxAttempts": -3, "backoff": {"type": "fulljitterx"}}`))
 	fmt.Println(err)
@@ -65,7 +66,7 @@ func ExampleLoadSNS() {
 		return
 	}
 	fmt.Println("attempts:", p.MaxAttempts, "max delay:", p.MaxDelay, "quota off:", p.DisableQuota)
-	fmt.Println("rate:", p.RateLimit.Rate, "per second")
+	fmt.Println("rate:", p.RateLimit.(*ratelimit.Fixed).Rate, "per second")
 	// The jitter takes up to a tenth of each delay's distance above
 	// minDelayTarget off it; a draw of 0 takes nothing.
 	s := p.Backoff.(backoff.Schedule)

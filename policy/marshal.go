@@ -22,7 +22,9 @@ import (
 // the quota or a limiter. Write p before [Policy.WithDefaults], which sets
 // Classify. It also returns an error for a Backoff or ThrottleBackoff that is
 // not one of the strategy values of package backoff (a backoff.Func, a
-// pointer, a type of your own), for a number that JSON cannot hold (NaN, an
+// pointer, a type of your own), for a Quota, Limiter or RateLimit that is
+// not the in-process type of package ratelimit (*ratelimit.Quota,
+// *ratelimit.Adaptive, *ratelimit.Fixed), for a number that JSON cannot hold (NaN, an
 // infinity) and for DelayHeaders bits that name no retryafter.Source. The
 // errors are joined with errors.Join; each reads "policy: cannot write
 // <path> as JSON: <why>", with path in the names of the schema.

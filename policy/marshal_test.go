@@ -114,6 +114,14 @@ func TestMarshalJSONThroughEncodingJSON(t *testing.T) {
 	}
 }
 
+// otherQuota and otherLimiter stand for implementations kept in a store.
+type otherQuota struct{ ratelimit.Quota }
+type otherLimiter struct{}
+
+func (otherLimiter) Reserve(string) (ratelimit.Reservation, time.Duration, bool) {
+	return ratelimit.Reservation{}, 0, true
+}
+
 func TestMarshalJSONRejectsWhatJSONCannotHold(t *testing.T) {
 	fn := func(*http.Request, *http.Response, error) classify.Outcome { return classify.Outcome{} }
 	rnd := func() float64 { return 0.5 }
@@ -132,6 +140,9 @@ func TestMarshalJSONRejectsWhatJSONCannotHold(t *testing.T) {
 		{"QuotaNow", policy.Policy{Quota: &ratelimit.Quota{Now: time.Now}}, "policy: cannot write quota.now as JSON: it is a func"},
 		{"LimiterNaN", policy.Policy{Limiter: &ratelimit.Adaptive{Beta: math.NaN()}}, "policy: cannot write limiter.beta as JSON: it is NaN"},
 		{"RateInf", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: math.Inf(1)}}, "policy: cannot write rateLimit.rate as JSON: it is +Inf"},
+		{"OtherQuota", policy.Policy{Quota: &otherQuota{}}, "policy: cannot write quota as JSON: it is a *policy_test.otherQuota; only a *ratelimit.Quota has a JSON form"},
+		{"OtherLimiter", policy.Policy{Limiter: otherLimiter{}}, "policy: cannot write limiter as JSON: it is a policy_test.otherLimiter; only a *ratelimit.Adaptive has a JSON form"},
+		{"OtherRateLimit", policy.Policy{RateLimit: &ratelimit.Adaptive{}}, "policy: cannot write rateLimit as JSON: it is a *ratelimit.Adaptive; only a *ratelimit.Fixed has a JSON form"},
 		{"UnknownSource", policy.Policy{DelayHeaders: retryafter.RetryAfter | 1<<12}, "policy: cannot write delayHeaders as JSON: it holds 0x1000, which names no retryafter.Source"},
 		{"BadCurve", policy.Policy{Backoff: backoff.Schedule{BackoffFunction: 9}}, "policy: cannot write backoff.backoffFunction as JSON: it is Curve(9)"},
 	}

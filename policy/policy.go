@@ -101,11 +101,13 @@ type Policy struct {
 	Classify classify.Func
 
 	// Quota is the retry quota (circuit breaker) whose per-host buckets pay
-	// for retries (docs/aws.md). Nil means a quota with the AWS defaults that
-	// belongs to the Transport built with this policy: each New has its
-	// own. A non-nil Quota is used as given, so putting one pointer in
-	// several policies or transports shares its buckets on purpose.
-	Quota *ratelimit.Quota
+	// for retries (docs/aws.md). Nil means a *ratelimit.Quota with the AWS
+	// defaults that belongs to the Transport built with this policy: each
+	// New has its own. A non-nil Quota is used as given, so putting one
+	// value in several policies or transports shares its buckets on
+	// purpose; an implementation kept in a shared store (module redisretry)
+	// shares them across processes.
+	Quota ratelimit.RetryQuota
 
 	// DisableQuota turns the retry quota off: retries are then limited
 	// only by MaxAttempts and the caller's context.
@@ -136,11 +138,15 @@ type Policy struct {
 	// mode charges throttles as the AWS SDKs do.
 	Adaptive bool
 
-	// Limiter is the adaptive rate limiter to use, with its parameters
-	// (FailFast, MaxWait, Reference behaviour, ...). Setting it implies
-	// Adaptive. It is used as given: the same pointer in several policies or
-	// transports shares its per-scope state on purpose.
-	Limiter *ratelimit.Adaptive
+	// Limiter is the adaptive rate limiter to use, usually a
+	// *ratelimit.Adaptive with its parameters (FailFast, MaxWait, Reference
+	// behaviour, ...) or one whose state a fleet shares (module redisretry).
+	// Setting it implies Adaptive. It is used as given: the same value in
+	// several policies or transports shares its per-scope state on purpose.
+	// If it implements ratelimit.Recorder it hears every attempt's outcome,
+	// and a retry after a throttle is then free of the quota, unless it is
+	// a *ratelimit.Adaptive in reference mode.
+	Limiter ratelimit.Limiter
 
 	// RateLimit paces every attempt of a scope at a fixed rate with a burst,
 	// for APIs that publish their limit (SNS maxReceivesPerSecond). Nil
@@ -148,8 +154,10 @@ type Policy struct {
 	// paced after the checks that may refuse it; a send token it took is
 	// not given back if it still cannot be sent (MaxTotalTime ran out in
 	// the moment between), which delays the scope's next send by at most
-	// 1/Rate.
-	RateLimit *ratelimit.Fixed
+	// 1/Rate. A *ratelimit.Fixed paces each process on its own; an
+	// implementation kept in a shared store (module redisretry) paces a
+	// fleet at one published limit.
+	RateLimit ratelimit.Limiter
 
 	// Scope maps a request to the key of its retry quota bucket (and rate
 	// limiter state): requests with the same key share them, and trouble in
@@ -297,7 +305,7 @@ func (p Policy) Validate() error {
 	if h := p.AttemptHeader; h != "" && !validHeaderName(h) {
 		errs = append(errs, fmt.Errorf("policy: AttemptHeader = %q; want a header name (letters, digits and !#$%%&'*+-.^_`|~)", h))
 	}
-	if q := p.Quota; q != nil && !p.DisableQuota {
+	if q, ok := p.Quota.(*ratelimit.Quota); ok && q != nil && !p.DisableQuota {
 		if q.RefillPerSecond < 0 {
 			errs = append(errs, fmt.Errorf("policy: Quota.RefillPerSecond = %v; want >= 0", q.RefillPerSecond))
 		}

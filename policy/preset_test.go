@@ -145,8 +145,8 @@ func TestStandardV2ReturnsFreshQuota(t *testing.T) {
 	if a.Quota == nil || a.Quota == b.Quota {
 		t.Fatalf("StandardV2().Quota = %p, %p; want two different non-nil pointers", a.Quota, b.Quota)
 	}
-	a.Quota.RetryCost = 1
-	if c, _ := policy.Preset("standard-v2"); c.Quota.RetryCost != 14 || c.Quota == a.Quota {
+	a.Quota.(*ratelimit.Quota).RetryCost = 1
+	if c, _ := policy.Preset("standard-v2"); c.Quota.(*ratelimit.Quota).RetryCost != 14 || c.Quota == a.Quota {
 		t.Errorf("Preset(standard-v2).Quota after changing an earlier one = %+v; want a new quota with RetryCost 14", c.Quota)
 	}
 }

@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/retrytransport/retrytransport/ratelimit"
+import (
+	"fmt"
+
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
 
 // This file maps the quota and the limiters of package ratelimit to the
 // quota, limiter and rateLimit objects of the JSON schema (see Load) and
@@ -54,7 +58,12 @@ func (v value) rateLimit() *ratelimit.Fixed {
 }
 
 // quota encodes q as a quota object, the inverse of value.quota.
-func (e *encoder) quota(path string, q *ratelimit.Quota) []byte {
+func (e *encoder) quota(path string, rq ratelimit.RetryQuota) []byte {
+	q, ok := rq.(*ratelimit.Quota)
+	if !ok {
+		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Quota has a JSON form", rq))
+		return []byte("null")
+	}
 	o := e.object(path)
 	o.int("capacity", int64(q.Capacity))
 	o.int("retryCost", int64(q.RetryCost))
@@ -69,7 +78,12 @@ func (e *encoder) quota(path string, q *ratelimit.Quota) []byte {
 }
 
 // limiter encodes a as a limiter object, the inverse of value.limiter.
-func (e *encoder) limiter(path string, a *ratelimit.Adaptive) []byte {
+func (e *encoder) limiter(path string, l ratelimit.Limiter) []byte {
+	a, ok := l.(*ratelimit.Adaptive)
+	if !ok {
+		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Adaptive has a JSON form", l))
+		return []byte("null")
+	}
 	o := e.object(path)
 	o.float("beta", a.Beta)
 	o.float("scale", a.Scale)
@@ -86,7 +100,12 @@ func (e *encoder) limiter(path string, a *ratelimit.Adaptive) []byte {
 
 // rateLimit encodes f as a rateLimit object, the inverse of
 // value.rateLimit.
-func (e *encoder) rateLimit(path string, f *ratelimit.Fixed) []byte {
+func (e *encoder) rateLimit(path string, l ratelimit.Limiter) []byte {
+	f, ok := l.(*ratelimit.Fixed)
+	if !ok {
+		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Fixed has a JSON form", l))
+		return []byte("null")
+	}
 	o := e.object(path)
 	o.float("rate", f.Rate)
 	o.int("burst", int64(f.Burst))

@@ -176,7 +176,7 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 // it accrue at the current fill rate, so when a throttle lowers the rate
 // every waiting reservation's turn moves later, and when answers raise it,
 // earlier. A caller sleeps the wait and asks the reservation again
-// (DelayAt), sleeping again until it is due; the transport asks again
+// ([Adaptive.DelayAt]), sleeping again until it is due; the transport asks again
 // halfway through any wait over 10 ms, so that a rising rate is seen too.
 // Turns stay in the order taken.
 //
@@ -268,7 +268,7 @@ type AdaptiveState struct {
 // while the scope is not enabled (before its first throttle) or when a
 // token is there, else (1 - tokens)/fill. Reservations queue in the order
 // they were taken. A caller that waits asks the reservation again when the
-// wait is over ([Reservation.DelayAt]): if the rate fell meanwhile, its turn
+// wait is over ([Adaptive.DelayAt]): if the rate fell meanwhile, its turn
 // has moved later and it waits again (see Waiting on [Adaptive]). A caller
 // that gives up waiting, or will not send after all, cancels the
 // reservation. With ok false nothing was taken and the attempt must not be
@@ -287,7 +287,7 @@ func (a *Adaptive) ReserveAt(now time.Time, scope string) (r Reservation, wait t
 			return Reservation{}, wait, false
 		}
 	}
-	return Reservation{a: a, scope: scope, gen: s.gen, place: s.take()}, wait, true
+	return Reservation{q: a, scope: scope, ticket: Ticket{Gen: s.gen, Seq: s.take()}}, wait, true
 }
 
 // Reserve is ReserveAt at a.Now(), or the wall clock if a.Now is nil.

@@ -74,7 +74,7 @@ func ExampleAdaptive_ReserveAt() {
 	for i, c := range callers {
 		for {
 			now = c.due // the caller sleeps until its turn, on a fake clock
-			wait := c.turn.DelayAt(now)
+			wait := a.DelayAt(now, c.turn)
 			if wait == 0 {
 				break
 			}
@@ -99,7 +99,7 @@ func ExampleFixed() {
 	f := &ratelimit.Fixed{Rate: 10, Burst: 2, MaxWait: 250 * time.Millisecond}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for i := 1; i <= 5; i++ {
-		wait, ok := f.ReserveAt(now, "endpoint.example.com")
+		_, wait, ok := f.ReserveAt(now, "endpoint.example.com")
 		if !ok {
 			err := fmt.Errorf("send %d: wait %v: %w", i, wait, ratelimit.ErrRateLimited)
 			fmt.Println(err, errors.Is(err, ratelimit.ErrRateLimited))

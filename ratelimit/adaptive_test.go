@@ -94,24 +94,24 @@ func TestAdaptiveCancelReturnsToken(t *testing.T) {
 	now := t0.Add(500 * ms)
 	first, firstWait, _ := a.ReserveAt(now, "s")
 	second, _, _ := a.ReserveAt(now, "s")
-	second.CancelAt(now) // the second caller gave up
+	a.CancelAt(now, second) // the second caller gave up
 	if got := a.StateAt(now, "s").Tokens; got != -1 {
 		t.Errorf("StateAt(s).Tokens after two reservations and a cancel = %v; want -1", got)
 	}
 	// The latest reservation leaves the queue: the one ahead keeps its turn.
-	if d := first.DelayAt(now); d != firstWait {
+	if d := a.DelayAt(now, first); d != firstWait {
 		t.Errorf("first reservation's DelayAt after the second's cancel = %v; want %v, unchanged", d, firstWait)
 	}
 	r, w, _ := a.ReserveAt(now, "s")
 	if w != 285714286 {
 		t.Errorf("ReserveAt(s) after the cancel = %v; want 285.714286ms, the freed turn", w)
 	}
-	if d := r.DelayAt(now); d != w {
+	if d := a.DelayAt(now, r); d != w {
 		t.Errorf("DelayAt of the new reservation = %v; want %v, what ReserveAt said", d, w)
 	}
 	// An hour refills the bucket to its capacity, 1; the token given back
 	// must not raise it above that: min(1 + 1, 1).
-	r.CancelAt(now.Add(time.Hour))
+	a.CancelAt(now.Add(time.Hour), r)
 	if got, want := a.StateAt(now.Add(time.Hour), "s").Tokens, 1.0; got != want {
 		t.Errorf("StateAt(s).Tokens after an hour and a cancel = %v; want %v (capacity)", got, want)
 	}
@@ -138,7 +138,7 @@ func TestAdaptiveReservationsFollowRateInOrder(t *testing.T) {
 		rs, waits = append(rs, r), append(waits, w)
 	}
 	now = now.Add(waits[0])
-	if d := rs[0].DelayAt(now); d != 0 {
+	if d := a.DelayAt(now, rs[0]); d != 0 {
 		t.Fatalf("first reservation at its time: DelayAt = %v; want 0", d)
 	}
 	a.RecordAt(now, "s", classify.Throttle) // a decrease: 7 -> 4.9 req/s
@@ -146,13 +146,13 @@ func TestAdaptiveReservationsFollowRateInOrder(t *testing.T) {
 		t.Fatalf("fill rate after the second throttle = %v; want 4.9", st.FillRate)
 	}
 	for i, r := range rs[1:] {
-		if got, want := r.DelayAt(now), secs(float64(i+1)/4.9); !near(got, want) {
+		if got, want := a.DelayAt(now, r), secs(float64(i+1)/4.9); !near(got, want) {
 			t.Errorf("reservation %d after the decrease: DelayAt = %v; want %v", i+2, got, want)
 		}
 	}
 	// Cancelling the second gives its token to the third, which moves up.
-	rs[1].CancelAt(now)
-	if got, want := rs[2].DelayAt(now), secs(1/4.9); !near(got, want) {
+	a.CancelAt(now, rs[1])
+	if got, want := a.DelayAt(now, rs[2]), secs(1/4.9); !near(got, want) {
 		t.Errorf("third reservation after the second's cancel: DelayAt = %v; want %v", got, want)
 	}
 }
@@ -180,10 +180,10 @@ func TestAdaptiveReservationOfEvictedScope(t *testing.T) {
 		a.ReserveAt(now, "s")
 	}
 	before := a.StateAt(now, "s")
-	if d := r.DelayAt(now); d != 0 {
+	if d := a.DelayAt(now, r); d != 0 {
 		t.Errorf("DelayAt of a reservation of an evicted scope = %v; want 0", d)
 	}
-	r.CancelAt(now)
+	a.CancelAt(now, r)
 	if after := a.StateAt(now, "s"); after != before {
 		t.Errorf("cancelling a reservation of an evicted scope changed its successor: %+v, was %+v", after, before)
 	}
@@ -349,8 +349,8 @@ func TestAdaptiveHotPathDoesNotAllocate(t *testing.T) {
 	now := t0.Add(500 * ms)
 	if allocs := testing.AllocsPerRun(1000, func() {
 		r, _, _ := a.ReserveAt(now, "s")
-		r.DelayAt(now)
-		r.CancelAt(now)
+		a.DelayAt(now, r)
+		a.CancelAt(now, r)
 		a.RecordAt(now, "s", classify.Throttle)
 		a.StateAt(now, "s")
 	}); allocs != 0 {

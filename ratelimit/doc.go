@@ -26,6 +26,17 @@
 // SNS's maxReceivesPerSecond (docs/sns.md), and is built on
 // golang.org/x/time/rate.
 //
+// # Interfaces
+//
+// The transport asks for what it needs through small interfaces, so that
+// the state can live elsewhere: [RetryQuota] (Quota's methods), [Limiter]
+// (a send token per attempt, as a [Reservation]), with [Recorder] for a
+// limiter that learns from outcomes, [Queue] for one whose reservations
+// wait, and [FallbackCounter] for one kept in a store that may not
+// answer. Quota, Adaptive and Fixed implement them in process; the module
+// redisretry implements them on Redis, so that a fleet of replicas shares
+// one retry quota and one send rate.
+//
 // Both limiters return the wait before an attempt instead of sleeping.
 // Callers that wait on Adaptive should ask again after each sleep, as the
 // SDKs do, because its rate may change meanwhile. Both refuse with ok false

@@ -51,14 +51,15 @@ type fixedScope struct {
 }
 
 // ReserveAt takes one send token from scope's bucket as of now, through
-// rate.Limiter.ReserveN, and returns how long the caller must wait before
-// sending. With ok false nothing was taken (the reservation was cancelled)
+// rate.Limiter.ReserveN, and returns the reservation with how long the
+// caller must wait before sending: the zero Reservation when it need not
+// wait. With ok false nothing was taken (the reservation was cancelled)
 // and the attempt must not be sent (the caller returns [ErrRateLimited],
 // wrapped): FailFast is set and a wait was needed, or the wait exceeds
 // MaxWait. The wait is then still reported.
-func (f *Fixed) ReserveAt(now time.Time, scope string) (wait time.Duration, ok bool) {
+func (f *Fixed) ReserveAt(now time.Time, scope string) (r Reservation, wait time.Duration, ok bool) {
 	if !f.limited() {
-		return 0, true
+		return Reservation{}, 0, true
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -67,41 +68,55 @@ func (f *Fixed) ReserveAt(now time.Time, scope string) (wait time.Duration, ok b
 		s = f.scopes.add(scope, orDefault(f.MaxScopes, DefaultMaxScopes))
 		s.lim = rate.NewLimiter(rate.Limit(f.Rate), orDefault(f.Burst, 1))
 	}
-	r := s.lim.ReserveN(now, 1) // always OK: one token never exceeds the burst
-	wait = r.DelayFrom(now)
+	rr := s.lim.ReserveN(now, 1) // always OK: one token never exceeds the burst
+	wait = rr.DelayFrom(now)
 	if wait == 0 {
-		return 0, true
+		return Reservation{}, 0, true
 	}
 	if f.FailFast || (f.MaxWait > 0 && wait > f.MaxWait) {
-		r.CancelAt(now) // the latest reservation: its token comes back whole
-		return wait, false
+		rr.CancelAt(now) // the latest reservation: its token comes back whole
+		return Reservation{}, wait, false
 	}
-	s.last, s.act = r, now.Add(wait)
-	return wait, true
+	s.last, s.act = rr, now.Add(wait)
+	return Reservation{q: f, scope: scope, ticket: Ticket{Seq: uint64(s.act.UnixNano())}}, wait, true
 }
 
 // Reserve is ReserveAt at f.Now(), or the wall clock if f.Now is nil.
-func (f *Fixed) Reserve(scope string) (wait time.Duration, ok bool) {
+func (f *Fixed) Reserve(scope string) (r Reservation, wait time.Duration, ok bool) {
 	return f.ReserveAt(f.now(), scope)
 }
 
-// CancelAt tries to give back, as of now, the token of a reservation for
-// scope whose caller gave up waiting. It is best effort and never lets the
+// DelayAt returns how long, as of now, the holder of r, a reservation f
+// took, must still wait before sending: the time left until the instant
+// ReserveAt fixed, which a fixed rate never moves.
+func (f *Fixed) DelayAt(now time.Time, r Reservation) time.Duration {
+	if r.q != Queue(f) {
+		return 0
+	}
+	return max(time.Unix(0, int64(r.ticket.Seq)).Sub(now), 0)
+}
+
+// Delay is DelayAt at f.Now(), or the wall clock if f.Now is nil; it is
+// what [Reservation.Delay] calls.
+func (f *Fixed) Delay(r Reservation) time.Duration { return f.DelayAt(f.now(), r) }
+
+// CancelAt tries to give back, as of now, the token of r, a reservation f
+// took whose caller gave up waiting. It is best effort and never lets the
 // scope send faster than its rate: it gives the token back (with
-// rate.Reservation.CancelAt) only when the scope's latest reservation is the
-// only one still waiting, so that it must be the caller's. When several
-// callers wait, giving a token back would let a later caller send at the same
-// instant as another, so nothing is given back; rate.Limiter itself restores
-// nothing when a waiter other than the latest cancels. A lost token delays the
+// rate.Reservation.CancelAt) only when r is the scope's latest reservation
+// and the only one still waiting. When several callers wait, giving a
+// token back would let a later caller send at the same instant as
+// another, so nothing is given back; rate.Limiter itself restores nothing
+// when a waiter other than the latest cancels. A lost token delays the
 // scope's next send by at most 1/Rate.
-func (f *Fixed) CancelAt(now time.Time, scope string) {
-	if !f.limited() {
+func (f *Fixed) CancelAt(now time.Time, r Reservation) {
+	if r.q != Queue(f) || !f.limited() {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := f.scopes.peek(scope)
-	if s == nil || s.last == nil || !s.act.After(now) {
+	s := f.scopes.peek(r.scope)
+	if s == nil || s.last == nil || !s.act.After(now) || uint64(s.act.UnixNano()) != r.ticket.Seq {
 		return
 	}
 	// Waiting reservations send 1/Rate apart, so the latest is the only one
@@ -114,8 +129,9 @@ func (f *Fixed) CancelAt(now time.Time, scope string) {
 	}
 }
 
-// Cancel is CancelAt at f.Now(), or the wall clock if f.Now is nil.
-func (f *Fixed) Cancel(scope string) { f.CancelAt(f.now(), scope) }
+// Cancel is CancelAt at f.Now(), or the wall clock if f.Now is nil; it is
+// what [Reservation.Cancel] calls.
+func (f *Fixed) Cancel(r Reservation) { f.CancelAt(f.now(), r) }
 
 // limited reports whether Rate sets a limit: it is positive and finite.
 func (f *Fixed) limited() bool { return f.Rate > 0 && !math.IsInf(f.Rate, 1) }

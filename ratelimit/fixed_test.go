@@ -22,10 +22,17 @@ type reservation struct {
 func reserveAll(f *ratelimit.Fixed, scope string, at ...time.Duration) []reservation {
 	var got []reservation
 	for _, d := range at {
-		w, ok := f.ReserveAt(t0.Add(d), scope)
+		_, w, ok := f.ReserveAt(t0.Add(d), scope)
 		got = append(got, reservation{w, ok})
 	}
 	return got
+}
+
+// reserveLast is reserveAll returning the reservation the last call took.
+func reserveLast(f *ratelimit.Fixed, scope string, at ...time.Duration) ratelimit.Reservation {
+	reserveAll(f, scope, at[:len(at)-1]...)
+	r, _, _ := f.ReserveAt(t0.Add(at[len(at)-1]), scope)
+	return r
 }
 
 func TestFixedPaces(t *testing.T) {
@@ -66,11 +73,11 @@ func TestFixedNoRateMeansNoLimit(t *testing.T) {
 	for _, r := range []float64{0, -1, math.NaN(), math.Inf(1)} {
 		f := ratelimit.Fixed{Rate: r, FailFast: true}
 		for i := range 100 {
-			if w, ok := f.ReserveAt(t0, "s"); w != 0 || !ok {
-				t.Fatalf("Fixed{Rate: %v}.ReserveAt #%d = %v, %t; want 0, true", r, i, w, ok)
+			if res, w, ok := f.ReserveAt(t0, "s"); w != 0 || !ok || res != (ratelimit.Reservation{}) {
+				t.Fatalf("Fixed{Rate: %v}.ReserveAt #%d = %v, %v, %t; want the zero Reservation, 0, true", r, i, res, w, ok)
 			}
 		}
-		if allocs := testing.AllocsPerRun(100, func() { f.ReserveAt(t0, "s"); f.CancelAt(t0, "s") }); allocs != 0 {
+		if allocs := testing.AllocsPerRun(100, func() { res, _, _ := f.ReserveAt(t0, "s"); f.CancelAt(t0, res) }); allocs != 0 {
 			t.Errorf("Fixed{Rate: %v}.ReserveAt and CancelAt: %v allocs per run; want 0", r, allocs)
 		}
 	}
@@ -86,14 +93,19 @@ func TestFixedScopesIndependent(t *testing.T) {
 
 func TestFixedCancelGivesBackOnlyWaiter(t *testing.T) {
 	f := ratelimit.Fixed{Rate: 10}
-	reserveAll(&f, "s", 0, 0) // the second waits 100 ms
-	f.CancelAt(t0.Add(20*ms), "s")
-	// The only waiter gave up: its turn at 100 ms is free again.
-	if diff := cmp.Diff([]reservation{{80 * ms, true}}, reserveAll(&f, "s", 20*ms)); diff != "" {
-		t.Errorf("ReserveAt(s) after the only waiter cancelled mismatch (-want +got):\n%s", diff)
+	waiter := reserveLast(&f, "s", 0, 0) // the second waits 100 ms
+	if d := f.DelayAt(t0.Add(20*ms), waiter); d != 80*ms {
+		t.Errorf("DelayAt of the waiter 20 ms on = %v; want 80ms", d)
 	}
-	f.CancelAt(t0.Add(20*ms), "s") // cancels the 100 ms turn again
-	f.CancelAt(t0.Add(20*ms), "s") // nothing left to give back
+	f.CancelAt(t0.Add(20*ms), waiter)
+	// The only waiter gave up: its turn at 100 ms is free again.
+	again, w, _ := f.ReserveAt(t0.Add(20*ms), "s")
+	if w != 80*ms {
+		t.Errorf("ReserveAt(s) after the only waiter cancelled waits %v; want 80ms", w)
+	}
+	f.CancelAt(t0.Add(20*ms), again)  // cancels the 100 ms turn again
+	f.CancelAt(t0.Add(20*ms), again)  // nothing left to give back
+	f.CancelAt(t0.Add(20*ms), waiter) // a reservation given back already: nothing
 	if diff := cmp.Diff([]reservation{{80 * ms, true}}, reserveAll(&f, "s", 20*ms)); diff != "" {
 		t.Errorf("ReserveAt(s) after cancelling twice mismatch (-want +got):\n%s", diff)
 	}
@@ -101,14 +113,14 @@ func TestFixedCancelGivesBackOnlyWaiter(t *testing.T) {
 
 func TestFixedCancelWithSeveralWaitersNeverSpeedsUp(t *testing.T) {
 	f := ratelimit.Fixed{Rate: 10}
-	reserveAll(&f, "s", 0, 0, 0) // waits 0, 100 ms, 200 ms
-	f.CancelAt(t0.Add(10*ms), "s")
+	latest := reserveLast(&f, "s", 0, 0, 0) // waits 0, 100 ms, 200 ms
+	f.CancelAt(t0.Add(10*ms), latest)
 	// Two callers still wait, at 100 and 200 ms; giving a token back would
 	// let the next caller go at 200 ms too. The next turn stays at 300 ms.
 	if diff := cmp.Diff([]reservation{{290 * ms, true}}, reserveAll(&f, "s", 10*ms)); diff != "" {
 		t.Errorf("ReserveAt(s) after a cancel with two waiters mismatch (-want +got):\n%s", diff)
 	}
-	f.CancelAt(t0.Add(time.Second), "s") // every turn has passed: nothing to give back
+	f.CancelAt(t0.Add(time.Second), latest) // every turn has passed: nothing to give back
 	if diff := cmp.Diff([]reservation{{0, true}, {100 * ms, true}}, reserveAll(&f, "s", time.Second, time.Second)); diff != "" {
 		t.Errorf("ReserveAt(s) after a late cancel mismatch (-want +got):\n%s", diff)
 	}
@@ -131,10 +143,13 @@ func TestFixedUsesNowField(t *testing.T) {
 	clock := faketime.New()
 	f := ratelimit.Fixed{Rate: 10, Now: clock.Now}
 	f.Reserve("s")
-	w1, _ := f.Reserve("s")
+	r, w1, _ := f.Reserve("s")
 	clock.Advance(50 * ms)
-	f.Cancel("s")
-	w2, _ := f.Reserve("s")
+	if d := r.Delay(); d != 50*ms {
+		t.Errorf("Delay on the fake clock 50 ms on = %v; want 50ms", d)
+	}
+	r.Cancel()
+	_, w2, _ := f.Reserve("s")
 	if w1 != 100*ms || w2 != 50*ms {
 		t.Errorf("Reserve waits on the fake clock = %v, then after Cancel %v; want 100ms, 50ms", w1, w2)
 	}
@@ -153,7 +168,7 @@ func TestFixedConcurrentUseKeepsRate(t *testing.T) {
 			defer wg.Done()
 			s := fmt.Sprint("scope", g%2)
 			for range 200 {
-				w, ok := f.ReserveAt(t0, s)
+				_, w, ok := f.ReserveAt(t0, s)
 				if !ok {
 					t.Errorf("ReserveAt(%s) refused; want granted", s)
 					return

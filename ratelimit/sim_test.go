@@ -82,6 +82,8 @@ type simScope struct {
 type simLimiter interface {
 	ReserveAt(now time.Time, scope string) (ratelimit.Reservation, time.Duration, bool)
 	RecordAt(now time.Time, scope string, k classify.Kind)
+	DelayAt(now time.Time, r ratelimit.Reservation) time.Duration
+	CancelAt(now time.Time, r ratelimit.Reservation)
 }
 
 // simWaiting is how a simulated caller waits for its send token.
@@ -132,7 +134,7 @@ type simTurn struct{ r ratelimit.Reservation }
 func (st *simTurn) step(lim simLimiter, how simWaiting, now time.Time, scope string, late func() time.Duration) (sleep time.Duration, sendNext bool, reserved time.Duration, ok bool) {
 	var wait time.Duration
 	if st.r != (ratelimit.Reservation{}) {
-		wait = st.r.DelayAt(now)
+		wait = lim.DelayAt(now, st.r)
 	} else {
 		r, w, ok := lim.ReserveAt(now, scope)
 		if !ok {
@@ -148,7 +150,7 @@ func (st *simTurn) step(lim simLimiter, how simWaiting, now time.Time, scope str
 		st.r = ratelimit.Reservation{}
 		return wait + late(), true, reserved, true
 	case how == waitRecheck:
-		st.r.CancelAt(now)
+		lim.CancelAt(now, st.r)
 		st.r = ratelimit.Reservation{}
 		return wait + late(), false, reserved, true
 	default:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // exactAttempts is how many attempts build computes one by one. Later
@@ -164,11 +165,11 @@ func printPolicy(w io.Writer, name string, p policy.Policy, limit int) {
 		budget = "MaxTotalTime " + fmtDur(p.MaxTotalTime)
 	}
 	pacing := ""
-	if p.RateLimit != nil && p.RateLimit.Rate > 0 && !math.IsInf(p.RateLimit.Rate, 1) {
+	if f, ok := p.RateLimit.(*ratelimit.Fixed); ok && f.Rate > 0 && !math.IsInf(f.Rate, 1) {
 		// The limiters pace every attempt of a scope, so they can lengthen
 		// a wait shorter than their spacing (SNS's immediate retries at
 		// 1/Rate); that depends on the traffic, not on the policy alone.
-		pacing = fmt.Sprintf(", RateLimit %s/s per scope (can lengthen short waits)", strconv.FormatFloat(p.RateLimit.Rate, 'g', -1, 64))
+		pacing = fmt.Sprintf(", RateLimit %s/s per scope (can lengthen short waits)", strconv.FormatFloat(f.Rate, 'g', -1, 64))
 	}
 	if p.Adaptive || p.Limiter != nil {
 		pacing += ", adaptive rate limiter (can add waits)"

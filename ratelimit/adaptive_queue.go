@@ -1,0 +1,66 @@
+package ratelimit
+
+import "time"
+
+// An Adaptive's reservation is a place in its scope's queue. Unlike a
+// reservation of x/time/rate, its time to send is not fixed when it is
+// taken: the tokens ahead of it accrue at the scope's current fill rate, so
+// a throttle that lowers the rate moves every waiting reservation later,
+// and reservations still come due in the order they were taken. A
+// reservation whose scope has been evicted since is due at once.
+
+// DelayAt returns how long, as of now, the holder of r, a reservation a
+// took, must still wait before sending: 0 when it may send. A caller waits
+// the delay ReserveAt returned, then asks again, and waits again if the
+// answer is not 0, because a throttle recorded meanwhile may have lowered
+// the rate.
+func (a *Adaptive) DelayAt(now time.Time, r Reservation) time.Duration {
+	if r.q != Queue(a) {
+		return 0
+	}
+	p := a.params()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	s := a.reservedLocked(r)
+	if s == nil {
+		return 0
+	}
+	return seconds(s.delay(s.at(now), r.ticket.Seq, &p))
+}
+
+// Delay is DelayAt at a.Now(), or the wall clock if a.Now is nil; it is
+// what [Reservation.Delay] calls.
+func (a *Adaptive) Delay(r Reservation) time.Duration { return a.DelayAt(a.now(), r) }
+
+// CancelAt gives back, as of now, the send token of r, a reservation a
+// took whose attempt will not be sent: the caller gave up waiting, for
+// example because its context ended. If it was the scope's latest
+// reservation, it just leaves the queue; otherwise its token goes to the
+// first reservation still waiting, and every later one moves up a place.
+// Call it at most once per reservation. Cancelling one that did not wait
+// credits a token that may not have been taken, which is harmless.
+func (a *Adaptive) CancelAt(now time.Time, r Reservation) {
+	if r.q != Queue(a) {
+		return
+	}
+	p := a.params()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s := a.reservedLocked(r); s != nil {
+		s.giveBack(s.at(now), r.ticket.Seq, &p)
+	}
+}
+
+// Cancel is CancelAt at a.Now(), or the wall clock if a.Now is nil; it is
+// what [Reservation.Cancel] calls.
+func (a *Adaptive) Cancel(r Reservation) { a.CancelAt(a.now(), r) }
+
+// reservedLocked returns the scope r was taken from, or nil if it has been
+// evicted since (a scope of the same name created later has another
+// generation). a.mu must be held.
+func (a *Adaptive) reservedLocked(r Reservation) *adaptiveScope {
+	if s := a.scopes.peek(r.scope); s != nil && s.gen == r.ticket.Gen {
+		return s
+	}
+	return nil
+}
