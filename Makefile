@@ -2,12 +2,13 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test fmt-check vet lint race modules demo bench bench-fleet fuzz
+.PHONY: test fmt-check vet lint race modules demo demo-fleet bench bench-fleet fuzz
 
 # The repository's other modules, each with its own go.mod so that their
 # dependencies (OpenTelemetry, SDKs, Prometheus, peer libraries) stay out of
-# the library's: make test vets, lints and tests them too.
-MODULES := otelretry examples/sdk examples/prometheus bench
+# the library's: make test vets, lints and tests them too. redisretry's
+# tests and the bench's fleet-on-Redis table start redis-server from PATH.
+MODULES := otelretry redisretry examples/sdk examples/prometheus bench
 
 # staticcheck runs from the module proxy at a pinned version, so CI needs no
 # install step of its own; the checks are our style rules.
@@ -38,6 +39,11 @@ modules:
 
 demo:
 	$(GO) run ./examples/demo
+
+# A local redis-server, a failing API and a fleet of replicas: the shared
+# retry quota stops the fleet's retries where each replica's own would not.
+demo-fleet:
+	cd redisretry && $(GO) run ./demofleet
 
 # Every native fuzz target of every package, FUZZTIME each. The seed corpora
 # also run as ordinary tests in make test.

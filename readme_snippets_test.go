@@ -94,14 +94,21 @@ var snippetImports = map[string]string{
 	"sdkmetric": "go.opentelemetry.io/otel/sdk/metric",
 	"sdktrace":  "go.opentelemetry.io/otel/sdk/trace",
 	"otelhttp":  "go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp",
+	// The Redis module's, compiled in that module.
+	"redisretry": "github.com/retrytransport/retrytransport/redisretry",
+	"redis":      "github.com/redis/go-redis/v9",
+	"redis_rate": "github.com/go-redis/redis_rate/v10",
 }
 
 // snippetModules maps import path prefixes to the directory of the
 // repository's module whose go.mod provides them: a snippet that imports
 // one is compiled in that module rather than this one.
 var snippetModules = map[string]string{
-	"github.com/retrytransport/retrytransport/otelretry": "otelretry",
-	"go.opentelemetry.io/":                               "otelretry",
+	"github.com/retrytransport/retrytransport/otelretry":  "otelretry",
+	"go.opentelemetry.io/":                                "otelretry",
+	"github.com/retrytransport/retrytransport/redisretry": "redisretry",
+	"github.com/redis/go-redis/":                          "redisretry",
+	"github.com/go-redis/redis_rate/":                     "redisretry",
 }
 
 // moduleOf returns the directory, relative to this module's root, of the

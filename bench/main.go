@@ -8,6 +8,9 @@
 //	go run . -scenarios fleet,single-ra -runs 1 -svg /tmp/fleet
 //	                           # the fleet and single-client tables, with pictures
 //
+// The fleet-redis tables start a redis-server from PATH on a free loopback
+// port and stop it at the end; the bench fails if there is none.
+//
 // It is a separate module so that the peer libraries never become
 // dependencies of retrytransport itself.
 package main
@@ -37,8 +40,10 @@ type config struct {
 	faultRequests   int           // logical requests per method with connection faults
 	scopesFor       time.Duration // each phase of the two-scope run
 	fleetFor        time.Duration // each run of a fleet variant
-	fleetRuns       int           // runs of each fleet variant per contender
+	fleetRuns       int           // runs of each fleet variant, and of the fleet-redis outage and throttled tables, per contender
 	singleRuns      int           // runs of the single-client Retry-After table per contender
+	redisOutage     int           // logical requests of the fleet-on-Redis outage, over all replicas
+	redisCalls      int           // calls of each kind in the fleet-on-Redis cost table
 	scenarios       []string      // the scenarios to run (names from scenarios()); nil means all
 	svgDir          string        // where the fleet's pictures go; "" means none
 }
@@ -52,7 +57,8 @@ func fullConfig() config {
 		faultRequests: 2000,
 		scopesFor:     4 * time.Second,
 		fleetFor:      10 * time.Second, fleetRuns: 3,
-		singleRuns: 10,
+		singleRuns:  10,
+		redisOutage: 1600, redisCalls: 20000,
 	}
 }
 
@@ -65,14 +71,15 @@ func quickConfig() config {
 		faultRequests: 300,
 		scopesFor:     500 * time.Millisecond,
 		fleetFor:      2 * time.Second, fleetRuns: 1,
-		singleRuns: 2,
+		singleRuns:  2,
+		redisOutage: 800, redisCalls: 2000,
 	}
 }
 
 func main() {
 	testing.Init() // registers -test.benchtime, which the overhead scenario sets
 	quick := flag.Bool("quick", false, "shrink every scenario so that the whole run takes under a minute")
-	runs := flag.Int("runs", 0, "runs of each fleet variant per contender; 0 means 3, or 1 with -quick")
+	runs := flag.Int("runs", 0, "runs of each fleet variant, and of the fleet-redis outage and throttled tables, per contender; 0 means 3, or 1 with -quick")
 	singleRuns := flag.Int("single-runs", 0, "runs of the single-client Retry-After table per contender; 0 means 10, or 2 with -quick")
 	names := flag.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated `list` of the scenarios to run, always in this order")
 	svgDir := flag.String("svg", "", "write a picture (SVG) of each fleet variant's first run per contender into `dir`")
@@ -122,6 +129,7 @@ func scenarios() []scenario {
 		{"faults", table(runFaults)},
 		{"fleet", runFleet},
 		{"single-ra", runSingleRetryAfter},
+		{"fleet-redis", runFleetRedis},
 	}
 }
 

@@ -10,10 +10,11 @@ import (
 // TestQuickRun runs every scenario once in quick mode and checks that the
 // harness printed a table for each, a row for every contender, goal lines
 // and the fleet's pictures, with no failed benchmark. It checks the
-// harness, not the goals.
+// harness, not the goals. The fleet-redis tables need redis-server on
+// PATH.
 func TestQuickRun(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the quick run takes about 45 s")
+		t.Skip("the quick run takes about a minute")
 	}
 	var out bytes.Buffer
 	cfg := quickConfig()
@@ -22,7 +23,7 @@ func TestQuickRun(t *testing.T) {
 		t.Fatalf("run(quick) = %v; want nil", err)
 	}
 	got := out.String()
-	if n, want := strings.Count(got, "\n### "), 11; n != want {
+	if n, want := strings.Count(got, "\n### "), 15; n != want {
 		t.Errorf("run(quick) printed %d tables; want %d\n%s", n, want, got)
 	}
 
@@ -46,6 +47,7 @@ func TestQuickRun(t *testing.T) {
 	}
 	want[oursAdaptive().name]++ // the single-client Retry-After table
 	want[awsAdaptive().name]++
+	want[contenders()[0].name]++ // the fleet-redis overhead table's baseline
 	for name, n := range want {
 		if rows[name] != n {
 			t.Errorf("run(quick) printed %d rows for %q; want %d, one per table it runs in", rows[name], name, n)
@@ -62,6 +64,14 @@ func TestQuickRun(t *testing.T) {
 	}
 	if n := strings.Count(got, "in under 2 s in every run"); n != 2 {
 		t.Errorf("run(quick) printed %d settle goals; want 2, one per capacity change", n)
+	}
+	// The fleet-redis goals: the outage's, the throttled fleet's fairness,
+	// the cost table's round trips and the happy path's.
+	for _, g := range []string{"one quota's worth + 5 %", "fairness across replicas (Jain's index)",
+		"one round trip per call", "no Redis round trip per request"} {
+		if n := strings.Count(got, g); n != 1 {
+			t.Errorf("run(quick) printed %d goal lines with %q; want 1", n, g)
+		}
 	}
 	if strings.Contains(got, "error:") {
 		t.Errorf("run(quick) output reports a failed benchmark:\n%s", got)

@@ -1,0 +1,273 @@
+package redisretry_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/redisretry"
+)
+
+const scope = "api.example.com"
+
+// replicas returns n Adaptives on srv, each with its own Store and client
+// as separate processes have, sharing prefix and clock.
+func replicas(t *testing.T, srv *redisServer, n int, clock *fakeClock, local func() *ratelimit.Adaptive) []*redisretry.Adaptive {
+	t.Helper()
+	prefix := uniquePrefix(t)
+	as := make([]*redisretry.Adaptive, n)
+	for i := range as {
+		s := &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: 5 * time.Second, Now: clock.Now}
+		var l *ratelimit.Adaptive
+		if local != nil {
+			l = local()
+			l.Now = clock.Now
+		}
+		as[i] = s.Adaptive(l)
+	}
+	return as
+}
+
+// warmUp has each of as send and receive at per requests per second each
+// for d of the clock, none of them throttled.
+func warmUp(as []*redisretry.Adaptive, clock *fakeClock, per float64, d time.Duration) {
+	step := time.Duration(float64(time.Second) / per)
+	for range int(d / step) {
+		for _, a := range as {
+			a.Reserve(scope)
+			a.Record(scope, classify.Success)
+		}
+		clock.Advance(step)
+	}
+}
+
+// TestAdaptiveUnlimitedUntilThrottle checks that before its first throttle
+// a scope is not limited and a replica asks Redis once per Refresh, not
+// per attempt, reporting its sends for the measured rate.
+func TestAdaptiveUnlimitedUntilThrottle(t *testing.T) {
+	srv := startRedis(t)
+	adm := srv.client(t, nil)
+	clock := newFakeClock()
+	as := replicas(t, srv, 2, clock, nil)
+	resetStats(t, adm)
+	for range 1000 { // 1 s at 1000 req/s for each
+		for _, a := range as {
+			r, wait, ok := a.Reserve(scope)
+			if wait != 0 || !ok || r != (ratelimit.Reservation{}) {
+				t.Fatalf("Reserve before any throttle = %v, %v, %t; want the zero Reservation, 0, true", r, wait, ok)
+			}
+			a.Record(scope, classify.Success)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	// Each replica asks every 100 ms: 10 each; the first call loads the
+	// script (EVALSHA fails, EVAL follows).
+	if got, want := scriptCalls(t, adm), int64(2*10+1); got != want {
+		t.Errorf("2 replicas × 1000 unlimited attempts over 1 s made %d script calls; want %d", got, want)
+	}
+	as[0].Reserve(scope) // reports the last 100 ms
+	st := as[0].State(scope)
+	if st.Enabled || st.MeasuredRate < 1800 || st.MeasuredRate > 2000 {
+		t.Errorf("State before any throttle = %+v; want not enabled, a measured rate near the fleet's 2000 req/s", st)
+	}
+}
+
+// TestAdaptiveThrottleSlowsOtherReplicas checks that a throttle recorded by
+// one replica limits the others: once they ask again, all of them take
+// their slots from one queue, spaced by the fleet's fill rate.
+func TestAdaptiveThrottleSlowsOtherReplicas(t *testing.T) {
+	srv := startRedis(t)
+	clock := newFakeClock()
+	as := replicas(t, srv, 3, clock, nil)
+	warmUp(as, clock, 100, time.Second) // the fleet sends 300 req/s
+	as[0].Record(scope, classify.Throttle)
+	st := as[0].State(scope)
+	// The measured rate is the fleet's 300 req/s; Beta is DefaultBeta.
+	if !st.Enabled || math.Abs(st.LastMax-300) > 30 || math.Abs(st.FillRate-redisretry.DefaultBeta*st.LastMax) > 1e-6 {
+		t.Fatalf("State after a throttle = %+v; want enabled, LastMax near 300, FillRate %v·LastMax", st, redisretry.DefaultBeta)
+	}
+	// The others learn of it within Refresh.
+	clock.Advance(redisretry.DefaultAdaptiveRefresh)
+	var waits []time.Duration
+	for range 10 {
+		for _, a := range as {
+			_, wait, ok := a.Reserve(scope)
+			if !ok {
+				t.Fatal("Reserve refused without FailFast or MaxWait")
+			}
+			waits = append(waits, wait)
+		}
+	}
+	fill := as[1].State(scope).FillRate // as of the last answer
+	interval := time.Duration(float64(time.Second) / fill)
+	// A tenth of a second's burst goes at once, then one slot per interval
+	// whichever replica takes it. The queue started empty at the throttle,
+	// 100 ms ago, so the burst is there.
+	burst := int(math.Max(fill*0.1, 1))
+	for i := burst + 1; i < len(waits); i++ {
+		if d := waits[i] - waits[i-1]; d < interval-time.Microsecond || d > interval+time.Microsecond {
+			t.Fatalf("waits of 30 Reserve calls across 3 replicas at one instant = %v; want steps of %v (fill %.1f req/s) after a burst of %d",
+				waits, interval, fill, burst)
+		}
+	}
+	if waits[burst+1] == 0 || waits[len(waits)-1] < time.Duration(len(waits)-burst-1)*interval-time.Microsecond {
+		t.Errorf("waits = %v; want the fleet's queue to grow past the burst of %d", waits, burst)
+	}
+}
+
+// TestAdaptiveHoldsThrottlesOfEarlierSends checks that throttles of
+// requests sent before a decrease took effect do not decrease the rate
+// again, and that a throttle of a request sent after it does.
+func TestAdaptiveHoldsThrottlesOfEarlierSends(t *testing.T) {
+	srv := startRedis(t)
+	clock := newFakeClock()
+	as := replicas(t, srv, 2, clock, nil)
+	a, b := as[0], as[1]
+	warmUp(as, clock, 100, time.Second)
+	for range 3 { // b has three requests in flight
+		b.Reserve(scope)
+	}
+	a.Record(scope, classify.Throttle)
+	first := a.State(scope).LastMax
+
+	// b's three requests were sent before b heard of the decrease.
+	for i := range 3 {
+		b.Record(scope, classify.Throttle)
+		if got := b.State(scope).LastMax; got != first {
+			t.Fatalf("LastMax after b's throttle %d of a request sent before the decrease = %v; want %v (no second decrease)", i+1, got, first)
+		}
+	}
+	// A request b sends now is paced at the decreased rate: its throttle
+	// decreases again.
+	clock.Advance(10 * time.Millisecond)
+	b.Reserve(scope)
+	b.Record(scope, classify.Throttle)
+	if got := b.State(scope).LastMax; got >= first {
+		t.Errorf("LastMax after a throttle of a request sent after the decrease = %v; want below %v", got, first)
+	}
+}
+
+// TestAdaptiveRoundTrips counts the round trips of a limited scope: one per
+// Reserve and per throttle, none per other outcome or Delay.
+func TestAdaptiveRoundTrips(t *testing.T) {
+	srv := startRedis(t)
+	adm := srv.client(t, nil)
+	clock := newFakeClock()
+	a := replicas(t, srv, 1, clock, nil)[0]
+	warmUp([]*redisretry.Adaptive{a}, clock, 100, time.Second)
+	a.Record(scope, classify.Throttle)
+	resetStats(t, adm)
+	for range 100 {
+		r, _, _ := a.Reserve(scope)
+		r.Delay()
+		a.Record(scope, classify.Success)
+		clock.Advance(20 * time.Millisecond)
+	}
+	a.Record(scope, classify.Throttle)
+	if got, want := scriptCalls(t, adm), int64(100+1); got != want {
+		t.Errorf("100 attempts and a throttle on a limited scope made %d script calls; want %d", got, want)
+	}
+}
+
+// TestAdaptiveDelayCountsDown checks that a reservation is due at the
+// instant Reserve computed, without asking Redis again.
+func TestAdaptiveDelayCountsDown(t *testing.T) {
+	srv := startRedis(t)
+	adm := srv.client(t, nil)
+	clock := newFakeClock()
+	a := replicas(t, srv, 1, clock, func() *ratelimit.Adaptive { return &ratelimit.Adaptive{MinFillRate: 10} })[0]
+	a.Record(scope, classify.Throttle) // nothing measured: the least fill rate
+	r, wait, _ := a.Reserve(scope)
+	if wait != 100*time.Millisecond {
+		t.Fatalf("first Reserve at 10 req/s from an empty queue waits %v; want 100ms", wait)
+	}
+	resetStats(t, adm)
+	clock.Advance(60 * time.Millisecond)
+	if got := r.Delay(); got != 40*time.Millisecond {
+		t.Errorf("Delay 60 ms later = %v; want 40ms", got)
+	}
+	clock.Advance(40 * time.Millisecond)
+	if got := r.Delay(); got != 0 {
+		t.Errorf("Delay when due = %v; want 0", got)
+	}
+	if n := scriptCalls(t, adm); n != 0 {
+		t.Errorf("Delay made %d script calls; want 0", n)
+	}
+}
+
+// TestAdaptiveCancelGivesBackLatestSlot checks that cancelling the latest
+// reservation lets the next one take its slot, and that cancelling an
+// earlier one changes nothing.
+func TestAdaptiveCancelGivesBackLatestSlot(t *testing.T) {
+	srv := startRedis(t)
+	clock := newFakeClock()
+	a := replicas(t, srv, 1, clock, func() *ratelimit.Adaptive { return &ratelimit.Adaptive{MinFillRate: 10} })[0]
+	a.Record(scope, classify.Throttle)
+	r1, w1, _ := a.Reserve(scope)
+	r2, w2, _ := a.Reserve(scope)
+	r2.Cancel()
+	_, w3, _ := a.Reserve(scope)
+	if w3 != w2 {
+		t.Errorf("Reserve after the latest was cancelled waits %v; want %v, the slot given back", w3, w2)
+	}
+	r1.Cancel() // not the latest: kept
+	_, w4, _ := a.Reserve(scope)
+	if want := w3 + 100*time.Millisecond; w4 != want {
+		t.Errorf("Reserve after an earlier one was cancelled waits %v; want %v (waits %v, %v, %v)", w4, want, w1, w2, w3)
+	}
+}
+
+// TestAdaptiveFailFastAndMaxWait checks that a refused reservation takes
+// nothing: the next one gets the slot it would have had.
+func TestAdaptiveFailFastAndMaxWait(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		local *ratelimit.Adaptive
+	}{
+		{"FailFast", &ratelimit.Adaptive{MinFillRate: 10, FailFast: true}},
+		{"MaxWait", &ratelimit.Adaptive{MinFillRate: 10, MaxWait: 50 * time.Millisecond}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := startRedis(t)
+			clock := newFakeClock()
+			a := replicas(t, srv, 1, clock, func() *ratelimit.Adaptive { return tt.local })[0]
+			a.Record(scope, classify.Throttle)
+			clock.Advance(100 * time.Millisecond) // one slot free
+			if _, wait, ok := a.Reserve(scope); wait != 0 || !ok {
+				t.Fatalf("Reserve with a slot free = %v, %t; want 0, true", wait, ok)
+			}
+			if _, wait, ok := a.Reserve(scope); wait != 100*time.Millisecond || ok {
+				t.Errorf("Reserve that would wait = %v, %t; want 100ms, false", wait, ok)
+			}
+			clock.Advance(100 * time.Millisecond)
+			if _, wait, ok := a.Reserve(scope); wait != 0 || !ok {
+				t.Errorf("Reserve when the refused slot is due = %v, %t; want 0, true (nothing was taken)", wait, ok)
+			}
+		})
+	}
+}
+
+// TestAdaptiveKeys checks the key layout and its TTL.
+func TestAdaptiveKeys(t *testing.T) {
+	srv := startRedis(t)
+	adm := srv.client(t, nil)
+	a := (&redisretry.Store{Client: srv.client(t, nil), Prefix: "p:", Timeout: 5 * time.Second, TTL: time.Minute}).Adaptive(nil)
+	a.Reserve(scope)
+	ks := keys(t, adm, "p:*")
+	if len(ks) != 1 || ks[0] != "p:{"+scope+"}:adaptive" {
+		t.Errorf("keys after Reserve = %q; want [p:{%s}:adaptive]", ks, scope)
+	}
+	assertTTL(t, adm, "p:{"+scope+"}:adaptive", time.Minute)
+}
+
+// assertTTL fails t unless key's time to live is in (0, max].
+func assertTTL(t *testing.T, c *redis.Client, key string, max time.Duration) {
+	t.Helper()
+	ttl, err := c.PTTL(t.Context(), key).Result()
+	if err != nil || ttl <= 0 || ttl > max {
+		t.Errorf("PTTL %s = %v, %v; want within (0, %v]", key, ttl, err, max)
+	}
+}

@@ -1,0 +1,74 @@
+package redisretry_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/redisretry"
+)
+
+// benchStore returns a Store on the examples' server with a prefix of its
+// own, whose client is closed when b ends.
+func benchStore(b *testing.B) *redisretry.Store {
+	b.Helper()
+	c := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
+	b.Cleanup(func() { _ = c.Close() })
+	return &redisretry.Store{Client: c, Prefix: uniquePrefix(b), Timeout: time.Second}
+}
+
+// BenchmarkQuotaSuccess is the happy path: a success on a scope whose
+// bucket is full, with no round trip but one per Refresh.
+func BenchmarkQuotaSuccess(b *testing.B) {
+	q := benchStore(b).Quota(nil)
+	q.Success(scope)
+	b.ReportAllocs()
+	for b.Loop() {
+		q.Success(scope)
+	}
+}
+
+// BenchmarkQuotaAcquire is one round trip: a retry paid from the shared
+// bucket, and its refund.
+func BenchmarkQuotaAcquire(b *testing.B) {
+	q := benchStore(b).Quota(&ratelimit.Quota{RefillPerSecond: 1e9})
+	b.ReportAllocs()
+	for b.Loop() {
+		q.Acquire(scope, classify.Transient)
+	}
+}
+
+// BenchmarkAdaptiveReserveUnlimited is a scope never throttled: no round
+// trip but one per Refresh.
+func BenchmarkAdaptiveReserveUnlimited(b *testing.B) {
+	a := benchStore(b).Adaptive(nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		a.Reserve(scope)
+		a.Record(scope, classify.Success)
+	}
+}
+
+// BenchmarkAdaptiveReserveLimited is a throttled scope: one round trip per
+// attempt.
+func BenchmarkAdaptiveReserveLimited(b *testing.B) {
+	a := benchStore(b).Adaptive(&ratelimit.Adaptive{MinFillRate: 1e9})
+	a.Record(scope, classify.Throttle)
+	b.ReportAllocs()
+	for b.Loop() {
+		a.Reserve(scope)
+		a.Record(scope, classify.Success)
+	}
+}
+
+// BenchmarkFixedReserve is one round trip to redis_rate's script.
+func BenchmarkFixedReserve(b *testing.B) {
+	f := benchStore(b).Fixed(redis_rate.PerSecond(1e9), nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		f.Reserve(scope)
+	}
+}

@@ -1,0 +1,73 @@
+// Package redisretry keeps the retry quotas and send rates of package
+// ratelimit in Redis, so that a fleet of replicas shares them: one retry
+// quota per scope for the whole fleet, one adaptive send rate learned from
+// every replica's throttles, one published rate limit. It is a separate
+// module, so that the core module depends on no Redis client.
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
+//	s := &redisretry.Store{Client: rdb}
+//	p := policy.Adaptive()
+//	p.Quota = s.Quota(nil)      // ratelimit.RetryQuota
+//	p.Limiter = s.Adaptive(nil) // ratelimit.Limiter and Recorder
+//
+// [Quota] is AWS standard mode's retry quota with ratelimit.Quota's
+// arithmetic, [Adaptive] the adaptive limiter of AWS adaptive mode with
+// one curve and one queue for the fleet, [Fixed] a published limit on
+// package redis_rate's GCRA. Each takes its parameters from a value of
+// package ratelimit, its Local field, which is also its state when Redis
+// does not answer. docs/redis.md describes the algorithms and what the
+// bench measured.
+//
+// # When to share
+//
+// Share when the limit is the fleet's, not the replica's: an API whose
+// rate limit counts all of a tenant's requests, whichever replica sends
+// them, or an outage during which the fleet, not each replica, should stop
+// retrying. In process, N replicas retry N quotas' worth during an outage
+// and learn N rates from the throttles each happens to receive; sharing
+// makes it one quota and one rate, with equal shares between replicas.
+//
+// Do not share when the limit is per replica (per connection, per source
+// address), when a round trip to Redis on every limited attempt costs too
+// much next to the request itself, or when a scope is called by one
+// replica only: ratelimit's in-process values cost nothing of the kind.
+//
+// # Keys and round trips
+//
+// A scope's keys are Prefix + "{" + scope + "}:" + kind, kind "quota",
+// "adaptive" or "fixed" (with redis_rate's "rate:" first). The braces make
+// the scope a Redis Cluster hash tag, so every script touches one slot.
+// Keys expire after the Store's TTL without a write.
+//
+//	call                            round trips
+//	Quota.Acquire                   1 (a retry is about to be made)
+//	Quota.Success, Refund           0; 1 per scope per Refresh (1 s) when healthy, per Flush (100 ms) when owed tokens matter
+//	Quota.Level                     0
+//	Adaptive.Reserve                0 before the scope's first throttle (1 per Refresh, 100 ms), then 1
+//	Adaptive.Record                 1 for a throttle, else 0
+//	Adaptive.Delay, State           0
+//	Adaptive.Cancel                 1, best effort
+//	Fixed.Reserve                   1 (0 without a Limit, or while the replica's earlier attempts wait)
+//	Fixed.Delay                     0 until its turn, then 1
+//
+// Every call is one Lua script (EVALSHA; EVAL once after a server restart)
+// that does its arithmetic atomically in Redis.
+//
+// # Failures
+//
+// No call waits on Redis longer than the Store's Timeout (5 ms by
+// default). A call that fails or times out decides locally; three in a
+// row open the Store's circuit: for Backoff (1 s) every call decides
+// locally at once, then one call probes Redis, and the first answer closes
+// the circuit. A Quota decides locally from the last level Redis reported
+// for the scope, less what the replica has taken since, so a fleet whose
+// Redis fails during an outage does not start over with a full quota per
+// replica. The decisions made locally are counted per scope
+// (Fallbacks, [ratelimit.FallbackCounter]), which the transport reports in
+// its Snapshot, and logged at most once per LogInterval if the Store has a
+// Logger. While Redis is down each replica is on its own, with its Local
+// quota and rates: a Quota and an Adaptive apply every outcome to Local
+// too, so that it holds the replica's recent history when needed.
+//
+// The package starts no goroutine and holds no global state.
+package redisretry

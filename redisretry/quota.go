@@ -1,0 +1,429 @@
+package redisretry
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// The Quota's defaults.
+const (
+	// DefaultQuotaFlush is how often a replica pays the tokens it owes a
+	// bucket: the successes and refunds it has recorded since.
+	DefaultQuotaFlush = 100 * time.Millisecond
+	// DefaultQuotaRefresh is how long a replica believes an answer that a
+	// bucket is full, dropping its successes meanwhile.
+	DefaultQuotaRefresh = time.Second
+)
+
+//go:embed quota.lua
+var quotaSource string
+
+var quotaScript = redis.NewScript(quotaSource)
+
+// Quota is a retry quota ([ratelimit.RetryQuota]) whose buckets live in
+// Redis, so that a fleet of replicas shares one bucket per scope: during
+// an outage the whole fleet stops retrying after one bucket's worth of
+// retries, however many replicas there are. Its arithmetic is
+// ratelimit.Quota's, parameters included (Capacity, the costs,
+// SuccessIncrement, RefillPerSecond, Wait), read from Local; a full bucket
+// is not stored. Quota implements [ratelimit.FallbackCounter].
+//
+// # Round trips
+//
+// Acquire, called before each retry, is one round trip: a Lua script that
+// adds the tokens the replica owes, refills the bucket from the elapsed
+// time and takes the retry's cost, atomically. Success and Refund, called
+// on the happy path, make no round trip of their own as a rule: the tokens
+// they add are owed, kept in the replica, and paid by the next Acquire of
+// the scope or, once Flush has passed since the last payment, by the
+// Success or Refund itself (one round trip, within the Store's Timeout).
+// When the last answer said the bucket was full, less than Refresh ago, a
+// Success or Refund adds nothing, as it would add nothing to a full
+// bucket. So a healthy replica makes one round trip per scope per Refresh
+// (1 s), and one retrying during an outage at most one per Acquire plus
+// one per Flush (100 ms). Level makes none: it returns the level of the
+// last answer, refilled to now, plus what is owed, capped at Capacity.
+//
+// # A worked sequence
+//
+// With the defaults, four replicas call a host that fails. Each retry of
+// any replica pays 5 tokens from the scope's one bucket of 500, so the
+// fleet makes 100 retries in all, where four ratelimit.Quota values would
+// allow 400; after that every replica's retries are refused, each after
+// one round trip. Once the host recovers, each replica's successes are
+// owed and paid within Flush, 1 token each, and the bucket fills again;
+// once full it is deleted, and the replicas learn so within Refresh.
+//
+// # Time
+//
+// The refill is computed from the clock of the Redis server (TIME) or,
+// when the Store's Now is set, from that clock, passed in microseconds to
+// the script. With replicas' clocks passed, a replica whose clock is
+// behind the bucket's last refill adds nothing, and one whose clock is
+// ahead moves the last refill forward, so that the others add nothing
+// until their clocks pass it: skew delays the refill but never pays an
+// interval twice.
+//
+// # Failures
+//
+// When Redis fails (see [Store]), Acquire counts a fallback and decides
+// from the replica's view of the shared bucket: the level of the last
+// answer, refilled to now, plus the tokens owed, less the retries the
+// replica has taken since. So a fleet whose Redis fails in the middle of
+// an outage does not start over with a full quota per replica: each can
+// spend at most what the bucket held when it last heard. A scope with no
+// answer yet, or a quota in Wait mode, is decided by Local, to which
+// every call is also applied. Owed tokens wait for Redis to answer again.
+// Level returns the same view, without a round trip. A bucket not written to
+// for the Store's TTL expires and starts full again, a leniency that
+// ratelimit.Quota does not have.
+//
+// A Quota is safe for concurrent use and starts no goroutine. It must not
+// be copied, nor its fields changed, after first use.
+type Quota struct {
+	// Store is where the buckets live; nil means a Store without a
+	// client, so that Local makes every decision.
+	Store *Store
+	// Local holds the parameters and this replica's fallback state; nil
+	// means a ratelimit.Quota with its defaults.
+	Local *ratelimit.Quota
+	// Flush is the least time between two payments of owed tokens by
+	// Success or Refund; zero means DefaultQuotaFlush (100 ms).
+	Flush time.Duration
+	// Refresh is how long an answer that the bucket is full is believed;
+	// zero means DefaultQuotaRefresh (1 s).
+	Refresh time.Duration
+
+	defOnce  sync.Once
+	defLocal *ratelimit.Quota
+
+	mu     sync.Mutex
+	scopes map[string]*quotaScope // guarded by mu
+
+	fb   fallbacks
+	none noStore
+}
+
+// quotaScope is what a replica knows of one scope's bucket, guarded by
+// its Quota's mutex.
+type quotaScope struct {
+	level    float64   // tokens at the last answer
+	full     bool      // the last answer said the bucket was full
+	at       time.Time // when that answer came; zero if none yet
+	owed     float64   // tokens added here and not yet paid to Redis
+	paid     time.Time // when owed tokens were last taken out to be paid
+	flushing bool      // a Success or Refund is paying them
+}
+
+// quotaParams are a ratelimit.Quota's parameters with defaults resolved.
+type quotaParams struct {
+	capacity, rate, increment float64
+	retry, timeout, throttle  int
+	wait                      bool
+}
+
+func paramsOf(l *ratelimit.Quota) quotaParams {
+	p := quotaParams{
+		capacity:  float64(orDefault(l.Capacity, ratelimit.DefaultQuotaCapacity)),
+		increment: float64(orDefault(l.SuccessIncrement, ratelimit.DefaultSuccessIncrement)),
+		retry:     orDefault(l.RetryCost, ratelimit.DefaultRetryCost),
+		timeout:   orDefault(l.TimeoutCost, ratelimit.DefaultTimeoutCost),
+		wait:      l.Wait,
+	}
+	p.throttle = orDefault(l.ThrottleCost, p.timeout)
+	if l.RefillPerSecond > 0 {
+		p.rate = l.RefillPerSecond
+	}
+	return p
+}
+
+// cost is the tokens a retry after k costs, or 0 if k is not retryable.
+func (p *quotaParams) cost(k classify.Kind) int {
+	switch k {
+	case classify.Transient:
+		return p.retry
+	case classify.Timeout:
+		return p.timeout
+	case classify.Throttle:
+		return p.throttle
+	}
+	return 0
+}
+
+// Acquire takes from scope's shared bucket the cost of a retry after an
+// outcome of kind k, in one round trip, as ratelimit.Quota.AcquireAt does
+// in process: it returns the tokens taken and, in Wait mode, how long the
+// refill needs to repay a deficit. With ok false nothing was taken: the
+// bucket could not pay, the cost exceeds Capacity, or k is not retryable
+// (the last two without a round trip). When Redis fails, the replica's
+// last view of the shared bucket decides (see Failures), or Local if it
+// has none.
+func (q *Quota) Acquire(scope string, k classify.Kind) (cost int, wait time.Duration, ok bool) {
+	l := q.local()
+	p := paramsOf(l)
+	cost = p.cost(k)
+	if cost == 0 || float64(cost) > p.capacity {
+		return 0, 0, false
+	}
+	now := q.store().now()
+	owed := q.takeOwed(now, scope, true)
+	taken, tokens, full, err := q.run(now, scope, &p, cost, owed)
+	if err != nil {
+		q.repay(scope, owed)
+		q.store().fallback(&q.fb, scope, err)
+		if ok, known := q.takeFromView(now, scope, &p, cost); known {
+			if !ok {
+				return 0, 0, false
+			}
+			l.AcquireAt(now, scope, k)
+			return cost, 0, true
+		}
+		return l.AcquireAt(now, scope, k)
+	}
+	q.answer(now, scope, tokens, full)
+	if !taken {
+		return 0, 0, false
+	}
+	l.AcquireAt(now, scope, k) // the fallback's own view of this replica's retries
+	if tokens < 0 {
+		wait = seconds(-tokens / p.rate)
+	}
+	return cost, wait, true
+}
+
+// Refund gives cost tokens back to scope's bucket, never above Capacity,
+// after the retry that cost them succeeded or was not sent: they are owed,
+// and paid as Quota describes. A cost <= 0 does nothing.
+func (q *Quota) Refund(scope string, cost int) {
+	if cost <= 0 {
+		return
+	}
+	now := q.store().now()
+	l := q.local()
+	l.RefundAt(now, scope, cost)
+	q.owe(now, scope, float64(cost), l)
+}
+
+// Success records that a first attempt to scope succeeded: SuccessIncrement
+// tokens are owed to scope's bucket, unless the last answer, less than
+// Refresh ago, said it was full. It makes a round trip only to pay what is
+// owed, at most once per Flush.
+func (q *Quota) Success(scope string) {
+	now := q.store().now()
+	l := q.local()
+	l.SuccessAt(now, scope)
+	q.owe(now, scope, float64(orDefault(l.SuccessIncrement, ratelimit.DefaultSuccessIncrement)), l)
+}
+
+// Level returns the tokens in scope's bucket as best known, without a
+// round trip: the level of the last answer, refilled to now, plus the
+// tokens owed, less the retries decided locally since, capped at Capacity;
+// Local's level if no answer came yet.
+func (q *Quota) Level(scope string) float64 {
+	now := q.store().now()
+	l := q.local()
+	p := paramsOf(l)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := q.scopes[scope]
+	if st == nil || st.at.IsZero() {
+		return l.LevelAt(now, scope) // no answer yet: the replica's own view
+	}
+	return st.view(now, &p)
+}
+
+// view returns the replica's view of the bucket as of now: the level of
+// the last answer, refilled to now, plus the tokens owed, capped at
+// Capacity. The caller holds the Quota's mutex.
+func (st *quotaScope) view(now time.Time, p *quotaParams) float64 {
+	if st.full {
+		return p.capacity
+	}
+	level := st.level
+	if p.rate > 0 && now.After(st.at) {
+		level = math.Min(level+now.Sub(st.at).Seconds()*p.rate, p.capacity)
+	}
+	return math.Min(level+st.owed, p.capacity)
+}
+
+// takeFromView decides a retry of the given cost locally, from the
+// replica's view of scope's shared bucket, when Redis did not answer:
+// known false if the replica has no answer for the scope yet (or the
+// quota waits, which Local then decides). A retry it allows is taken from
+// the view, so that the replica spends at most what the bucket held.
+func (q *Quota) takeFromView(now time.Time, scope string, p *quotaParams, cost int) (ok, known bool) {
+	if p.wait {
+		return false, false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := q.scopes[scope]
+	if st == nil || st.at.IsZero() {
+		return false, false
+	}
+	v := st.view(now, p)
+	if v < float64(cost) {
+		return false, true
+	}
+	// The view after is v - cost: the owed tokens stay owed to Redis.
+	st.level, st.full, st.at = v-float64(cost)-st.owed, false, now
+	return true, true
+}
+
+// Fallbacks returns how many of scope's Acquire calls Local decided
+// because Redis did not answer in time (see [Store]).
+func (q *Quota) Fallbacks(scope string) uint64 { return q.fb.get(scope) }
+
+// owe adds n tokens owed to scope's bucket and pays them if Flush has
+// passed since the last payment, unless the bucket is known to be full.
+func (q *Quota) owe(now time.Time, scope string, n float64, l *ratelimit.Quota) {
+	p := paramsOf(l)
+	q.mu.Lock()
+	st := q.scopeLocked(scope)
+	if st.full && now.Sub(st.at) < positive(q.Refresh, DefaultQuotaRefresh) {
+		q.mu.Unlock()
+		return
+	}
+	st.owed += n
+	if st.flushing || now.Sub(st.paid) < positive(q.Flush, DefaultQuotaFlush) {
+		q.mu.Unlock()
+		return
+	}
+	owed := st.owed
+	st.owed, st.paid, st.flushing = 0, now, true
+	q.mu.Unlock()
+
+	_, tokens, full, err := q.run(now, scope, &p, 0, owed)
+	q.mu.Lock()
+	st.flushing = false
+	q.mu.Unlock()
+	if err != nil {
+		q.repay(scope, owed)
+		q.store().failed(err, false)
+		return
+	}
+	q.answer(now, scope, tokens, full)
+}
+
+// takeOwed takes out the tokens owed to scope's bucket, to be paid by a
+// call at now, creating the scope's record if create is set.
+func (q *Quota) takeOwed(now time.Time, scope string, create bool) float64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := q.scopes[scope]
+	if st == nil {
+		if !create {
+			return 0
+		}
+		st = q.scopeLocked(scope)
+	}
+	owed := st.owed
+	st.owed, st.paid = 0, now
+	return owed
+}
+
+// repay puts back owed tokens that a failed call did not pay.
+func (q *Quota) repay(scope string, owed float64) {
+	if owed == 0 {
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if st := q.scopes[scope]; st != nil {
+		st.owed += owed
+	}
+}
+
+// answer records what Redis answered at now of scope's bucket.
+func (q *Quota) answer(now time.Time, scope string, tokens float64, full bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if st := q.scopes[scope]; st != nil && !now.Before(st.at) {
+		st.level, st.full, st.at = tokens, full, now
+	}
+}
+
+// scopeLocked returns scope's record, creating it, and first dropping some
+// others if MaxScopes are stored. The caller holds q.mu.
+func (q *Quota) scopeLocked(scope string) *quotaScope {
+	st := q.scopes[scope]
+	if st != nil {
+		return st
+	}
+	if q.scopes == nil {
+		q.scopes = make(map[string]*quotaScope)
+	}
+	if len(q.scopes) >= q.store().maxScopes() {
+		dropSome(q.scopes)
+	}
+	st = new(quotaScope)
+	q.scopes[scope] = st
+	return st
+}
+
+// run calls the quota script for scope at now: it adds owed, then takes
+// cost unless cost is 0. It returns whether the cost was taken, the level
+// after and whether the bucket is full.
+func (q *Quota) run(now time.Time, scope string, p *quotaParams, cost int, owed float64) (taken bool, tokens float64, full bool, err error) {
+	wait := "0"
+	if p.wait {
+		wait = "1"
+	}
+	err = q.store().do(func(ctx context.Context, c redis.UniversalClient) error {
+		v, err := quotaScript.Run(ctx, c, []string{q.store().key(scope, "quota")},
+			q.store().clockArg(now), p.capacity, p.rate, cost, wait, owed, q.store().ttlMillis()).Slice()
+		if err != nil {
+			return err
+		}
+		if len(v) != 3 {
+			return fmt.Errorf("redisretry: quota script returned %d values, want 3", len(v))
+		}
+		s, _ := v[1].(string)
+		if tokens, err = strconv.ParseFloat(s, 64); err != nil {
+			return fmt.Errorf("redisretry: quota script returned level %q: %w", s, err)
+		}
+		taken, full = v[0] == int64(1), v[2] == int64(1)
+		return nil
+	})
+	return taken, tokens, full, err
+}
+
+// local returns Local, or a ratelimit.Quota with the defaults.
+func (q *Quota) local() *ratelimit.Quota {
+	if q.Local != nil {
+		return q.Local
+	}
+	q.defOnce.Do(func() { q.defLocal = &ratelimit.Quota{MaxScopes: q.store().maxScopes(), Now: q.store().Now} })
+	return q.defLocal
+}
+
+// orDefault returns v, or def when v is zero or negative, as package
+// ratelimit resolves its int fields.
+func orDefault(v, def int) int {
+	if v > 0 {
+		return v
+	}
+	return def
+}
+
+// seconds converts s >= 0 seconds to a Duration, rounded up so that
+// waiting it out repays the whole deficit, and saturated at the largest
+// Duration, as package ratelimit converts its waits.
+func seconds(s float64) time.Duration {
+	if ns := math.Ceil(s * float64(time.Second)); ns < math.MaxInt64 {
+		return time.Duration(ns)
+	}
+	return math.MaxInt64
+}
+
+// store returns Store, or a Store without a client if Store is nil.
+func (q *Quota) store() *Store { return q.none.or(q.Store) }

@@ -1,0 +1,100 @@
+package redisretry_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/redisretry"
+)
+
+// TestQuotaFallbackKeepsSharedView checks that replicas which drained the
+// shared bucket in an outage go on refusing when Redis dies too: each
+// decides from its last view of the bucket, not from a full quota of its
+// own. With each replica's own Local deciding, they would have 250 tokens
+// each left, 50 more retries apiece.
+func TestQuotaFallbackKeepsSharedView(t *testing.T) {
+	srv := startRedis(t)
+	prefix := uniquePrefix(t)
+	var qs []*redisretry.Quota
+	for range 2 {
+		qs = append(qs, (&redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: 100 * time.Millisecond}).Quota(nil))
+	}
+	taken := 0
+	for i := 0; ; i++ { // the replicas take turns until the bucket refuses
+		if _, _, ok := qs[i%2].Acquire(scope, classify.Transient); !ok {
+			break
+		}
+		taken++
+	}
+	if taken != 100 {
+		t.Fatalf("the fleet took %d retries from the shared quota; want 100", taken)
+	}
+	srv.kill()
+	for i, q := range qs {
+		for range 5 {
+			if _, _, ok := q.Acquire(scope, classify.Transient); ok {
+				t.Fatalf("replica %d took a retry with Redis down after the shared bucket was drained", i)
+			}
+		}
+		if n := q.Fallbacks(scope); n != 5 {
+			t.Errorf("replica %d: Fallbacks = %d; want 5", i, n)
+		}
+		if l := q.Level(scope); l != 0 {
+			t.Errorf("replica %d: Level with Redis down = %v; want 0, the last shared level", i, l)
+		}
+	}
+}
+
+// TestQuotaFallbackSpendsOnlyWhatWasLeft checks that a replica falling
+// back spends at most the level of its last answer.
+func TestQuotaFallbackSpendsOnlyWhatWasLeft(t *testing.T) {
+	srv := startRedis(t)
+	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 100 * time.Millisecond}).Quota(&ratelimit.Quota{Capacity: 20})
+	q.Acquire(scope, classify.Transient) // 15 left
+	srv.kill()
+	got := 0
+	for range 10 {
+		if _, _, ok := q.Acquire(scope, classify.Transient); ok {
+			got++
+		}
+	}
+	if got != 3 {
+		t.Errorf("retries taken from a view of 15 tokens at 5 each with Redis down = %d; want 3", got)
+	}
+}
+
+// TestLoneSlowCallLeavesCircuitClosed checks that one call that misses the
+// deadline decides alone, and that three in a row open the circuit: the
+// Store's clock does not move, so an open circuit would send every later
+// call local.
+func TestLoneSlowCallLeavesCircuitClosed(t *testing.T) {
+	srv := startRedis(t)
+	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
+	clock := newFakeClock()
+	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 20 * time.Millisecond, Now: clock.Now}).Quota(nil)
+	q.Acquire(scope, classify.Transient) // connects
+	pause := func(n int) {
+		t.Helper()
+		if err := adm.ClientPause(context.Background(), 150*time.Millisecond).Err(); err != nil {
+			t.Fatalf("CLIENT PAUSE: %v", err)
+		}
+		for range n {
+			q.Acquire(scope, classify.Transient)
+		}
+		pollUntil(t, 5*time.Second, "the pause ends", func() bool { return adm.Ping(context.Background()).Err() == nil })
+	}
+	pause(1)
+	q.Acquire(scope, classify.Transient)
+	if n := q.Fallbacks(scope); n != 1 {
+		t.Fatalf("Fallbacks after one slow call and one answered = %d; want 1 (the circuit stayed closed)", n)
+	}
+	pause(3)
+	q.Acquire(scope, classify.Transient)
+	if n := q.Fallbacks(scope); n != 5 {
+		t.Errorf("Fallbacks after three slow calls in a row and one more = %d; want 5 (the circuit opened)", n)
+	}
+}

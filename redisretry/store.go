@@ -1,0 +1,287 @@
+package redisretry
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// The Store's defaults.
+const (
+	DefaultPrefix      = "retrytransport:" // start of every key
+	DefaultTimeout     = 5 * time.Millisecond
+	DefaultBackoff     = time.Second      // how long a replica stays local after Redis failed
+	DefaultTTL         = 10 * time.Minute // how long an idle scope's keys live
+	DefaultLogInterval = time.Minute      // least time between two log lines of one kind
+)
+
+// Store is where a fleet's shared retry quotas and rate limits live: one
+// Redis deployment, reached through Client, and how this replica talks to
+// it. A [Quota], [Fixed] or [Adaptive] keeps each scope's state in keys of
+// the Store, so that every replica that uses the same Redis and Prefix
+// shares it; the methods Quota, Fixed and Adaptive make one.
+//
+// # Keys
+//
+// The keys of a scope are Prefix + "{" + scope + "}:" + kind, with kind
+// "quota" or "adaptive"; a Fixed's key is that of kind "fixed" behind the
+// "rate:" that package redis_rate puts first. The braces are a Redis
+// Cluster hash tag: all keys of one scope land in one slot, so each
+// script touches one node. A key that no call has written to for TTL
+// expires, and its scope starts afresh.
+//
+// # Failures
+//
+// Every call to Redis has Timeout to answer. A call that fails or passes
+// the deadline makes the decision from this replica's local state instead
+// (see Local of the Quota, Fixed or Adaptive) and counts it as a fallback
+// of its scope. Three calls in a row that fail open the Store's circuit:
+// for Backoff, calls do not go to Redis but decide locally at once, so
+// that no request pays the deadline while Redis is down; a lone slow call
+// between answers does not. After Backoff one call, and only one
+// at a time, probes Redis again; the first that succeeds closes the
+// circuit. The circuit is the Store's, not a scope's: with Redis Cluster,
+// a node that fails sends every scope of the Store local for Backoff.
+//
+// No request waits on Redis longer than Timeout, provided the client
+// honours a context's deadline, as go-redis clients do only when created
+// with ContextTimeoutEnabled: true (recommended). A *redis.Client without
+// it, as NewClient and NewFailoverClient return by default, is used
+// through its WithTimeout clone, which shares its connections and times
+// out each read and write after Timeout; waiting for a connection is
+// bounded by the deadline either way. That clone does not carry the hooks
+// added to the client with AddHook (tracing and metrics such as
+// redisotel's), so the Store's calls would go unseen by them: create the
+// client with ContextTimeoutEnabled to keep them. Any other client (NewClusterClient's,
+// NewFailoverClusterClient's, a Ring) without ContextTimeoutEnabled is not
+// used at all: every decision is local, and logged as a failure.
+//
+// Each call passes its parameters (Capacity, Beta, ...) to Redis: the
+// replicas that share a Store's keys must use the same ones.
+//
+// # Logging
+//
+// With a Logger, the Store logs at Warn level when a call to Redis fails,
+// at most once per LogInterval, with the error and the fallbacks since the
+// previous line, and at Info level when Redis answers again, at most once
+// per LogInterval too. Without one it is silent.
+//
+// A zero Store has no Client: every decision is local. A Store is safe for
+// concurrent use and starts no goroutine. It must not be copied, nor its
+// fields changed, after first use. Replicas share state only if their
+// Stores use the same Redis and Prefix.
+type Store struct {
+	// Client is the Redis deployment: a single server, Sentinel
+	// (NewFailoverClient) or Cluster. Nil means none: every decision is
+	// local.
+	Client redis.UniversalClient
+	// Prefix starts every key; zero means DefaultPrefix.
+	Prefix string
+	// Timeout bounds every call to Redis; zero means DefaultTimeout (5 ms).
+	Timeout time.Duration
+	// Backoff is how long the Store decides locally after a call failed
+	// before it probes Redis again; zero means DefaultBackoff (1 s).
+	Backoff time.Duration
+	// TTL is how long a scope's keys outlive the last call that wrote
+	// them, rounded to milliseconds; zero means DefaultTTL (10 min).
+	TTL time.Duration
+	// Logger receives the Store's few log lines; nil means none.
+	Logger *slog.Logger
+	// LogInterval is the least time between two log lines of one kind;
+	// zero means DefaultLogInterval (1 min).
+	LogInterval time.Duration
+	// MaxScopes bounds how many scopes each Quota, Fixed and Adaptive of
+	// the Store keeps local records for (last answers, fallback counts);
+	// zero means ratelimit.DefaultMaxScopes. A scope whose record is
+	// dropped starts again as if unseen by this replica.
+	MaxScopes int
+	// Now is the clock; nil means time.Now. When set, the scripts also
+	// take their time from it instead of from the Redis server's clock
+	// (see [Quota] and [Adaptive]), so that tests are deterministic.
+	Now func() time.Time
+
+	once   sync.Once
+	client redis.UniversalClient // Client, resolved to honour Timeout; nil if unusable
+	badErr error                 // why client is nil
+
+	openUntil atomic.Int64 // unix ns before which calls stay local; 0 when the circuit is closed
+	probing   atomic.Bool  // a call is probing Redis after Backoff
+	failures  atomic.Int32 // calls failed in a row since the last that succeeded
+
+	logMu     sync.Mutex
+	lastWarn  time.Time // guarded by logMu
+	lastInfo  time.Time // guarded by logMu
+	unlogged  uint64    // fallbacks since the last Warn line; guarded by logMu
+	downSince time.Time // when the circuit last opened; guarded by logMu
+	downErr   error     // the failure that last opened it; guarded by logMu
+	warned    bool      // a Warn line was logged since the last Info line; guarded by logMu
+}
+
+// Errors of the Store; a caller sees them only in its log.
+var (
+	errNoClient   = errors.New("redisretry: Store has no Client")
+	errNoDeadline = errors.New("redisretry: the Redis client ignores context deadlines; create it with ContextTimeoutEnabled: true")
+	errOpen       = errors.New("redisretry: Redis failed recently; deciding locally until the next probe")
+)
+
+// Quota returns a [Quota] in s whose parameters and local fallback state
+// are local (nil means a ratelimit.Quota with its defaults).
+func (s *Store) Quota(local *ratelimit.Quota) *Quota { return &Quota{Store: s, Local: local} }
+
+// Adaptive returns an [Adaptive] in s whose parameters and local fallback
+// state are local (nil means a ratelimit.Adaptive with Beta DefaultBeta).
+func (s *Store) Adaptive(local *ratelimit.Adaptive) *Adaptive {
+	return &Adaptive{Store: s, Local: local}
+}
+
+// openAfter is how many calls in a row must fail before the circuit
+// opens. One call that misses the deadline on a busy machine, between
+// calls that do not, decides alone from local state; opening the circuit
+// for it would send the replica local for a whole Backoff, with a whole
+// quota or rate of its own, while the fleet goes on sharing. A Redis that
+// is down or stalled fails every call, so three in a row come at once.
+const openAfter = 3
+
+// do runs fn against Redis with a context that ends after Timeout, unless
+// the circuit is open: then it returns errOpen at once. openAfter failures
+// of fn in a row open the circuit for Backoff, as does a failed probe; a
+// success closes it.
+func (s *Store) do(fn func(ctx context.Context, c redis.UniversalClient) error) error {
+	c, err := s.resolved()
+	if err != nil {
+		s.failed(err, false)
+		return err
+	}
+	probe := false
+	if until := s.openUntil.Load(); until != 0 {
+		if s.now().UnixNano() < until || !s.probing.CompareAndSwap(false, true) {
+			return errOpen
+		}
+		probe = true
+		defer s.probing.Store(false)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout())
+	err = fn(ctx, c)
+	cancel()
+	if err != nil {
+		if s.failures.Add(1) >= openAfter || probe {
+			s.openUntil.Store(s.now().Add(s.backoff()).UnixNano())
+			s.failed(err, true)
+		} else {
+			s.failed(err, false)
+		}
+		return err
+	}
+	s.failures.Store(0)
+	if probe {
+		s.openUntil.Store(0)
+		s.recovered()
+	}
+	return nil
+}
+
+// down reports whether calls now decide locally: the circuit is open, or
+// there is no client to call.
+func (s *Store) down() bool {
+	if _, err := s.resolved(); err != nil {
+		return true
+	}
+	until := s.openUntil.Load()
+	return until != 0 && s.now().UnixNano() < until
+}
+
+// resolved returns the client to call, resolved once from Client so that
+// it honours Timeout (see Store), or why there is none.
+func (s *Store) resolved() (redis.UniversalClient, error) {
+	s.once.Do(func() { s.client, s.badErr = resolveClient(s.Client, s.timeout()) })
+	return s.client, s.badErr
+}
+
+// resolveClient returns c, or its clone that times out reads and writes
+// after timeout, or an error if c cannot be made to honour a deadline.
+func resolveClient(c redis.UniversalClient, timeout time.Duration) (redis.UniversalClient, error) {
+	switch c := c.(type) {
+	case nil:
+		return nil, errNoClient
+	case *redis.Client:
+		if c.Options().ContextTimeoutEnabled {
+			return c, nil
+		}
+		return c.WithTimeout(timeout), nil
+	case *redis.ClusterClient:
+		if !c.Options().ContextTimeoutEnabled {
+			return nil, errNoDeadline
+		}
+	case *redis.Ring:
+		if !c.Options().ContextTimeoutEnabled {
+			return nil, errNoDeadline
+		}
+	}
+	return c, nil
+}
+
+// key returns the key of kind for scope. The scope is the hash tag, so a
+// scope's keys share a Cluster slot.
+func (s *Store) key(scope, kind string) string {
+	p := s.Prefix
+	if p == "" {
+		p = DefaultPrefix
+	}
+	return p + "{" + scope + "}:" + kind
+}
+
+// clockArg returns the time to pass a script: the Now hook's reading in
+// microseconds, or "" for the server's clock when Now is nil.
+func (s *Store) clockArg(now time.Time) any {
+	if s.Now == nil {
+		return ""
+	}
+	return now.UnixMicro()
+}
+
+func (s *Store) timeout() time.Duration { return positive(s.Timeout, DefaultTimeout) }
+func (s *Store) backoff() time.Duration { return positive(s.Backoff, DefaultBackoff) }
+func (s *Store) ttlMillis() int64       { return max(positive(s.TTL, DefaultTTL).Milliseconds(), 1) }
+func (s *Store) maxScopes() int {
+	if s.MaxScopes > 0 {
+		return s.MaxScopes
+	}
+	return ratelimit.DefaultMaxScopes
+}
+
+func (s *Store) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// positive returns d, or def when d is zero or negative.
+func positive(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// noStore stands in for a nil Store field: a Store without a client, so
+// that every decision is local. The zero value is ready.
+type noStore struct {
+	once sync.Once
+	s    *Store
+}
+
+// or returns s, or the stand-in if s is nil.
+func (n *noStore) or(s *Store) *Store {
+	if s != nil {
+		return s
+	}
+	n.once.Do(func() { n.s = new(Store) })
+	return n.s
+}

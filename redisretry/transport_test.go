@@ -1,0 +1,101 @@
+package redisretry_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/redisretry"
+)
+
+// noWait is a backoff that retries at once, so that the tests do not
+// wait on jitter.
+var noWait = backoff.Func(func(int) time.Duration { return 0 })
+
+// get sends a GET to url through t and drains the response.
+func get(tb testing.TB, t http.RoundTripper, url string) {
+	tb.Helper()
+	resp, err := (&http.Client{Transport: t}).Get(url)
+	if err != nil {
+		tb.Fatalf("GET %s: %v", url, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// TestTransportFleetSharesQuota runs two transports, replicas with their
+// own Stores, against a failing server: together they make one quota's
+// worth of retries, not one each.
+func TestTransportFleetSharesQuota(t *testing.T) {
+	srv := startRedis(t)
+	var hits atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer api.Close()
+	prefix := uniquePrefix(t)
+	var ts []*retrytransport.Transport
+	for range 2 {
+		p := policy.Standard()
+		p.Backoff = noWait
+		s := &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: time.Second}
+		p.Quota = s.Quota(&ratelimit.Quota{Capacity: 20}) // 4 retries at 5 tokens
+		tr := retrytransport.New(nil, retrytransport.WithPolicy(p))
+		defer tr.CloseIdleConnections()
+		ts = append(ts, tr)
+	}
+	for i := range 6 {
+		get(t, ts[i%2], api.URL)
+	}
+	if got, want := hits.Load(), int64(6+4); got != want {
+		t.Errorf("2 replicas sent %d attempts for 6 requests to a failing server; want %d (4 retries shared)", got, want)
+	}
+	for i, tr := range ts {
+		for _, s := range tr.Snapshot() {
+			if s.Quota > 0 || s.Fallbacks != 0 {
+				t.Errorf("replica %d: Snapshot of %s: Quota %v, Fallbacks %d; want 0, 0", i, s.Scope, s.Quota, s.Fallbacks)
+			}
+		}
+	}
+}
+
+// TestTransportFleetSharesAdaptive checks that a throttle one replica's
+// transport gets limits another's: its snapshot shows the fleet's state.
+func TestTransportFleetSharesAdaptive(t *testing.T) {
+	srv := startRedis(t)
+	var hits atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if hits.Add(1) == 1 {
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	defer api.Close()
+	prefix := uniquePrefix(t)
+	var ts []*retrytransport.Transport
+	for range 2 {
+		p := policy.Adaptive()
+		p.Backoff = noWait
+		s := &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: time.Second}
+		p.Limiter = &redisretry.Adaptive{Store: s, Local: &ratelimit.Adaptive{MinFillRate: 20}}
+		tr := retrytransport.New(nil, retrytransport.WithPolicy(p))
+		defer tr.CloseIdleConnections()
+		ts = append(ts, tr)
+	}
+	get(t, ts[0], api.URL) // 429, then 200 after the limiter's wait
+	get(t, ts[1], api.URL)
+	snap := ts[1].Snapshot()
+	if len(snap) != 1 || !snap[0].Adaptive.Enabled || snap[0].Adaptive.FillRate < 20 || snap[0].Fallbacks != 0 {
+		t.Errorf("second replica's Snapshot after the first's throttle = %+v; want its scope limited at 20 req/s or more, no fallback", snap)
+	}
+	if got := hits.Load(); got != 3 {
+		t.Errorf("attempts = %d; want 3", got)
+	}
+}
