@@ -314,22 +314,10 @@ func (a *Adaptive) answerLocked(st *adaptiveScope, now time.Time, ans *adaptiveA
 	st.enabled, st.checked, st.ans = ans.enabled, now, *ans
 }
 
-// scopeLocked returns scope's record, creating it, and first dropping some
-// others if MaxScopes are stored. The caller holds a.mu.
+// scopeLocked returns scope's record, creating it (see record). The
+// caller holds a.mu.
 func (a *Adaptive) scopeLocked(scope string) *adaptiveScope {
-	st := a.scopes[scope]
-	if st != nil {
-		return st
-	}
-	if a.scopes == nil {
-		a.scopes = make(map[string]*adaptiveScope)
-	}
-	if len(a.scopes) >= a.store().maxScopes() {
-		dropSome(a.scopes)
-	}
-	st = new(adaptiveScope)
-	a.scopes[scope] = st
-	return st
+	return record(&a.scopes, scope, a.store().maxScopes())
 }
 
 // local returns Local, or a ratelimit.Adaptive with Beta DefaultBeta.

@@ -37,6 +37,24 @@ func (f *fallbacks) get(scope string) uint64 {
 	return f.n[scope]
 }
 
+// record returns scope's record in *m, creating the map and the record
+// as needed, and first dropping some records (see dropSome) if limit of
+// them are stored.
+func record[V any](m *map[string]*V, scope string, limit int) *V {
+	if r := (*m)[scope]; r != nil {
+		return r
+	}
+	if *m == nil {
+		*m = make(map[string]*V)
+	}
+	if len(*m) >= limit {
+		dropSome(*m)
+	}
+	r := new(V)
+	(*m)[scope] = r
+	return r
+}
+
 // dropSome deletes a sixteenth of m's entries, at least one, in the map's
 // own order: so a stream of new keys costs one pass per len(m)/16 of them.
 func dropSome[K comparable, V any](m map[K]V) {

@@ -352,22 +352,10 @@ func (q *Quota) answer(now time.Time, scope string, tokens float64, full bool) {
 	}
 }
 
-// scopeLocked returns scope's record, creating it, and first dropping some
-// others if MaxScopes are stored. The caller holds q.mu.
+// scopeLocked returns scope's record, creating it (see record). The
+// caller holds q.mu.
 func (q *Quota) scopeLocked(scope string) *quotaScope {
-	st := q.scopes[scope]
-	if st != nil {
-		return st
-	}
-	if q.scopes == nil {
-		q.scopes = make(map[string]*quotaScope)
-	}
-	if len(q.scopes) >= q.store().maxScopes() {
-		dropSome(q.scopes)
-	}
-	st = new(quotaScope)
-	q.scopes[scope] = st
-	return st
+	return record(&q.scopes, scope, q.store().maxScopes())
 }
 
 // run calls the quota script for scope at now: it adds owed, then takes
