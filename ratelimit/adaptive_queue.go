@@ -2,13 +2,6 @@ package ratelimit
 
 import "time"
 
-// An Adaptive's reservation is a place in its scope's queue. Unlike a
-// reservation of x/time/rate, its time to send is not fixed when it is
-// taken: the tokens ahead of it accrue at the scope's current fill rate, so
-// a throttle that lowers the rate moves every waiting reservation later,
-// and reservations still come due in the order they were taken. A
-// reservation whose scope has been evicted since is due at once.
-
 // DelayAt returns how long, as of now, the holder of r, a reservation a
 // took, must still wait before sending: 0 when it may send. A caller waits
 // the delay ReserveAt returned, then asks again, and waits again if the
