@@ -37,7 +37,11 @@
 // A scope's keys are Prefix + "{" + scope + "}:" + kind, kind "quota",
 // "adaptive" or "fixed" (with redis_rate's "rate:" first). The braces make
 // the scope a Redis Cluster hash tag, so every script touches one slot.
-// Keys expire after the Store's TTL without a write.
+// Keys expire after the Store's TTL without a write. TestCluster runs
+// Quota, Adaptive and Fixed on a Redis Cluster of three masters, with
+// scopes on different nodes, and no call falls back. Through Redis
+// Sentinel (NewFailoverClient), TestSentinelQuotaSharedByFleet has two
+// replicas share one Quota bucket, with no fallback.
 //
 //	call                            round trips
 //	Quota.Acquire                   1 (a retry is about to be made)

@@ -18,6 +18,12 @@ import (
 	"github.com/retrytransport/retrytransport/redisretry"
 )
 
+// exampleTimeout replaces the Store's default 5 ms in the examples, so
+// that their output does not depend on how busy the machine is: a new
+// client's first call, which dials, can take longer under the race
+// detector, and would then be decided locally.
+const exampleTimeout = time.Second
+
 // A fleet shares its retry quota and send rate through one Redis: every
 // replica builds its policy this way, with its own client. The server
 // here fails once; the retry pays 5 tokens from the shared bucket, and its
@@ -26,7 +32,7 @@ func ExampleStore() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
-	s := &redisretry.Store{Client: rdb}
+	s := &redisretry.Store{Client: rdb, Timeout: exampleTimeout}
 	p := policy.Adaptive()
 	p.Quota = s.Quota(nil)
 	p.Limiter = s.Adaptive(nil)
@@ -67,8 +73,8 @@ func ExampleQuota() {
 	defer b.Close()
 
 	local := &ratelimit.Quota{Capacity: 10} // the parameters, and the fallback
-	qa := &redisretry.Quota{Store: &redisretry.Store{Client: a, Prefix: "example:"}, Local: local}
-	qb := &redisretry.Quota{Store: &redisretry.Store{Client: b, Prefix: "example:"}, Local: local}
+	qa := &redisretry.Quota{Store: &redisretry.Store{Client: a, Prefix: "example:", Timeout: exampleTimeout}, Local: local}
+	qb := &redisretry.Quota{Store: &redisretry.Store{Client: b, Prefix: "example:", Timeout: exampleTimeout}, Local: local}
 	_, _, ok1 := qa.Acquire("api.example.com", classify.Transient)
 	_, _, ok2 := qb.Acquire("api.example.com", classify.Transient)
 	_, _, ok3 := qa.Acquire("api.example.com", classify.Transient)
@@ -95,8 +101,8 @@ func ExampleAdaptive() {
 	now := func() time.Time { return time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC) }
 
 	local := func() *ratelimit.Adaptive { return &ratelimit.Adaptive{Beta: redisretry.DefaultBeta, MinFillRate: 10} }
-	ra := &redisretry.Adaptive{Store: &redisretry.Store{Client: a, Prefix: "example:", Now: now}, Local: local()}
-	rb := &redisretry.Adaptive{Store: &redisretry.Store{Client: b, Prefix: "example:", Now: now}, Local: local()}
+	ra := &redisretry.Adaptive{Store: &redisretry.Store{Client: a, Prefix: "example:", Now: now, Timeout: exampleTimeout}, Local: local()}
+	rb := &redisretry.Adaptive{Store: &redisretry.Store{Client: b, Prefix: "example:", Now: now, Timeout: exampleTimeout}, Local: local()}
 
 	ra.Record("api.example.com", classify.Throttle) // nothing measured yet: 10 req/s
 	for range 3 {
@@ -124,7 +130,7 @@ func ExampleFixed() {
 	rdb := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
-	s := &redisretry.Store{Client: rdb, Prefix: "example:"}
+	s := &redisretry.Store{Client: rdb, Prefix: "example:", Timeout: exampleTimeout}
 	f := s.Fixed(redis_rate.Limit{Rate: 10, Period: time.Second, Burst: 2}, nil)
 	for range 3 {
 		_, wait, ok := f.Reserve("api.example.com")

@@ -27,6 +27,7 @@ type redisServer struct {
 	path string
 	port int
 	addr string
+	args []string // the command line after path; nil means a standalone server on port
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd     // the running process; guarded by mu
@@ -74,9 +75,12 @@ func (s *redisServer) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.out = &lockedBuffer{}
-	s.cmd = exec.Command(s.path,
-		"--bind", "127.0.0.1", "--port", strconv.Itoa(s.port),
-		"--save", "", "--appendonly", "no", "--enable-debug-command", "local")
+	args := s.args
+	if args == nil {
+		args = []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(s.port),
+			"--save", "", "--appendonly", "no", "--enable-debug-command", "local"}
+	}
+	s.cmd = exec.Command(s.path, args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	s.cmd.SysProcAttr = childAttr()
 	if err := s.cmd.Start(); err != nil {
