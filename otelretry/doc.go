@@ -35,7 +35,8 @@
 // (histograms), with server.address, server.port, http.request.method,
 // retrytransport.outcome and retrytransport.stop_reason. Per scope, read
 // from Transport.Snapshot at each collection: the throttles, quota
-// refusals and rate-limit refusals counters, and gauges of the retry quota
+// refusals, rate-limit refusals and store fallbacks (of a quota or limiter
+// kept in Redis, module redisretry) counters, and gauges of the retry quota
 // level and the adaptive limiter's fill rate and measured rate, with
 // retrytransport.scope. A scope made by a policy's Scope function may be
 // unbounded, so it is reported only after WithScopeAttribute. The README
