@@ -166,6 +166,7 @@ func TestScrape(t *testing.T) {
 		key("retrytransport_throttles_total", scope):                       1,
 		key("retrytransport_quota_refusals_total", scope):                  0,
 		key("retrytransport_rate_limit_refusals_total", scope):             0,
+		key("retrytransport_store_fallbacks_total", scope):                 0,
 		key("retrytransport_quota_level", scope):                           quota,
 	}
 	got := r.scrape(t)
@@ -253,6 +254,7 @@ func TestRunOnce(t *testing.T) {
 		"retrytransport_throttles_total":           8,
 		"retrytransport_quota_refusals_total":      0,
 		"retrytransport_rate_limit_refusals_total": 0,
+		"retrytransport_store_fallbacks_total":     0,
 	}
 	sums := make(map[string]float64)
 	for k, v := range got {
