@@ -20,6 +20,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
+	"github.com/retrytransport/retrytransport/redisretry/internal/redisproc"
 )
 
 // clusterStart bounds how long redis-cli has to create a cluster, and then
@@ -40,18 +41,14 @@ type redisCluster struct {
 // fails, it does not skip.
 func startCluster(t *testing.T) *redisCluster {
 	t.Helper()
-	server, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatal("redis-server is not on PATH: the Cluster tests need a real Redis (apt-get install redis-server)")
+	c := &redisCluster{}
+	for range 3 {
+		c.nodes = append(c.nodes, startClusterNode(t))
 	}
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
 		t.Fatal("redis-cli is not on PATH: the Cluster tests create the cluster with redis-cli --cluster create " +
 			"(apt-get install redis-tools; redis-server depends on it)")
-	}
-	c := &redisCluster{}
-	for range 3 {
-		c.nodes = append(c.nodes, startClusterNode(t, server))
 	}
 	args := append([]string{"--cluster", "create"}, c.addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
@@ -59,13 +56,13 @@ func startCluster(t *testing.T) *redisCluster {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cli, args...)
-	cmd.SysProcAttr = childAttr()
+	cmd.SysProcAttr = redisproc.SysProcAttr()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	for _, n := range c.nodes {
 		adm := n.client(t, nil)
-		pollUntil(t, time.Until(deadline), "node "+n.addr+" reports cluster_state:ok", func() bool {
+		pollUntil(t, time.Until(deadline), "node "+n.Addr+" reports cluster_state:ok", func() bool {
 			info, err := adm.ClusterInfo(context.Background()).Result()
 			return err == nil && strings.Contains(info, "cluster_state:ok")
 		})
@@ -78,44 +75,32 @@ func startCluster(t *testing.T) *redisCluster {
 // the cluster bus (the default, port + 10000, may be taken or too high),
 // and kills it when t ends. A node timeout of 1 s, not 15, makes the nodes
 // ping each other twice a second, so that they meet within about a second
-// of redis-cli's CLUSTER MEET rather than up to four.
-func startClusterNode(t *testing.T, path string) *redisServer {
+// of redis-cli's CLUSTER MEET rather than up to four. A bus port taken
+// meanwhile, or equal to the port, makes redis-server exit with "Address
+// already in use", and redisproc.Start tries other ports.
+func startClusterNode(t *testing.T) *redisServer {
 	t.Helper()
 	dir := t.TempDir() // removed after the kill below: cleanups run last first
-	var last error
-	for range 3 { // a port found free may be taken before redis-server binds it
-		port, err := freePort()
+	return startServer(t, "a cluster node", func(port int) ([]string, error) {
+		bus, err := redisproc.FreePort()
 		if err != nil {
-			t.Fatal(err)
-		}
-		bus, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if bus == port {
-			continue
+			return nil, err
 		}
 		p := strconv.Itoa(port)
-		s := &redisServer{path: path, port: port, addr: "127.0.0.1:" + p, args: []string{
+		return []string{
 			"--bind", "127.0.0.1", "--port", p, "--dir", dir,
 			"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "1000",
 			"--cluster-config-file", filepath.Join(dir, "nodes-"+p+".conf"),
 			"--save", "", "--appendonly", "no",
-		}}
-		if last = s.start(); last == nil {
-			t.Cleanup(s.kill)
-			return s
-		}
-	}
-	t.Fatalf("start a cluster node: %v", last)
-	return nil
+		}, nil
+	})
 }
 
 // addrs returns the nodes' addresses.
 func (c *redisCluster) addrs() []string {
 	var as []string
 	for _, n := range c.nodes {
-		as = append(as, n.addr)
+		as = append(as, n.Addr)
 	}
 	return as
 }
@@ -212,7 +197,7 @@ func checkNoFailure(t *testing.T, rs []clusterReplica) {
 func checkKeysOnOwners(t *testing.T, c *redisCluster, owner map[string]string, key func(scope string) string) {
 	t.Helper()
 	for scope, addr := range owner {
-		i := slices.IndexFunc(c.nodes, func(n *redisServer) bool { return n.addr == addr })
+		i := slices.IndexFunc(c.nodes, func(n *redisServer) bool { return n.Addr == addr })
 		if i < 0 {
 			t.Fatalf("scope %s is served by %s, not a node of the cluster %v", scope, addr, c.addrs())
 		}

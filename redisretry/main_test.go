@@ -21,14 +21,14 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 func TestMain(m *testing.M) {
 	// go-redis logs every failed dial to stderr; the outage tests make many.
 	redis.SetLogger(quietLogger{})
-	s, err := newRedisServer()
+	s, err := newServer(context.Background(), standalone)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "redisretry tests:", err)
 		os.Exit(1)
 	}
-	exampleRedis, redisAddr = s, s.addr
+	exampleRedis, redisAddr = s, s.Addr
 	code := m.Run()
-	s.kill()
+	s.Kill()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, "goleak: errors on successful test run:", err)

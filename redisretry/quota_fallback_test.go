@@ -33,7 +33,7 @@ func TestQuotaFallbackKeepsSharedView(t *testing.T) {
 	if taken != 100 {
 		t.Fatalf("the fleet took %d retries from the shared quota; want 100", taken)
 	}
-	srv.kill()
+	srv.Kill()
 	for i, q := range qs {
 		for range 5 {
 			if _, _, ok := q.Acquire(scope, classify.Transient); ok {
@@ -55,7 +55,7 @@ func TestQuotaFallbackSpendsOnlyWhatWasLeft(t *testing.T) {
 	srv := startRedis(t)
 	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 100 * time.Millisecond}).Quota(&ratelimit.Quota{Capacity: 20})
 	q.Acquire(scope, classify.Transient) // 15 left
-	srv.kill()
+	srv.Kill()
 	got := 0
 	for range 10 {
 		if _, _, ok := q.Acquire(scope, classify.Transient); ok {

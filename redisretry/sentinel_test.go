@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
+	"github.com/retrytransport/retrytransport/redisretry/internal/redisproc"
 )
 
 // sentinelMaster is the name under which the tests' sentinel monitors
@@ -32,40 +32,22 @@ const sentinelMaster = "mymaster"
 // skip.
 func startSentinel(t *testing.T, master *redisServer) *redisServer {
 	t.Helper()
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatal("redis-server is not on PATH: the Sentinel test needs a real Redis (apt-get install redis-server)")
-	}
 	dir := t.TempDir() // removed after the kill below: cleanups run last first
-	var s *redisServer
-	var last error
-	for range 3 { // a port found free may be taken before the sentinel binds it
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
+	s := startServer(t, "a sentinel (redis-server <conf> --sentinel)", func(port int) ([]string, error) {
 		conf := filepath.Join(dir, "sentinel-"+strconv.Itoa(port)+".conf")
 		text := fmt.Sprintf("bind 127.0.0.1\nport %d\ndir %s\nsentinel monitor %s 127.0.0.1 %d 1\nsentinel down-after-milliseconds %s 1000\n",
-			port, dir, sentinelMaster, master.port, sentinelMaster)
+			port, dir, sentinelMaster, master.Port, sentinelMaster)
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		s = &redisServer{path: path, port: port, addr: "127.0.0.1:" + strconv.Itoa(port), args: []string{conf, "--sentinel"}}
-		if last = s.start(); last == nil {
-			break
-		}
-		s = nil
-	}
-	if s == nil {
-		t.Fatalf("start a sentinel (redis-server <conf> --sentinel): %v", last)
-	}
-	t.Cleanup(s.kill)
+		return []string{conf, "--sentinel"}, nil
+	})
 
-	sc := redis.NewSentinelClient(&redis.Options{Addr: s.addr})
+	sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
 	defer sc.Close()
-	pollUntil(t, redisStart, "sentinel "+s.addr+" reports master "+master.addr, func() bool {
+	pollUntil(t, redisproc.StartTimeout, "sentinel "+s.Addr+" reports master "+master.Addr, func() bool {
 		a, err := sc.GetMasterAddrByName(context.Background(), sentinelMaster).Result()
-		return err == nil && len(a) == 2 && a[0]+":"+a[1] == master.addr
+		return err == nil && len(a) == 2 && a[0]+":"+a[1] == master.Addr
 	})
 	return s
 }
@@ -87,7 +69,7 @@ func TestSentinelQuotaSharedByFleet(t *testing.T) {
 	for _, ctxTimeout := range []bool{true, false} {
 		c := redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName:            sentinelMaster,
-			SentinelAddrs:         []string{sentinel.addr},
+			SentinelAddrs:         []string{sentinel.Addr},
 			ContextTimeoutEnabled: ctxTimeout,
 		})
 		t.Cleanup(func() { _ = c.Close() })
@@ -123,6 +105,6 @@ func TestSentinelQuotaSharedByFleet(t *testing.T) {
 		}
 	}
 	if key := prefix + "{" + scope + "}:quota"; !exists(t, master.client(t, nil), key) {
-		t.Errorf("key %s is not on the master %s", key, master.addr)
+		t.Errorf("key %s is not on the master %s", key, master.Addr)
 	}
 }

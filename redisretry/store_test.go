@@ -137,7 +137,7 @@ func TestOutageFallsBackAndRecovers(t *testing.T) {
 	}()
 
 	pollUntil(t, 5*time.Second, "a replica learns the scope is limited", func() bool { return rs[2].adapt.State(scope).Enabled })
-	srv.kill()
+	srv.Kill()
 	for i, r := range rs {
 		pollUntil(t, 5*time.Second, "replica "+itoa(i)+" falls back", func() bool {
 			return r.quota.Fallbacks(scope) > 0 && r.adapt.Fallbacks(scope) > 0 && r.fixed.Fallbacks(scope) > 0
@@ -279,7 +279,7 @@ func TestNoClientDecidesLocally(t *testing.T) {
 // reason is logged.
 func TestClusterClientNeedsDeadlines(t *testing.T) {
 	srv := startRedis(t)
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.addr}})
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}})
 	t.Cleanup(func() { _ = c.Close() })
 	log := &countingHandler{}
 	q := (&redisretry.Store{Client: c, Logger: slog.New(log)}).Quota(nil)

@@ -97,7 +97,7 @@ func TestTransportSurvivesRedisRestart(t *testing.T) {
 	}
 
 	waitSent(100)
-	srv.kill()
+	srv.Kill()
 	pollUntil(t, 10*time.Second, "the replicas fall back", func() bool { return fallbacks() > 0 })
 	waitSent(100)
 	srv.restart(t)

@@ -109,7 +109,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (result, error) {
 	if err != nil {
 		return res, err
 	}
-	defer rs.stop()
+	defer rs.Kill()
 	api := newAPI(cfg.replicas)
 	ts := httptest.NewServer(api)
 	defer ts.Close()
@@ -120,7 +120,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (result, error) {
 	scope := u.Host // the quota's scope: the request URL's host, by default
 
 	p := newPrinter(w)
-	p.intro(ts.URL, rs.addr, cfg)
+	p.intro(ts.URL, rs.Addr, cfg)
 
 	own := newFleet(cfg, ts.URL, "")
 	res.own, err = own.outage(ctx, api, cfg.requests)
@@ -133,7 +133,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (result, error) {
 		return res, err
 	}
 
-	shared := newFleet(cfg, ts.URL, rs.addr)
+	shared := newFleet(cfg, ts.URL, rs.Addr)
 	defer shared.close()
 	if err := shared.connect(ctx); err != nil {
 		return res, err
@@ -147,7 +147,7 @@ func run(ctx context.Context, w io.Writer, cfg config) (result, error) {
 		return res, err
 	}
 
-	if res.recovery, err = endOutage(ctx, shared, api, rs.addr, scope, cfg.recovery); err != nil {
+	if res.recovery, err = endOutage(ctx, shared, api, rs.Addr, scope, cfg.recovery); err != nil {
 		return res, err
 	}
 	p.recovery(res.recovery, cfg)

@@ -1,0 +1,263 @@
+// Package redisproc runs redis-server processes for the redisretry tests
+// and the demofleet demo: each on a free 127.0.0.1 port, ready once it
+// answers PING, dying with the process that started it, and killed, as a
+// crash would, by [Server.Kill], which waits until it has exited.
+//
+// It does not install Redis: redis-server must be on PATH, and [Start]
+// returns [ErrNotFound] when it is not. It knows nothing of testing.T;
+// the tests wrap it in their own cleanups and t.Fatal calls.
+package redisproc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// StartTimeout bounds how long [Start] and [Server.Restart] wait for a
+// started redis-server to answer PING.
+const StartTimeout = 5 * time.Second
+
+// startTries is how many ports Start tries: a port found free may be
+// taken before redis-server binds it.
+const startTries = 3
+
+// pingTimeout bounds each PING that waits for a started server.
+const pingTimeout = time.Second
+
+// outputMax is how many bytes of a server's output [Server.Output] keeps.
+const outputMax = 4 << 10
+
+// ErrNotFound is returned by [Start] when no redis-server is on PATH.
+var ErrNotFound = errors.New("redisproc: redis-server not found on PATH")
+
+// Server is a redis-server process started by [Start]. It listens on
+// 127.0.0.1, and runs until [Server.Kill], which its starter must call,
+// or until the starter exits (see [SysProcAttr]). Its methods are safe
+// for concurrent use.
+type Server struct {
+	Addr string // "127.0.0.1:Port", the address it listens on
+	Port int    // the TCP port it listens on, the same after a Restart
+
+	path string   // redis-server's path
+	args []string // the command line after path
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd     // the running process, nil once killed; guarded by mu
+	exited chan struct{} // closed once cmd has exited and been reaped; guarded by mu
+	out    *capped       // the current process's output; guarded by mu
+}
+
+// Start looks up redis-server on PATH, picks a free loopback port, starts
+// redis-server with the command line args returns for that port, and
+// returns once the server answers PING. args may write files the command
+// line names; [Standalone] gives the usual command line. The caller must
+// call [Server.Kill] once done.
+//
+// When redis-server exits at start because its port was taken between
+// the moment it was found free and the bind, Start tries again on another
+// port, up to three ports in all. It gives up when ctx ends or, for each
+// port, after [StartTimeout] without an answer to PING.
+//
+// Start returns [ErrNotFound] when redis-server is not on PATH, the error
+// args returns, or an error that includes the server's output when it
+// exited at start; it returns ctx's error when ctx ends first.
+func Start(ctx context.Context, args func(port int) ([]string, error)) (*Server, error) {
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, ErrNotFound
+	}
+	var last error
+	for range startTries {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		a, err := args(port)
+		if err != nil {
+			return nil, err
+		}
+		s := &Server{
+			Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			Port: port,
+			path: path,
+			args: a,
+		}
+		if last = s.Restart(ctx); last == nil {
+			return s, nil
+		}
+		// redis-server tells a taken port only in its log (anet's bind
+		// error, for the port and for a cluster bus port alike).
+		if !strings.Contains(s.Output(), "Address already in use") {
+			return nil, last
+		}
+	}
+	return nil, fmt.Errorf("redisproc: redis-server found no free port in %d tries: %w", startTries, last)
+}
+
+// Standalone returns the command line of a standalone redis-server on
+// 127.0.0.1:port that keeps nothing on disk (no RDB snapshots, no AOF),
+// followed by extra.
+func Standalone(port int, extra ...string) []string {
+	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no"}
+	return append(args, extra...)
+}
+
+// start starts redis-server with s's command line and waits until it
+// answers PING; on failure, nothing it started is left running. The
+// caller holds s.mu.
+func (s *Server) start(ctx context.Context) error {
+	s.out = &capped{max: outputMax}
+	cmd := exec.Command(s.path, s.args...)
+	cmd.Stdout, cmd.Stderr = s.out, s.out
+	cmd.SysProcAttr = SysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redisproc: start redis-server: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	s.cmd, s.exited = cmd, exited
+	if err := s.waitReady(ctx); err != nil {
+		s.kill()
+		return err
+	}
+	return nil
+}
+
+// waitReady polls s with PING until it answers, it exits, ctx ends or
+// StartTimeout passes. The caller holds s.mu.
+func (s *Server) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		// Bound each PING: if something else took the port, the dial may
+		// reach it, and it may never answer.
+		pctx, pcancel := context.WithTimeout(ctx, pingTimeout)
+		err := Ping(pctx, s.Addr)
+		pcancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("redisproc: redis-server on %s exited at start: %s", s.Addr, strings.TrimSpace(s.out.String()))
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("redisproc: redis-server on %s did not answer PING within %v", s.Addr, StartTimeout)
+			}
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Kill kills s with SIGKILL, as a crash would, and returns once the
+// process has exited and been reaped. It may be called more than once,
+// also after s exited on its own.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kill()
+}
+
+// kill is Kill; the caller holds s.mu.
+func (s *Server) kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// Restart kills s if it is running and starts it again on the same port
+// with the same command line, without the data it had, then waits for it
+// to answer PING as [Start] does. It does not try another port: it fails
+// when the port was taken meanwhile, and then s stays killed.
+func (s *Server) Restart(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kill()
+	return s.start(ctx)
+}
+
+// Output returns the first 4 KiB of what the process last started
+// wrote to its standard output and error.
+func (s *Server) Output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.String()
+}
+
+// Ping sends one PING to the Redis at addr and reads the +PONG. It returns
+// the dial, write or read error, or an error naming any other answer;
+// ctx's deadline, if any, bounds the whole exchange.
+func Ping(ctx context.Context, addr string) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("redisproc: PING answered %q", line)
+	}
+	return nil
+}
+
+// FreePort returns a 127.0.0.1 TCP port that nothing listened on a moment
+// ago; something else may take it before the caller binds it.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("redisproc: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// capped keeps the first max bytes written to it and drops the rest. It is
+// safe for concurrent use.
+type capped struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+// Write keeps what still fits and reports all of p as written.
+func (c *capped) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf.Write(p[:min(len(p), max(0, c.max-c.buf.Len()))])
+	return len(p), nil
+}
+
+// String returns what was kept.
+func (c *capped) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
