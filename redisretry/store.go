@@ -58,9 +58,16 @@ const (
 // bounded by the deadline either way. That clone does not carry the hooks
 // added to the client with AddHook (tracing and metrics such as
 // redisotel's), so the Store's calls would go unseen by them: create the
-// client with ContextTimeoutEnabled to keep them. Any other client (NewClusterClient's,
-// NewFailoverClusterClient's, a Ring) without ContextTimeoutEnabled is not
-// used at all: every decision is local, and logged as a failure.
+// client with ContextTimeoutEnabled to keep them. Any other client
+// (NewClusterClient's, NewFailoverClusterClient's, a Ring) without
+// ContextTimeoutEnabled is not used at all: every decision is local, and
+// logged as a failure.
+//
+// go-redis dials lazily, within the first call's deadline: on a busy
+// machine, or across a network, a new replica's first calls may miss the
+// 5 ms and be decided locally. A service that PINGs Redis as it starts,
+// with a deadline of its own, opens the connection before the first
+// request needs it.
 //
 // Each call passes its parameters (Capacity, Beta, ...) to Redis: the
 // replicas that share a Store's keys must use the same ones.
