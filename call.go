@@ -50,6 +50,9 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 	var c call
 	c.t, c.st, c.req, c.ctx, c.scope = t, st, req, req.Context(), st.scope(req)
 	c.counters = t.stats.get(c.scope, st)
+	if st.requests != nil {
+		st.requests.Request(c.scope)
+	}
 	c.max = p.MaxAttempts
 	retries := c.max > 1
 	if retries && hasBody(req) && req.GetBody == nil {

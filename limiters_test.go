@@ -153,3 +153,35 @@ func TestPolicyTakesAnyLimiter(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryBudgetCountsEveryRequest: a ratelimit.Budget as the policy's
+// quota hears of every request, failed ones included, and grants retries
+// in proportion: half of 20 requests to a failing server, none beyond.
+func TestRetryBudgetCountsEveryRequest(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Standard()
+	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
+	p.Quota = b
+	tr, clock := newTransport(t, s, p)
+	b.Now = clock.Now
+	refused := 0
+	for range 20 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for _, st := range tr.Snapshot() {
+		refused += int(st.QuotaRefusals)
+	}
+	s.mu.Lock()
+	calls := s.calls
+	s.mu.Unlock()
+	if calls != 20+10 {
+		t.Errorf("attempts for 20 failing requests with a budget of half the requests = %d; want 30", calls)
+	}
+	if refused != 20 {
+		t.Errorf("retries refused = %d; want 20: every request's first retry or, for the 10 granted one, its second", refused)
+	}
+}

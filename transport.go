@@ -112,13 +112,14 @@ type Transport struct {
 // this Transport uses for it.
 type hostState struct {
 	p              policy.Policy
-	quota          ratelimit.RetryQuota // nil when the policy disables it
-	limiter        ratelimit.Limiter    // the adaptive limiter (Policy.Limiter); nil unless the policy is adaptive
-	recorder       ratelimit.Recorder   // limiter, if it learns from outcomes; else nil
-	reference      bool                 // limiter is a *ratelimit.Adaptive in reference mode: throttles are charged
-	fixed          ratelimit.Limiter    // nil unless the policy has a fixed rate (Policy.RateLimit)
-	customClassify bool                 // Classify was set: it may read any response body
-	direct         bool                 // one attempt, no pacing, no time bounds: the base transport alone
+	quota          ratelimit.RetryQuota     // nil when the policy disables it
+	requests       ratelimit.RequestCounter // quota, if it counts requests; else nil
+	limiter        ratelimit.Limiter        // the adaptive limiter (Policy.Limiter); nil unless the policy is adaptive
+	recorder       ratelimit.Recorder       // limiter, if it learns from outcomes; else nil
+	reference      bool                     // limiter is a *ratelimit.Adaptive in reference mode: throttles are charged
+	fixed          ratelimit.Limiter        // nil unless the policy has a fixed rate (Policy.RateLimit)
+	customClassify bool                     // Classify was set: it may read any response body
+	direct         bool                     // one attempt, no pacing, no time bounds: the base transport alone
 }
 
 // newHostState resolves p. A quota the Transport creates runs on the
@@ -131,6 +132,7 @@ func newHostState(p policy.Policy, now func() time.Time) *hostState {
 			st.quota = &ratelimit.Quota{Now: now}
 		}
 	}
+	st.requests, _ = st.quota.(ratelimit.RequestCounter)
 	st.limiter = p.Limiter
 	if st.limiter == nil && p.Adaptive {
 		st.limiter = &ratelimit.Adaptive{Now: now}
@@ -230,6 +232,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if st.direct && t.final == nil { // a final observer needs the outcome classified
 		scope := st.scope(req)
 		t.stats.get(scope, st).attempts.Add(1)
+		if st.requests != nil {
+			st.requests.Request(scope)
+		}
 		resp, err := t.base.RoundTrip(req)
 		if resp == nil && err == nil {
 			err = errNoResponse

@@ -106,7 +106,8 @@ type Policy struct {
 	// New has its own. A non-nil Quota is used as given, so putting one
 	// value in several policies or transports shares its buckets on
 	// purpose; an implementation kept in a shared store (module redisretry)
-	// shares them across processes.
+	// shares them across processes. A *ratelimit.Budget bounds retries by
+	// the traffic instead: a share of the requests of a sliding window.
 	Quota ratelimit.RetryQuota
 
 	// DisableQuota turns the retry quota off: retries are then limited

@@ -22,6 +22,11 @@
 // wait the server asked for (Adaptive's bucket holds a tenth of a second's
 // worth). Set Reference to get the SDKs' exact behaviour.
 //
+// [Budget] is a retry budget as Finagle defines it (docs/budget.md): per
+// scope, retries may be at most a share of the requests of a sliding
+// window, plus a floor per second, so that retries stay in proportion to
+// the traffic at every moment rather than stopping once a bucket drains.
+//
 // [Fixed] paces each scope at a constant rate with a burst, like Amazon
 // SNS's maxReceivesPerSecond (docs/sns.md), and is built on
 // golang.org/x/time/rate.
@@ -33,7 +38,8 @@
 // (a send token per attempt, as a [Reservation]), with [Recorder] for a
 // limiter that learns from outcomes, [Queue] for one whose reservations
 // wait, and [FallbackCounter] for one kept in a store that may not
-// answer. Quota, Adaptive and Fixed implement them in process; the module
+// answer, and [RequestCounter] for a quota that counts requests, as Budget
+// does. Quota, Budget, Adaptive and Fixed implement them in process; the module
 // redisretry implements them on Redis, so that a fleet of replicas shares
 // one retry quota and one send rate.
 //

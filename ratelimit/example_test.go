@@ -53,3 +53,25 @@ func ExampleQuota_waitMode() {
 	// cost 10, wait 5s, ok true, level -20
 	// level after 5s: 0
 }
+
+// A retry budget grants retries in proportion to the requests of the
+// window: here half of them, with no floor.
+func ExampleBudget() {
+	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Window: 10 * time.Second}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	granted := 0
+	for range 10 { // ten requests, each failing and asking for a retry
+		b.RequestAt(now, "api.example.com")
+		if _, _, ok := b.AcquireAt(now, "api.example.com", classify.Transient); ok {
+			granted++
+		}
+	}
+	fmt.Println("retries granted:", granted)
+	fmt.Println("left:", b.LevelAt(now, "api.example.com"))
+	// Ten seconds on, those requests and retries have left the window.
+	fmt.Println("left 10 s on:", b.LevelAt(now.Add(10*time.Second), "api.example.com"))
+	// Output:
+	// retries granted: 5
+	// left: 0
+	// left 10 s on: 0
+}

@@ -73,6 +73,14 @@ type Ticket struct {
 	Gen, Seq uint64
 }
 
+// RequestCounter is implemented by a [RetryQuota] that bounds retries by
+// the number of requests, such as [Budget]: the transport calls Request
+// once per request, before its first attempt, so that failed requests
+// count as well as successful ones.
+type RequestCounter interface {
+	Request(scope string)
+}
+
 // FallbackCounter is implemented by a [RetryQuota] or [Limiter] whose state
 // lives in a store shared by several processes: Fallbacks counts the
 // decisions for scope it made from local state because the store did not
@@ -82,10 +90,12 @@ type FallbackCounter interface {
 }
 
 var (
-	_ RetryQuota = (*Quota)(nil)
-	_ Limiter    = (*Adaptive)(nil)
-	_ Recorder   = (*Adaptive)(nil)
-	_ Queue      = (*Adaptive)(nil)
-	_ Limiter    = (*Fixed)(nil)
-	_ Queue      = (*Fixed)(nil)
+	_ RetryQuota     = (*Quota)(nil)
+	_ RetryQuota     = (*Budget)(nil)
+	_ RequestCounter = (*Budget)(nil)
+	_ Limiter        = (*Adaptive)(nil)
+	_ Recorder       = (*Adaptive)(nil)
+	_ Queue          = (*Adaptive)(nil)
+	_ Limiter        = (*Fixed)(nil)
+	_ Queue          = (*Fixed)(nil)
 )

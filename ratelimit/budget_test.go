@@ -1,0 +1,154 @@
+package ratelimit_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// grant asks b for n retries of scope at at, and returns how many it
+// granted.
+func grant(b *ratelimit.Budget, at time.Time, scope string, n int) int {
+	got := 0
+	for range n {
+		if cost, wait, ok := b.AcquireAt(at, scope, classify.Transient); ok {
+			if cost != 1 || wait != 0 {
+				panic("a budget's retry costs 1 and never waits")
+			}
+			got++
+		}
+	}
+	return got
+}
+
+// requests counts n requests of scope at at.
+func requests(b *ratelimit.Budget, at time.Time, scope string, n int) {
+	for range n {
+		b.RequestAt(at, scope)
+	}
+}
+
+func TestBudgetFloorAndRatio(t *testing.T) {
+	// Defaults: 20 % of the requests of the last 10 s, plus 10 a second
+	// of the window: 100.
+	var b ratelimit.Budget
+	if got := grant(&b, t0, "s", 150); got != 100 {
+		t.Errorf("retries without requests = %d; want 100, the floor", got)
+	}
+	requests(&b, t0, "s", 1000)
+	if got := grant(&b, t0, "s", 500); got != 200 {
+		t.Errorf("retries after 1000 requests = %d; want 200 more (20 %%)", got)
+	}
+	if l := b.LevelAt(t0, "s"); l != 0 {
+		t.Errorf("LevelAt after the budget is spent = %v; want 0", l)
+	}
+	if got := grant(&b, t0, "other", 1); got != 1 {
+		t.Errorf("a retry to another scope was refused; want each scope its own budget")
+	}
+}
+
+// TestBudgetSlidingWindow: counts leave the window a tenth of it at a
+// time, so the budget comes back gradually, not all at once.
+func TestBudgetSlidingWindow(t *testing.T) {
+	b := ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Window: time.Second}
+	requests(&b, t0, "s", 100)
+	if got := grant(&b, t0, "s", 100); got != 50 {
+		t.Fatalf("retries after 100 requests at ratio 0.5, no floor = %d; want 50", got)
+	}
+	// 500 ms on, new requests add their half; the first slice's requests
+	// and retries are still in the window.
+	requests(&b, t0.Add(500*time.Millisecond), "s", 10)
+	if got := grant(&b, t0.Add(500*time.Millisecond), "s", 100); got != 5 {
+		t.Errorf("retries 500 ms on after 10 more requests = %d; want 5", got)
+	}
+	// 1 s on, the first slice has left: 10 requests and 5 retries remain,
+	// so nothing is left to retry.
+	if l := b.LevelAt(t0.Add(time.Second), "s"); l != 0 {
+		t.Errorf("LevelAt once the first slice left = %v; want 0", l)
+	}
+	// 1.5 s on, everything has left.
+	if l := b.LevelAt(t0.Add(1500*time.Millisecond), "s"); l != 0 {
+		t.Errorf("LevelAt once the whole window left = %v; want 0 (no floor)", l)
+	}
+	requests(&b, t0.Add(1500*time.Millisecond), "s", 4)
+	if got := grant(&b, t0.Add(1500*time.Millisecond), "s", 10); got != 2 {
+		t.Errorf("retries after a fresh window of 4 requests = %d; want 2", got)
+	}
+	// A clock going backwards counts in the current slice.
+	requests(&b, t0, "s", 2)
+	if got := grant(&b, t0, "s", 10); got != 1 {
+		t.Errorf("retries after 2 requests on a clock gone backwards = %d; want 1", got)
+	}
+}
+
+func TestBudgetSettings(t *testing.T) {
+	tests := []struct {
+		name string
+		b    *ratelimit.Budget
+		want int // retries granted without requests
+	}{
+		{"defaults", &ratelimit.Budget{}, 100},
+		{"floor_per_second", &ratelimit.Budget{MinPerSecond: 2, Window: 5 * time.Second}, 10},
+		{"no_floor", &ratelimit.Budget{MinPerSecond: -1}, 0},
+		{"nan_means_default", &ratelimit.Budget{MinPerSecond: math.NaN(), Ratio: math.NaN()}, 100},
+		{"negative_window_means_default", &ratelimit.Budget{Window: -time.Second}, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := grant(tt.b, t0, "s", 1000); got != tt.want {
+				t.Errorf("retries granted = %d; want %d", got, tt.want)
+			}
+		})
+	}
+	b := ratelimit.Budget{Ratio: -1, MinPerSecond: -1}
+	requests(&b, t0, "s", 100)
+	if got := grant(&b, t0, "s", 10); got != 0 {
+		t.Errorf("negative Ratio and no floor: %d retries; want none", got)
+	}
+}
+
+func TestBudgetRefusesWhatIsNotRetryable(t *testing.T) {
+	var b ratelimit.Budget
+	for _, k := range []classify.Kind{classify.Success, classify.Fatal} {
+		if _, _, ok := b.AcquireAt(t0, "s", k); ok {
+			t.Errorf("AcquireAt after %v granted a retry; want a refusal", k)
+		}
+	}
+	b.Refund("s", 1) // does nothing: the budget is unchanged
+	b.Success("s")
+	if l := b.LevelAt(t0, "s"); l != 100 {
+		t.Errorf("LevelAt = %v; want 100", l)
+	}
+}
+
+func TestBudgetEvictsLeastRecentlyUsed(t *testing.T) {
+	b := ratelimit.Budget{MinPerSecond: 1, MaxScopes: 1} // 10 per window
+	grant(&b, t0, "a", 10)
+	grant(&b, t0, "b", 1) // evicts a
+	if got := grant(&b, t0, "a", 20); got != 10 {
+		t.Errorf("retries to an evicted scope = %d; want 10, a fresh budget", got)
+	}
+}
+
+func TestBudgetUsesNowField(t *testing.T) {
+	now := t0
+	b := ratelimit.Budget{MinPerSecond: -1, Window: time.Second, Now: func() time.Time { return now }}
+	b.Request("s")
+	b.Request("s")
+	b.Request("s")
+	b.Request("s")
+	b.Request("s")
+	if _, _, ok := b.Acquire("s", classify.Transient); !ok {
+		t.Fatal("Acquire after 5 requests at 20 % refused; want 1 retry")
+	}
+	if l := b.Level("s"); l != 0 {
+		t.Errorf("Level = %v; want 0", l)
+	}
+	now = now.Add(2 * time.Second)
+	if l := b.Level("s"); l != 0 {
+		t.Errorf("Level 2 s on = %v; want 0, the window empty and no floor", l)
+	}
+}
