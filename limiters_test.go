@@ -185,3 +185,25 @@ func TestRetryBudgetCountsEveryRequest(t *testing.T) {
 		t.Errorf("retries refused = %d; want 20: every request's first retry or, for the 10 granted one, its second", refused)
 	}
 }
+
+// TestRetryBudgetCountsRequestsOfOneAttempt: requests under a policy of a
+// single attempt, which the transport sends without its attempt loop,
+// still count towards a budget that other policies share.
+func TestRetryBudgetCountsRequestsOfOneAttempt(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	p := policy.None()
+	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
+	p.Quota = b
+	tr, clock := newTransport(t, s, p)
+	b.Now = clock.Now
+	for range 4 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if l := b.LevelAt(clock.Now(), "api.example.com"); l != 2 {
+		t.Errorf("budget level after 4 single-attempt requests at ratio 0.5 = %v; want 2", l)
+	}
+}

@@ -55,16 +55,24 @@ func (t *Transport) planRetry(ctx context.Context, st *hostState, ev *Event, res
 
 // pacesThrottles reports whether a retry after an outcome of kind k is
 // free of the retry quota because the scope's adaptive limiter paces it: k
-// is a throttle and the limiter is not in reference mode. The quota guards
+// is a throttle and the limiter learns from outcomes (ratelimit.Recorder)
+// without asking to be charged for throttles (throttleCharger). The quota guards
 // against retries multiplying the load on a failing server; after a
 // throttle the limiter has already slowed the scope's every attempt, first
 // ones included, so the retry adds no load the server did not ask for. In a
 // fleet, a replica charged for throttles would otherwise drain its quota
 // while the others keep getting through, and fail requests the server
-// would admit a moment later. The AWS SDKs charge throttles; reference mode
-// does too.
+// would admit a moment later. The AWS SDKs charge throttles, and so does
+// ratelimit.Adaptive in reference mode.
 func (st *hostState) pacesThrottles(k classify.Kind) bool {
-	return k == classify.Throttle && st.recorder != nil && !st.reference
+	return k == classify.Throttle && st.freeThrottles
+}
+
+// throttleCharger is a limiter that says whether the retry quota should
+// still pay for retries after throttles while it paces a scope, as
+// ratelimit.Adaptive does in reference mode.
+type throttleCharger interface {
+	ChargesThrottles() bool
 }
 
 // pace waits until the scope's client-side rate limiters let the next

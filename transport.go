@@ -116,7 +116,7 @@ type hostState struct {
 	requests       ratelimit.RequestCounter // quota, if it counts requests; else nil
 	limiter        ratelimit.Limiter        // the adaptive limiter (Policy.Limiter); nil unless the policy is adaptive
 	recorder       ratelimit.Recorder       // limiter, if it learns from outcomes; else nil
-	reference      bool                     // limiter is a *ratelimit.Adaptive in reference mode: throttles are charged
+	freeThrottles  bool                     // retries after throttles cost no quota: see pacesThrottles
 	fixed          ratelimit.Limiter        // nil unless the policy has a fixed rate (Policy.RateLimit)
 	customClassify bool                     // Classify was set: it may read any response body
 	direct         bool                     // one attempt, no pacing, no time bounds: the base transport alone
@@ -138,9 +138,8 @@ func newHostState(p policy.Policy, now func() time.Time) *hostState {
 		st.limiter = &ratelimit.Adaptive{Now: now}
 	}
 	st.recorder, _ = st.limiter.(ratelimit.Recorder)
-	if a, ok := st.limiter.(*ratelimit.Adaptive); ok {
-		st.reference = a.Reference
-	}
+	c, charges := st.limiter.(throttleCharger)
+	st.freeThrottles = st.recorder != nil && !(charges && c.ChargesThrottles())
 	st.fixed = p.RateLimit
 	st.direct = st.p.MaxAttempts == 1 && st.limiter == nil && st.fixed == nil &&
 		st.p.AttemptTimeout == 0 && st.p.MaxTotalTime == 0 && st.p.AttemptHeader == ""

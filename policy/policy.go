@@ -145,8 +145,9 @@ type Policy struct {
 	// Setting it implies Adaptive. It is used as given: the same value in
 	// several policies or transports shares its per-scope state on purpose.
 	// If it implements ratelimit.Recorder it hears every attempt's outcome,
-	// and a retry after a throttle is then free of the quota, unless it is
-	// a *ratelimit.Adaptive in reference mode.
+	// and a retry after a throttle is then free of the quota, unless its
+	// ChargesThrottles method says otherwise, as a *ratelimit.Adaptive's
+	// does in reference mode.
 	Limiter ratelimit.Limiter
 
 	// RateLimit paces every attempt of a scope at a fixed rate with a burst,

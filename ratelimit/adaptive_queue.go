@@ -48,6 +48,13 @@ func (a *Adaptive) CancelAt(now time.Time, r Reservation) {
 // what [Reservation.Cancel] calls.
 func (a *Adaptive) Cancel(r Reservation) { a.CancelAt(a.now(), r) }
 
+// ChargesThrottles reports whether the retry quota should still pay for a
+// retry after a throttle while a paces the scope: in reference mode, as
+// the AWS SDKs charge them; otherwise not, since the limiter already
+// slows every attempt of a throttled scope. The transport asks it once per
+// policy.
+func (a *Adaptive) ChargesThrottles() bool { return a.Reference }
+
 // reservedLocked returns the scope r was taken from, or nil if it has been
 // evicted since (a scope of the same name created later has another
 // generation). a.mu must be held.

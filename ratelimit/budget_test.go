@@ -135,20 +135,19 @@ func TestBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 
 func TestBudgetUsesNowField(t *testing.T) {
 	now := t0
-	b := ratelimit.Budget{MinPerSecond: -1, Window: time.Second, Now: func() time.Time { return now }}
-	b.Request("s")
-	b.Request("s")
-	b.Request("s")
-	b.Request("s")
+	b := ratelimit.Budget{MinPerSecond: 1, Window: time.Second, Now: func() time.Time { return now }} // one retry a window
 	b.Request("s")
 	if _, _, ok := b.Acquire("s", classify.Transient); !ok {
-		t.Fatal("Acquire after 5 requests at 20 % refused; want 1 retry")
+		t.Fatal("first Acquire refused; want the floor's one retry")
 	}
-	if l := b.Level("s"); l != 0 {
-		t.Errorf("Level = %v; want 0", l)
+	if _, _, ok := b.Acquire("s", classify.Transient); ok {
+		t.Fatal("second Acquire in the same window granted; want a refusal")
 	}
-	now = now.Add(2 * time.Second)
-	if l := b.Level("s"); l != 0 {
-		t.Errorf("Level 2 s on = %v; want 0, the window empty and no floor", l)
+	now = now.Add(2 * time.Second) // on the Now clock only: the wall clock has not moved
+	if l := b.Level("s"); l != 1 {
+		t.Errorf("Level 2 s on by the Now field = %v; want 1, the window emptied", l)
+	}
+	if _, _, ok := b.Acquire("s", classify.Transient); !ok {
+		t.Error("Acquire 2 s on by the Now field refused; want the next window's retry")
 	}
 }

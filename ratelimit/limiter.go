@@ -49,6 +49,10 @@ type Limiter interface {
 // Recorder is implemented by a [Limiter] that learns from outcomes, such as
 // [Adaptive]: the transport calls Record after every attempt of scope with
 // the attempt's outcome, except when the caller's context ended first.
+// Since such a limiter slows every attempt of a throttled scope, a retry
+// after a throttle then costs nothing from the retry quota, unless the
+// limiter also has a ChargesThrottles method that returns true, as
+// [Adaptive.ChargesThrottles] does in reference mode.
 type Recorder interface {
 	Record(scope string, k classify.Kind)
 }
