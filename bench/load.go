@@ -125,6 +125,14 @@ func latencies(outs []outcome) (p50, p99 time.Duration) {
 		d[i] = o.end.Sub(o.start)
 	}
 	slices.Sort(d)
-	at := func(q float64) time.Duration { return d[min(int(q*float64(len(d))), len(d)-1)] }
-	return at(0.50), at(0.99)
+	return quantile(d, 0.50), quantile(d, 0.99)
+}
+
+// quantile returns the q-quantile (nearest rank) of sorted, which is in
+// ascending order; 0 if it is empty.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(int(q*float64(len(sorted))), len(sorted)-1)]
 }

@@ -48,6 +48,9 @@ func TestQuickRun(t *testing.T) {
 	want[oursAdaptive().name]++ // the single-client Retry-After table
 	want[awsAdaptive().name]++
 	want[contenders()[0].name]++ // the fleet-redis overhead table's baseline
+	for _, c := range append(append(redisOutageReplicas(), redisThrottledReplicas()...), redisSharedAdaptive()) {
+		want[c.name]++ // the last: the fleet-redis overhead table's
+	}
 	for name, n := range want {
 		if rows[name] != n {
 			t.Errorf("run(quick) printed %d rows for %q; want %d, one per table it runs in", rows[name], name, n)
@@ -65,13 +68,32 @@ func TestQuickRun(t *testing.T) {
 	if n := strings.Count(got, "in under 2 s in every run"); n != 2 {
 		t.Errorf("run(quick) printed %d settle goals; want 2, one per capacity change", n)
 	}
-	// The fleet-redis goals: the outage's, the throttled fleet's fairness,
-	// the cost table's round trips and the happy path's.
+	// The fleet-redis goals, table by table (titles up to their colon):
+	// the outage's quota, the throttled fleet's goodput, 429s and fairness,
+	// the cost table's round trips, the happy path's time and round trips.
+	goals := map[string]int{}
+	var title string
+	for line := range strings.SplitSeq(got, "\n") {
+		if h, ok := strings.CutPrefix(line, "### "); ok {
+			title, _, _ = strings.Cut(h, ":")
+		} else if strings.HasPrefix(line, "- goal ") {
+			goals[title]++
+		}
+	}
+	for title, n := range map[string]int{"fleet-redis, outage": 1, "fleet-redis, throttled": 3,
+		"fleet-redis, cost per call": 1, "fleet-redis, overhead": 2} {
+		if goals[title] != n {
+			t.Errorf("run(quick) printed %d goal lines under %q; want %d", goals[title], title, n)
+		}
+	}
 	for _, g := range []string{"one quota's worth + 5 %", "fairness across replicas (Jain's index)",
 		"one round trip per call", "no Redis round trip per request"} {
 		if n := strings.Count(got, g); n != 1 {
 			t.Errorf("run(quick) printed %d goal lines with %q; want 1", n, g)
 		}
+	}
+	if info := "\n- for information, " + redisOutageReplicas()[0].name + ": "; strings.Count(got, info) != 1 {
+		t.Errorf("run(quick) printed %d lines %q; want 1", strings.Count(got, info), info)
 	}
 	if strings.Contains(got, "error:") {
 		t.Errorf("run(quick) output reports a failed benchmark:\n%s", got)

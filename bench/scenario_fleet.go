@@ -161,6 +161,7 @@ func (s settle) seconds() float64 {
 // fleetRun is one contender's result in one run of a fleet variant.
 type fleetRun struct {
 	goodputShare     float64 // successful logical requests over the capacity's integral
+	attempts         int64   // attempts the server received within the run
 	share429         float64 // 429s over attempts, server side
 	failed           int
 	p50, p99         time.Duration
@@ -205,17 +206,13 @@ func writeFleetTable(w io.Writer, cfg config, v fleetVariant, fcs []fleetContend
 	for _, p := range phases[1:] {
 		cols = append(cols, fmt.Sprintf("settle to %.0f", p.rate), fmt.Sprintf("then, of %.0f", p.rate))
 	}
-	cells := "Cells are min / median / max over the runs (one value where they are equal); \"failed\" is the sum over the runs and the most in one."
-	if cfg.fleetRuns == 1 {
-		cells = "One run."
-	}
 	notes := []string{fmt.Sprintf("%s "+
 		"goodput share: successful logical requests that ended within the run over the requests the server's rate admits in it "+
 		"(%.0f; its burst of %d is left out, so a share can pass 100 %%). 429 share: of all attempts the server received. "+
 		"Latency percentiles are over all logical requests that ended within the run. "+
 		"Jain's index is over the %d replicas' successful logical requests (1: equal shares; 1/%d: one replica has everything). "+
 		"Every replica is a separate transport with its own limiter, quota and connections, in its own http.Client.",
-		cells, capacityIntegral(phases, cfg.fleetFor), fleetBurst, fleetClients, fleetClients)}
+		cellsNote(cfg.fleetRuns), capacityIntegral(phases, cfg.fleetFor), fleetBurst, fleetClients, fleetClients)}
 	if len(phases) > 1 {
 		notes = append(notes, fmt.Sprintf("settle: from the change to the end of the first %d ms window, sliding by %d ms and lying entirely "+
 			"within the new phase, in which the server admitted (did not answer 429) within ±%.0f %% of the new capacity; "+
@@ -257,7 +254,7 @@ func writeFleetTable(w io.Writer, cfg config, v fleetVariant, fcs []fleetContend
 }
 
 // column returns one metric of every run, in run order.
-func column(rs []fleetRun, f func(fleetRun) float64) []float64 {
+func column[R any](rs []R, f func(R) float64) []float64 {
 	xs := make([]float64, len(rs))
 	for i, r := range rs {
 		xs[i] = f(r)
@@ -282,7 +279,7 @@ func fleetGoals(name string, v fleetVariant, rs []fleetRun, phases []capacityPha
 		{slices.Max(s429) <= 0.05, fmt.Sprintf("%s 429 share at most 5.0 %% in every run: worst %s%s",
 			name, percent(slices.Max(s429)), everyRun(s429, percent))},
 		{slices.Max(failed) == 0, fmt.Sprintf("%s no failed logical request in any run: worst %.0f%s",
-			name, slices.Max(failed), everyRun(failed, func(x float64) string { return fmt.Sprintf("%.0f", x) }))},
+			name, slices.Max(failed), everyRun(failed, whole))},
 	}
 	if !v.retryAfter {
 		p99s := column(rs, func(r fleetRun) float64 { return r.p99.Seconds() })
@@ -299,41 +296,83 @@ func fleetGoals(name string, v fleetVariant, rs []fleetRun, phases []capacityPha
 	return goals
 }
 
-// fleet runs one contender's fleet once: fleetClients clients, each its
-// own contender.wrap(newBase()) in its own http.Client.
-func fleet(cfg config, v fleetVariant, c contender) fleetRun {
-	srv := newFleetServer(v.retryAfter)
-	defer srv.Close()
-	clients := make([]*http.Client, fleetClients)
-	for i := range clients {
-		base := newBase()
-		defer base.CloseIdleConnections()
-		clients[i] = &http.Client{Transport: c.wrap(base)}
+// cellsNote is the first sentence of the notes of a table whose cells
+// spread over runs runs, as spread and failedCell write them.
+func cellsNote(runs int) string {
+	if runs == 1 {
+		return "One run."
 	}
+	return "Cells are min / median / max over the runs (one value where they are equal); \"failed\" is the sum over the runs and the most in one."
+}
 
-	d := cfg.fleetFor
-	phases := v.schedule(d)
-	start := time.Now()
-	end := start.Add(d)
-	srv.begin(start, d, phases)
-	outs := make([][]outcome, fleetClients)
+// newFleetClients returns fleetClients clients, each its own
+// wrap(newBase()) in its own http.Client, and a func that closes their
+// bases' idle connections.
+func newFleetClients(wrap func(http.RoundTripper) http.RoundTripper) ([]*http.Client, func()) {
+	clients := make([]*http.Client, fleetClients)
+	bases := make([]*http.Transport, fleetClients)
+	for i := range clients {
+		bases[i] = newBase()
+		clients[i] = &http.Client{Transport: wrap(bases[i])}
+	}
+	return clients, func() {
+		for _, b := range bases {
+			b.CloseIdleConnections()
+		}
+	}
+}
+
+// sendFleet has every client send GETs to url, each marked with its
+// index in fleetClientHeader, all clients at once; load runs one client's
+// workers on do. It returns each client's outcomes.
+func sendFleet(clients []*http.Client, url string, load func(do func(ctx context.Context, i int) outcome) []outcome) [][]outcome {
+	outs := make([][]outcome, len(clients))
 	var wg sync.WaitGroup
 	for i, client := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			id := strconv.Itoa(i)
-			outs[i] = runFor(fleetWorkers, end, func(ctx context.Context, _ int) outcome {
-				req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+			outs[i] = load(func(ctx context.Context, _ int) outcome {
+				req, _ := http.NewRequest(http.MethodGet, url, nil)
 				req.Header.Set(fleetClientHeader, id)
 				return send(ctx, client, req)
 			})
 		}()
 	}
 	wg.Wait()
+	return outs
+}
+
+// fleetClientOf returns the client index r carries in fleetClientHeader,
+// or -1 if it carries none in range.
+func fleetClientOf(r *http.Request) int {
+	i, err := strconv.Atoi(r.Header.Get(fleetClientHeader))
+	if err != nil || i < 0 || i >= fleetClients {
+		return -1
+	}
+	return i
+}
+
+// fleet runs one contender's fleet once: fleetClients clients, each its
+// own contender.wrap(newBase()) in its own http.Client.
+func fleet(cfg config, v fleetVariant, c contender) fleetRun {
+	srv := newFleetServer(v.retryAfter)
+	defer srv.Close()
+	clients, closeIdle := newFleetClients(c.wrap)
+	defer closeIdle()
+
+	d := cfg.fleetFor
+	phases := v.schedule(d)
+	start := time.Now()
+	end := start.Add(d)
+	srv.begin(start, d, phases)
+	outs := sendFleet(clients, srv.URL, func(do func(context.Context, int) outcome) []outcome {
+		return runFor(fleetWorkers, end, do)
+	})
 
 	trace, attempts, refused := srv.results()
-	r := fleetRun{phases: phases, trace: trace}
+	r := fleetRun{phases: phases, trace: trace, attempts: attempts}
 	var all []outcome
 	good := make([]float64, fleetClients)
 	for i, o := range outs {
@@ -376,11 +415,7 @@ func newFleetServer(retryAfter bool) *fleetServer {
 	s := &fleetServer{}
 	s.server = newServer(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		client, err := strconv.Atoi(r.Header.Get(fleetClientHeader))
-		if err != nil || client < 0 || client >= fleetClients {
-			client = -1 // counted for the fleet, not for a client
-		}
-		if s.admit(client) {
+		if s.admit(fleetClientOf(r)) { // -1: counted for the fleet, not for a client
 			_, _ = w.Write([]byte("ok"))
 			return
 		}

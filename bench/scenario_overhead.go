@@ -45,10 +45,7 @@ const memRuns = 1000
 func runOverhead(w io.Writer, cfg config, cs []contender) {
 	payload := bytes.Repeat([]byte("x"), 1024)
 	newReq := [...]func(url string) *http.Request{
-		opGET: func(url string) *http.Request {
-			req, _ := http.NewRequest(http.MethodGet, url, nil)
-			return req
-		},
+		opGET: newGET,
 		opPUT: func(url string) *http.Request {
 			req, _ := http.NewRequest(http.MethodPut, url, bytes.NewReader(payload)) // sets GetBody
 			return req
@@ -66,12 +63,7 @@ func runOverhead(w io.Writer, cfg config, cs []contender) {
 	for range cfg.benchRounds {
 		for _, r := range runs[1:] {
 			for op := range opNames {
-				pt := pairBench(bare, r, newReq[op])
-				bare.ns[op] = append(bare.ns[op], pt.bareMean)
-				bare.p50[op] = append(bare.p50[op], pt.bareP50)
-				r.ns[op] = append(r.ns[op], pt.mean)
-				r.p50[op] = append(r.p50[op], pt.p50)
-				r.ratios[op] = append(r.ratios[op], pt.p50/pt.bareP50)
+				pairRound(bare, r, op, newReq[op])
 			}
 		}
 	}
@@ -102,7 +94,7 @@ func runOverhead(w io.Writer, cfg config, cs []contender) {
 		cells := []string{r.c.name}
 		for op := range opNames {
 			m := r.mem[op]
-			cells = append(cells, fmt.Sprintf("%.0f", medianOf(r.ns[op])), fmt.Sprintf("%.0f", medianOf(r.p50[op])), ratio(medianOf(r.ratios[op])),
+			cells = append(cells, whole(medianOf(r.ns[op])), whole(medianOf(r.p50[op])), ratio(medianOf(r.ratios[op])),
 				count(m.AllocedBytesPerOp()), count(m.AllocsPerOp()))
 		}
 		t.add(append(cells, count(r.srv.conns.Load()))...)
@@ -171,6 +163,23 @@ func (r *overheadRun) send(newReq func(url string) *http.Request) (time.Duration
 	return time.Since(start), true
 }
 
+// newGET returns a GET of url.
+func newGET(url string) *http.Request {
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	return req
+}
+
+// pairRound runs one round of operation op, a pairBench of r against
+// bare, and appends what it measured to both.
+func pairRound(bare, r *overheadRun, op int, newReq func(url string) *http.Request) {
+	pt := pairBench(bare, r, newReq)
+	bare.ns[op] = append(bare.ns[op], pt.bareMean)
+	bare.p50[op] = append(bare.p50[op], pt.bareP50)
+	r.ns[op] = append(r.ns[op], pt.mean)
+	r.p50[op] = append(r.p50[op], pt.p50)
+	r.ratios[op] = append(r.ratios[op], pt.p50/pt.bareP50)
+}
+
 // pairTimes is what one paired run measured, in nanoseconds per request.
 type pairTimes struct {
 	bareMean, mean float64 // the bare transport's and the contender's mean
@@ -201,8 +210,10 @@ func pairBench(bare, r *overheadRun, newReq func(url string) *http.Request) pair
 		}
 		b.ReportMetric(meanOf(dBare), "bare-ns/op")
 		b.ReportMetric(meanOf(dR), "contender-ns/op")
-		b.ReportMetric(p50Of(dBare), "bare-p50-ns")
-		b.ReportMetric(p50Of(dR), "contender-p50-ns")
+		slices.Sort(dBare)
+		slices.Sort(dR)
+		b.ReportMetric(float64(quantile(dBare, 0.50)), "bare-p50-ns")
+		b.ReportMetric(float64(quantile(dR, 0.50)), "contender-p50-ns")
 	})
 	return pairTimes{
 		bareMean: res.Extra["bare-ns/op"], mean: res.Extra["contender-ns/op"],
@@ -216,15 +227,6 @@ func meanOf(d []time.Duration) float64 {
 		sum += x
 	}
 	return float64(sum) / float64(max(len(d), 1))
-}
-
-func p50Of(d []time.Duration) float64 {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return float64(s[len(s)/2])
 }
 
 // soloBench runs one testing.Benchmark of r alone, for its allocations.

@@ -58,9 +58,7 @@ func (f *redisFleet) contender(c fleetReplica) contender {
 // that has been running for a while would, and records both for f.endRun.
 func (f *redisFleet) replica(c fleetReplica, base http.RoundTripper) *retrytransport.Transport {
 	rdb := redis.NewClient(&redis.Options{Addr: f.srv.addr, Dialer: f.trips.dial})
-	before := f.trips.n.Load()
-	warm(rdb, fleetWorkers)
-	f.trips.warming.Add(f.trips.n.Load() - before) // replicas are made before their run starts
+	f.trips.warm(rdb, fleetWorkers) // replicas are made before their run starts
 	t := retrytransport.New(base, retrytransport.WithPolicy(c.newReplica(&redisretry.Store{Client: rdb})))
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -78,9 +76,13 @@ func (f *redisFleet) beginRun() (roundTrips int64, err error) {
 	return f.trips.count(), nil
 }
 
-// warm opens n connections of c and puts them back in its pool. A failure
-// is left for the run to meet.
-func warm(c *redis.Client, n int) {
+// warm opens n connections of c, a client dialled through rt, and puts
+// them back in its pool; count leaves their round trips out, so warm must
+// not run while other clients of rt make theirs. A failure is left for
+// the run to meet.
+func (rt *roundTrips) warm(c *redis.Client, n int) {
+	before := rt.n.Load()
+	defer func() { rt.warming.Add(rt.n.Load() - before) }()
 	ctx := context.Background()
 	conns := make([]*redis.Conn, n)
 	for i := range conns {

@@ -38,8 +38,7 @@ func runRedisCost(w io.Writer, cfg config, f *redisFleet) error {
 	var rt roundTrips
 	rdb := redis.NewClient(&redis.Options{Addr: f.srv.addr, Dialer: rt.dial})
 	defer rdb.Close()
-	warm(rdb, 1)
-	rt.warming.Store(rt.n.Load())
+	rt.warm(rdb, 1)
 	store := &redisretry.Store{Client: rdb}
 	sq, sa := store.Quota(nil), store.Adaptive(nil)
 	lq, la := &ratelimit.Quota{}, &ratelimit.Adaptive{}
@@ -105,6 +104,9 @@ func runRedisCost(w io.Writer, cfg config, f *redisFleet) error {
 		}
 	}
 
+	for _, op := range ops {
+		slices.Sort(op.d) // for quantile; nothing below needs the call order
+	}
 	ping := quantile(goalOps["PING"].d, 0.50)
 	t := &table{
 		title: fmt.Sprintf("fleet-redis, cost per call: %d calls of each, interleaved, one goroutine, loopback redis-server", cfg.redisCalls),
@@ -119,7 +121,7 @@ func runRedisCost(w io.Writer, cfg config, f *redisFleet) error {
 	for _, op := range ops {
 		p50 := quantile(op.d, 0.50)
 		t.add(op.name, micros(p50), micros(quantile(op.d, 0.99)), micros(quantile(op.d, 0.999)), micros(slices.Max(op.d)),
-			micros(time.Duration(meanOf(op.d))), fmt.Sprintf("%.2f", float64(p50)/float64(ping)),
+			micros(time.Duration(meanOf(op.d))), twoPlaces(float64(p50)/float64(ping)),
 			percent(float64(op.ok)/float64(len(op.d))), tripsPerCall(op))
 	}
 	t.write(w)
@@ -132,16 +134,6 @@ func runRedisCost(w io.Writer, cfg config, f *redisFleet) error {
 			tripsPerCall(acq), tripsPerCall(res), redisretry.DefaultTimeout, redisretry.DefaultBackoff,
 			sq.Fallbacks(costScope), sa.Fallbacks(costScope))}})
 	return nil
-}
-
-// quantile returns the q-quantile of ds (nearest rank), 0 if ds is empty.
-func quantile(ds []time.Duration, q float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	return s[min(int(q*float64(len(s))), len(s)-1)]
 }
 
 // tripsPerCall formats op's round trips per call.

@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,48 +74,38 @@ func runRedisOutage(w io.Writer, cfg config, f *redisFleet) error {
 		cols: []string{"contender", "retries", "quotas' worth", "per replica", "hits/request", "refusals", "fallbacks", "Redis trips", "time"},
 	}
 	var goals []goal
+	var info []string // of the contenders without goals, after the goals
 	for i, c := range cs {
 		rs := runs[i]
-		col := func(g func(redisOutageRun) float64) []float64 {
-			xs := make([]float64, len(rs))
-			for k, r := range rs {
-				xs[k] = g(r)
-			}
-			return xs
-		}
 		var replicas []float64
 		for _, r := range rs {
 			replicas = append(replicas, r.perReplica...)
 		}
-		retries := col(redisOutageRun.retries)
+		retries := column(rs, redisOutageRun.retries)
 		t.add(c.name,
 			spread(retries, whole),
-			spread(col(func(r redisOutageRun) float64 { return r.retries() / oneQuota }), func(x float64) string { return fmt.Sprintf("%.2f", x) }),
+			spread(column(rs, func(r redisOutageRun) float64 { return r.retries() / oneQuota }), twoPlaces),
 			fmt.Sprintf("%.0f–%.0f", slices.Min(replicas), slices.Max(replicas)),
-			spread(col(func(r redisOutageRun) float64 { return float64(r.attempts) / float64(r.requests) }), ratio),
-			spread(col(func(r redisOutageRun) float64 { return float64(r.stats.quotaRefusals) }), whole),
-			spread(col(func(r redisOutageRun) float64 { return float64(r.stats.fallbacks) }), whole),
-			spread(col(func(r redisOutageRun) float64 { return float64(r.roundTrips) }), whole),
-			spread(col(func(r redisOutageRun) float64 { return r.elapsed.Seconds() }), func(x float64) string { return fmt.Sprintf("%.2f s", x) }))
-		if c.goals {
-			limit := oneQuota * 1.05
-			goals = append(goals, goal{slices.Max(retries) <= limit,
-				fmt.Sprintf("%s: the fleet's retries at most one quota's worth + 5 %% (%.0f) in every run: worst %.0f%s",
-					c.name, limit, slices.Max(retries), everyRun(retries, whole))})
+			spread(column(rs, func(r redisOutageRun) float64 { return float64(r.attempts) / float64(r.requests) }), ratio),
+			spread(column(rs, func(r redisOutageRun) float64 { return float64(r.stats.quotaRefusals) }), whole),
+			spread(column(rs, func(r redisOutageRun) float64 { return float64(r.stats.fallbacks) }), whole),
+			spread(column(rs, func(r redisOutageRun) float64 { return float64(r.roundTrips) }), whole),
+			spread(column(rs, func(r redisOutageRun) float64 { return r.elapsed.Seconds() }), func(x float64) string { return fmt.Sprintf("%.2f s", x) }))
+		if !c.goals {
+			med := medianOf(retries)
+			info = append(info, fmt.Sprintf("- for information, %s: the fleet retried %.0f times (median), %.2f quotas' worth; %d replicas' own quotas pay for %d",
+				c.name, med, med/oneQuota, fleetClients, fleetClients*oneQuota))
+			continue
 		}
+		limit := oneQuota * 1.05
+		goals = append(goals, goal{slices.Max(retries) <= limit,
+			fmt.Sprintf("%s: the fleet's retries at most one quota's worth + 5 %% (%.0f) in every run: worst %.0f%s",
+				c.name, limit, slices.Max(retries), everyRun(retries, whole))})
 	}
 	t.write(w)
 	writeGoals(w, goals)
-	for i, c := range cs {
-		if !c.goals {
-			var retries []float64
-			for _, r := range runs[i] {
-				retries = append(retries, r.retries())
-			}
-			med := medianOf(retries)
-			fmt.Fprintf(w, "- for information, %s: the fleet retried %.0f times (median), %.2f quotas' worth; %d replicas' own quotas pay for %d\n",
-				c.name, med, med/oneQuota, fleetClients, fleetClients*oneQuota)
-		}
+	for _, line := range info {
+		fmt.Fprintln(w, line)
 	}
 	return nil
 }
@@ -126,7 +114,7 @@ func runRedisOutage(w io.Writer, cfg config, f *redisFleet) error {
 func redisOutage(cfg config, f *redisFleet, c fleetReplica) (redisOutageRun, error) {
 	var hits [fleetClients]atomic.Int64
 	srv := newServer(func(w http.ResponseWriter, r *http.Request) {
-		if i, err := strconv.Atoi(r.Header.Get(fleetClientHeader)); err == nil && i >= 0 && i < fleetClients {
+		if i := fleetClientOf(r); i >= 0 {
 			hits[i].Add(1)
 		}
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -138,28 +126,13 @@ func redisOutage(cfg config, f *redisFleet, c fleetReplica) (redisOutageRun, err
 		return redisOutageRun{}, err
 	}
 	perReplica := cfg.redisOutage / fleetClients
-	clients := make([]*http.Client, fleetClients)
-	for i := range clients {
-		base := newBase()
-		defer base.CloseIdleConnections()
-		clients[i] = &http.Client{Transport: f.replica(c, base)}
-	}
+	clients, closeIdle := newFleetClients(f.contender(c).wrap)
+	defer closeIdle()
 
 	start := time.Now()
-	var wg sync.WaitGroup
-	for i, client := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id := strconv.Itoa(i)
-			runCount(fleetWorkers, perReplica, func(ctx context.Context, _ int) outcome {
-				req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-				req.Header.Set(fleetClientHeader, id)
-				return send(ctx, client, req)
-			})
-		}()
-	}
-	wg.Wait()
+	sendFleet(clients, srv.URL, func(do func(context.Context, int) outcome) []outcome {
+		return runCount(fleetWorkers, perReplica, do)
+	})
 	r := redisOutageRun{elapsed: time.Since(start), requests: int64(fleetClients * perReplica)}
 	r.roundTrips = f.trips.count() - before
 	r.stats = f.endRun()
@@ -170,6 +143,3 @@ func redisOutage(cfg config, f *redisFleet, c fleetReplica) (redisOutageRun, err
 	}
 	return r, nil
 }
-
-// whole formats a count.
-func whole(x float64) string { return fmt.Sprintf("%.0f", x) }

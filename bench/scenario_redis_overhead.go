@@ -26,12 +26,7 @@ func runRedisOverhead(w io.Writer, cfg config, f *redisFleet) error {
 		{"retrytransport adaptive, in process", false, func(*redisretry.Store) policy.Policy {
 			return scaled(policy.Adaptive())
 		}},
-		{"retrytransport adaptive, shared Redis limiter and quota", true, func(s *redisretry.Store) policy.Policy {
-			p := scaled(policy.Adaptive())
-			p.Quota = s.Quota(nil)
-			p.Limiter = s.Adaptive(nil)
-			return p
-		}},
+		redisSharedAdaptive(),
 	}
 	if _, err := f.beginRun(); err != nil {
 		return err
@@ -50,19 +45,10 @@ func runRedisOverhead(w io.Writer, cfg config, f *redisFleet) error {
 		}
 		runs[i] = &overheadRun{c: contender{name: c.name, kind: k}, srv: srv, client: &http.Client{Transport: rt}}
 	}
-	newGET := func(url string) *http.Request {
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
-		return req
-	}
 	bare := runs[0]
 	for range cfg.benchRounds {
 		for _, r := range runs[1:] {
-			pt := pairBench(bare, r, newGET)
-			bare.ns[opGET] = append(bare.ns[opGET], pt.bareMean)
-			bare.p50[opGET] = append(bare.p50[opGET], pt.bareP50)
-			r.ns[opGET] = append(r.ns[opGET], pt.mean)
-			r.p50[opGET] = append(r.p50[opGET], pt.p50)
-			r.ratios[opGET] = append(r.ratios[opGET], pt.p50/pt.bareP50)
+			pairRound(bare, r, opGET, newGET)
 		}
 	}
 	bare.ratios[opGET] = []float64{1}
@@ -104,7 +90,7 @@ func runRedisOverhead(w io.Writer, cfg config, f *redisFleet) error {
 			continue
 		}
 		x := medianOf(r.ratios[opGET])
-		t.add(r.c.name, fmt.Sprintf("%.0f", medianOf(r.ns[opGET])), fmt.Sprintf("%.0f", medianOf(r.p50[opGET])),
+		t.add(r.c.name, whole(medianOf(r.ns[opGET])), whole(medianOf(r.p50[opGET])),
 			ratio(x), ratio(x/inProcess), count(r.mem[opGET].AllocsPerOp()), fmt.Sprintf("%.4f", tripsPerRequest[i]))
 		if !cs[i].goals {
 			continue

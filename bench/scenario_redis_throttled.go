@@ -22,12 +22,7 @@ func redisThrottledReplicas() []fleetReplica {
 		{"retrytransport adaptive, limiter and quota per replica", false, func(*redisretry.Store) policy.Policy {
 			return scaled(policy.Adaptive())
 		}},
-		{"retrytransport adaptive, shared Redis limiter and quota", true, func(s *redisretry.Store) policy.Policy {
-			p := scaled(policy.Adaptive())
-			p.Quota = s.Quota(nil)
-			p.Limiter = s.Adaptive(nil)
-			return p
-		}},
+		redisSharedAdaptive(),
 		// The fixed rate falls back, when Redis does not answer in time, to
 		// Local: by default the whole rate for each replica; redisretry.Fixed
 		// recommends the replica's share of it.
@@ -49,12 +44,23 @@ func redisThrottledReplicas() []fleetReplica {
 	}
 }
 
+// redisSharedAdaptive is adaptive mode with its limiter and quota shared
+// in Redis, the contender whose goals the throttled and overhead tables
+// check.
+func redisSharedAdaptive() fleetReplica {
+	return fleetReplica{"retrytransport adaptive, shared Redis limiter and quota", true, func(s *redisretry.Store) policy.Policy {
+		p := scaled(policy.Adaptive())
+		p.Quota = s.Quota(nil)
+		p.Limiter = s.Adaptive(nil)
+		return p
+	}}
+}
+
 // redisThrottledRun is one contender's result in one throttled run.
 type redisThrottledRun struct {
 	fleetRun
 	stats           replicaStats
 	tripsPerAttempt float64 // the replicas' round trips to Redis, over the attempts the server counted
-	attempts        int64
 	late429         float64 // 429s over attempts from redisColdStart on
 }
 
@@ -89,7 +95,6 @@ func runRedisThrottled(w io.Writer, cfg config, f *redisFleet) error {
 			var lateAttempts, late429 int64
 			for k := range fleetClients {
 				for b, n := range r.trace.attempts[k] {
-					r.attempts += n
 					if time.Duration(b)*fleetBin >= redisColdStart {
 						lateAttempts += n
 						late429 += r.trace.throttles[k][b]
@@ -107,10 +112,6 @@ func runRedisThrottled(w io.Writer, cfg config, f *redisFleet) error {
 	}
 
 	phases := v.schedule(cfg.fleetFor)
-	cells := "Cells are min / median / max over the runs (one value where they are equal); \"failed\" is the sum over the runs and the most in one."
-	if cfg.fleetRuns == 1 {
-		cells = "One run."
-	}
 	t := &table{
 		title: fmt.Sprintf("fleet-redis, throttled: %d replicas × %d closed-loop workers against one server (token bucket, %d req/s, burst %d), 429 beyond; %v, %s",
 			fleetClients, fleetWorkers, fleetRate, fleetBurst, cfg.fleetFor, plural(cfg.fleetRuns, "run")),
@@ -120,33 +121,26 @@ func runRedisThrottled(w io.Writer, cfg config, f *redisFleet) error {
 			"Jain's index is over the %d replicas' successful logical requests. fallbacks: decisions of the quotas and limiters made from "+
 			"a replica's own state because Redis did not answer within the Store's Timeout. Redis trips/attempt: the replicas' round trips "+
 			"to Redis during the run (its cancelled tail included) over the attempts the server received within it.",
-			cells, capacityIntegral(phases, cfg.fleetFor), redisColdStart, fleetClients), waitsNote},
+			cellsNote(cfg.fleetRuns), capacityIntegral(phases, cfg.fleetFor), redisColdStart, fleetClients), waitsNote},
 		cols: []string{"contender", "goodput share", "429 share", fmt.Sprintf("after %v", redisColdStart), "failed", "p50", "p99", "Jain's index",
 			"slowest replica/s", "fastest replica/s", "fallbacks", "Redis trips/attempt"},
 	}
 	var goals []goal
 	for i, c := range cs {
 		rs := runs[i]
-		col := func(g func(redisThrottledRun) float64) []float64 {
-			xs := make([]float64, len(rs))
-			for k, r := range rs {
-				xs[k] = g(r)
-			}
-			return xs
-		}
-		shares := col(func(r redisThrottledRun) float64 { return r.goodputShare })
-		s429 := col(func(r redisThrottledRun) float64 { return r.share429 })
-		jains := col(func(r redisThrottledRun) float64 { return r.jain })
-		late := col(func(r redisThrottledRun) float64 { return r.late429 })
+		shares := column(rs, func(r redisThrottledRun) float64 { return r.goodputShare })
+		s429 := column(rs, func(r redisThrottledRun) float64 { return r.share429 })
+		jains := column(rs, func(r redisThrottledRun) float64 { return r.jain })
+		late := column(rs, func(r redisThrottledRun) float64 { return r.late429 })
 		t.add(c.name, spread(shares, percent), spread(s429, percent), spread(late, percent),
-			failedCell(col(func(r redisThrottledRun) float64 { return float64(r.failed) })),
-			spread(col(func(r redisThrottledRun) float64 { return r.p50.Seconds() }), msFromSeconds),
-			spread(col(func(r redisThrottledRun) float64 { return r.p99.Seconds() }), msFromSeconds),
+			failedCell(column(rs, func(r redisThrottledRun) float64 { return float64(r.failed) })),
+			spread(column(rs, func(r redisThrottledRun) float64 { return r.p50.Seconds() }), msFromSeconds),
+			spread(column(rs, func(r redisThrottledRun) float64 { return r.p99.Seconds() }), msFromSeconds),
 			spread(jains, ratio),
-			spread(col(func(r redisThrottledRun) float64 { return r.slowest }), perSecond),
-			spread(col(func(r redisThrottledRun) float64 { return r.fastest }), perSecond),
-			spread(col(func(r redisThrottledRun) float64 { return float64(r.stats.fallbacks) }), whole),
-			spread(col(func(r redisThrottledRun) float64 { return r.tripsPerAttempt }), func(x float64) string { return fmt.Sprintf("%.2f", x) }))
+			spread(column(rs, func(r redisThrottledRun) float64 { return r.slowest }), perSecond),
+			spread(column(rs, func(r redisThrottledRun) float64 { return r.fastest }), perSecond),
+			spread(column(rs, func(r redisThrottledRun) float64 { return float64(r.stats.fallbacks) }), whole),
+			spread(column(rs, func(r redisThrottledRun) float64 { return r.tripsPerAttempt }), twoPlaces))
 		if !c.goals {
 			continue
 		}

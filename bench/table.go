@@ -91,6 +91,11 @@ func connGoal(name string, conns, bareConns int64, workers int) goal {
 
 func count(n int64) string { return fmt.Sprint(n) }
 
+// whole formats a count held in a float64.
+func whole(x float64) string { return fmt.Sprintf("%.0f", x) }
+
+func twoPlaces(x float64) string { return fmt.Sprintf("%.2f", x) }
+
 func ratio(x float64) string { return fmt.Sprintf("%.3f", x) }
 
 func percent(x float64) string { return fmt.Sprintf("%.1f %%", 100*x) }

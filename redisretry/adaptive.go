@@ -259,7 +259,7 @@ func (a *Adaptive) Cancel(r ratelimit.Reservation) {
 		return adaptiveScript.Run(ctx, c, []string{a.store().key(r.Scope(), "adaptive")}, a.args(a.store().now(), &p, 0, "cancel",
 			strconv.FormatFloat(math.Float64frombits(r.Ticket().Seq), 'g', -1, 64))...).Err()
 	})
-	if err != nil && err != redis.Nil {
+	if err != nil {
 		a.store().failed(err, false)
 	}
 }

@@ -101,11 +101,3 @@ func (ans *adaptiveAnswer) parse(v []any) error {
 	}
 	return nil
 }
-
-// micros converts us >= 0 microseconds to a Duration, rounded up.
-func micros(us float64) time.Duration {
-	if ns := math.Ceil(us * 1e3); ns < math.MaxInt64 {
-		return time.Duration(max(ns, 0))
-	}
-	return math.MaxInt64
-}

@@ -263,22 +263,10 @@ func (st *fixedScope) turn(now time.Time, retry, interval time.Duration) time.Ti
 	return due
 }
 
-// scopeLocked returns scope's record, creating it, and first dropping some
-// others if MaxScopes are stored. The caller holds f.mu.
+// scopeLocked returns scope's record, creating it (see record). The
+// caller holds f.mu.
 func (f *Fixed) scopeLocked(scope string) *fixedScope {
-	st := f.scopes[scope]
-	if st != nil {
-		return st
-	}
-	if f.scopes == nil {
-		f.scopes = make(map[string]*fixedScope)
-	}
-	if len(f.scopes) >= f.store().maxScopes() {
-		dropSome(f.scopes)
-	}
-	st = new(fixedScope)
-	f.scopes[scope] = st
-	return st
+	return record(&f.scopes, scope, f.store().maxScopes())
 }
 
 // interval is the time between two tokens of limit.

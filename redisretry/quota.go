@@ -126,18 +126,17 @@ type quotaScope struct {
 
 // quotaParams are a ratelimit.Quota's parameters with defaults resolved.
 type quotaParams struct {
-	capacity, rate, increment float64
-	retry, timeout, throttle  int
-	wait                      bool
+	capacity, rate           float64
+	retry, timeout, throttle int
+	wait                     bool
 }
 
 func paramsOf(l *ratelimit.Quota) quotaParams {
 	p := quotaParams{
-		capacity:  float64(orDefault(l.Capacity, ratelimit.DefaultQuotaCapacity)),
-		increment: float64(orDefault(l.SuccessIncrement, ratelimit.DefaultSuccessIncrement)),
-		retry:     orDefault(l.RetryCost, ratelimit.DefaultRetryCost),
-		timeout:   orDefault(l.TimeoutCost, ratelimit.DefaultTimeoutCost),
-		wait:      l.Wait,
+		capacity: float64(orDefault(l.Capacity, ratelimit.DefaultQuotaCapacity)),
+		retry:    orDefault(l.RetryCost, ratelimit.DefaultRetryCost),
+		timeout:  orDefault(l.TimeoutCost, ratelimit.DefaultTimeoutCost),
+		wait:     l.Wait,
 	}
 	p.throttle = orDefault(l.ThrottleCost, p.timeout)
 	if l.RefillPerSecond > 0 {
@@ -175,7 +174,7 @@ func (q *Quota) Acquire(scope string, k classify.Kind) (cost int, wait time.Dura
 		return 0, 0, false
 	}
 	now := q.store().now()
-	owed := q.takeOwed(now, scope, true)
+	owed := q.takeOwed(now, scope)
 	taken, tokens, full, err := q.run(now, scope, &p, cost, owed)
 	if err != nil {
 		q.repay(scope, owed)
@@ -231,13 +230,13 @@ func (q *Quota) Success(scope string) {
 func (q *Quota) Level(scope string) float64 {
 	now := q.store().now()
 	l := q.local()
-	p := paramsOf(l)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	st := q.scopes[scope]
 	if st == nil || st.at.IsZero() {
 		return l.LevelAt(now, scope) // no answer yet: the replica's own view
 	}
+	p := paramsOf(l)
 	return st.view(now, &p)
 }
 
@@ -286,7 +285,6 @@ func (q *Quota) Fallbacks(scope string) uint64 { return q.fb.get(scope) }
 // owe adds n tokens owed to scope's bucket and pays them if Flush has
 // passed since the last payment, unless the bucket is known to be full.
 func (q *Quota) owe(now time.Time, scope string, n float64, l *ratelimit.Quota) {
-	p := paramsOf(l)
 	q.mu.Lock()
 	st := q.scopeLocked(scope)
 	if st.full && now.Sub(st.at) < positive(q.Refresh, DefaultQuotaRefresh) {
@@ -302,6 +300,7 @@ func (q *Quota) owe(now time.Time, scope string, n float64, l *ratelimit.Quota) 
 	st.owed, st.paid, st.flushing = 0, now, true
 	q.mu.Unlock()
 
+	p := paramsOf(l)
 	_, tokens, full, err := q.run(now, scope, &p, 0, owed)
 	q.mu.Lock()
 	st.flushing = false
@@ -315,17 +314,11 @@ func (q *Quota) owe(now time.Time, scope string, n float64, l *ratelimit.Quota) 
 }
 
 // takeOwed takes out the tokens owed to scope's bucket, to be paid by a
-// call at now, creating the scope's record if create is set.
-func (q *Quota) takeOwed(now time.Time, scope string, create bool) float64 {
+// call at now, creating the scope's record if needed.
+func (q *Quota) takeOwed(now time.Time, scope string) float64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	st := q.scopes[scope]
-	if st == nil {
-		if !create {
-			return 0
-		}
-		st = q.scopeLocked(scope)
-	}
+	st := q.scopeLocked(scope)
 	owed := st.owed
 	st.owed, st.paid = 0, now
 	return owed
@@ -403,12 +396,20 @@ func orDefault(v, def int) int {
 	return def
 }
 
-// seconds converts s >= 0 seconds to a Duration, rounded up so that
-// waiting it out repays the whole deficit, and saturated at the largest
-// Duration, as package ratelimit converts its waits.
-func seconds(s float64) time.Duration {
-	if ns := math.Ceil(s * float64(time.Second)); ns < math.MaxInt64 {
-		return time.Duration(ns)
+// seconds converts s seconds to a Duration, as package ratelimit converts
+// its waits: see nanos.
+func seconds(s float64) time.Duration { return nanos(s * float64(time.Second)) }
+
+// micros converts us microseconds, the scripts' unit, to a Duration: see
+// nanos.
+func micros(us float64) time.Duration { return nanos(us * float64(time.Microsecond)) }
+
+// nanos converts ns nanoseconds to a Duration, rounded up so that waiting
+// it out repays the whole deficit, at least 0 and saturated at the largest
+// Duration.
+func nanos(ns float64) time.Duration {
+	if ns = math.Ceil(ns); ns < math.MaxInt64 {
+		return time.Duration(max(ns, 0))
 	}
 	return math.MaxInt64
 }

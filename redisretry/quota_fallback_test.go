@@ -98,3 +98,33 @@ func TestLoneSlowCallLeavesCircuitClosed(t *testing.T) {
 		t.Errorf("Fallbacks after three slow calls in a row and one more = %d; want 5 (the circuit opened)", n)
 	}
 }
+
+// TestQuotaRepaysOwedAfterSlowCall checks that the tokens a replica owes
+// survive a call that misses the deadline: the next call that Redis
+// answers pays them, so no success or refund is lost to a slow Redis.
+func TestQuotaRepaysOwedAfterSlowCall(t *testing.T) {
+	srv := startRedis(t)
+	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
+	clock := newFakeClock() // still: successes stay owed, never flushed
+	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 20 * time.Millisecond, Now: clock.Now}).Quota(&ratelimit.Quota{Capacity: 20})
+	if _, _, ok := q.Acquire(scope, classify.Transient); !ok { // 15 left
+		t.Fatal("Acquire refused on a full bucket")
+	}
+	for range 3 {
+		q.Success(scope) // 3 owed
+	}
+	if err := adm.ClientPause(context.Background(), 150*time.Millisecond).Err(); err != nil {
+		t.Fatalf("CLIENT PAUSE: %v", err)
+	}
+	q.Acquire(scope, classify.Transient) // times out: decided locally, the 3 still owed
+	pollUntil(t, 5*time.Second, "the pause ends", func() bool { return adm.Ping(context.Background()).Err() == nil })
+	if n := q.Fallbacks(scope); n != 1 {
+		t.Fatalf("Fallbacks after one slow call = %d; want 1", n)
+	}
+	if _, _, ok := q.Acquire(scope, classify.Transient); !ok {
+		t.Fatal("Acquire refused once Redis answered again")
+	}
+	if got, want := q.Level(scope), 15.0+3-5; got != want {
+		t.Errorf("Level after 15 tokens, 3 owed through a slow call, then a retry at 5 = %v; want %v", got, want)
+	}
+}

@@ -14,11 +14,11 @@ import (
 
 // The Store's defaults.
 const (
-	DefaultPrefix      = "retrytransport:" // start of every key
-	DefaultTimeout     = 5 * time.Millisecond
-	DefaultBackoff     = time.Second      // how long a replica stays local after Redis failed
-	DefaultTTL         = 10 * time.Minute // how long an idle scope's keys live
-	DefaultLogInterval = time.Minute      // least time between two log lines of one kind
+	DefaultPrefix      = "retrytransport:"    // start of every key
+	DefaultTimeout     = 5 * time.Millisecond // bound on every call to Redis
+	DefaultBackoff     = time.Second          // how long a replica stays local after Redis failed
+	DefaultTTL         = 10 * time.Minute     // how long an idle scope's keys live
+	DefaultLogInterval = time.Minute          // least time between two log lines of one kind
 )
 
 // Store is where a fleet's shared retry quotas and rate limits live: one

@@ -314,3 +314,22 @@ func TestNilStoreDecidesLocally(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxScopesBoundsRecords checks that the Store's MaxScopes bounds the
+// records each Quota, Adaptive and Fixed keeps, however many scopes pass.
+func TestMaxScopesBoundsRecords(t *testing.T) {
+	const limit = 4
+	s := &redisretry.Store{MaxScopes: limit}
+	q, a, f := s.Quota(nil), s.Adaptive(nil), s.Fixed(redis_rate.PerSecond(1), nil)
+	for i := range 100 {
+		sc := "host" + itoa(i)
+		q.Acquire(sc, classify.Transient)
+		q.Success(sc)
+		a.Reserve(sc)
+		a.Record(sc, classify.Success)
+		f.Reserve(sc)
+	}
+	if nq, na, nf := redisretry.Records(q, a, f); nq > limit || na > limit || nf > limit || nq == 0 || na == 0 || nf == 0 {
+		t.Errorf("records kept after 100 scopes with MaxScopes %d: Quota %d, Adaptive %d, Fixed %d; want 1 to %d each", limit, nq, na, nf, limit)
+	}
+}

@@ -30,6 +30,23 @@ func get(tb testing.TB, t http.RoundTripper, url string) {
 	resp.Body.Close()
 }
 
+// fleet returns n transports, replicas with their own Stores on srv that
+// share a key prefix, each with the policy that newPolicy returns for its
+// Store; their idle connections are closed when t ends.
+func fleet(t *testing.T, srv *redisServer, n int, newPolicy func(s *redisretry.Store) policy.Policy) []*retrytransport.Transport {
+	t.Helper()
+	prefix := uniquePrefix(t)
+	ts := make([]*retrytransport.Transport, n)
+	for i := range ts {
+		s := &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: time.Second}
+		p := newPolicy(s)
+		p.Backoff = noWait
+		ts[i] = retrytransport.New(nil, retrytransport.WithPolicy(p))
+		t.Cleanup(ts[i].CloseIdleConnections)
+	}
+	return ts
+}
+
 // TestTransportFleetSharesQuota runs two transports, replicas with their
 // own Stores, against a failing server: together they make one quota's
 // worth of retries, not one each.
@@ -41,17 +58,11 @@ func TestTransportFleetSharesQuota(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer api.Close()
-	prefix := uniquePrefix(t)
-	var ts []*retrytransport.Transport
-	for range 2 {
+	ts := fleet(t, srv, 2, func(s *redisretry.Store) policy.Policy {
 		p := policy.Standard()
-		p.Backoff = noWait
-		s := &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: time.Second}
 		p.Quota = s.Quota(&ratelimit.Quota{Capacity: 20}) // 4 retries at 5 tokens
-		tr := retrytransport.New(nil, retrytransport.WithPolicy(p))
-		defer tr.CloseIdleConnections()
-		ts = append(ts, tr)
-	}
+		return p
+	})
 	for i := range 6 {
 		get(t, ts[i%2], api.URL)
 	}
@@ -78,17 +89,11 @@ func TestTransportFleetSharesAdaptive(t *testing.T) {
 		}
 	}))
 	defer api.Close()
-	prefix := uniquePrefix(t)
-	var ts []*retrytransport.Transport
-	for range 2 {
+	ts := fleet(t, srv, 2, func(s *redisretry.Store) policy.Policy {
 		p := policy.Adaptive()
-		p.Backoff = noWait
-		s := &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: time.Second}
-		p.Limiter = &redisretry.Adaptive{Store: s, Local: &ratelimit.Adaptive{MinFillRate: 20}}
-		tr := retrytransport.New(nil, retrytransport.WithPolicy(p))
-		defer tr.CloseIdleConnections()
-		ts = append(ts, tr)
-	}
+		p.Limiter = s.Adaptive(&ratelimit.Adaptive{MinFillRate: 20})
+		return p
+	})
 	get(t, ts[0], api.URL) // 429, then 200 after the limiter's wait
 	get(t, ts[1], api.URL)
 	snap := ts[1].Snapshot()
