@@ -19,25 +19,29 @@ type call struct {
 	st        *hostState
 	req       *http.Request
 	ctx       context.Context
-	scope     string
-	counters  *scopeCounters
-	rec       *recorder  // records a body without GetBody; nil otherwise
-	watch     *connWatch // for a request that is not idempotent; nil otherwise
-	budgetEnd time.Time  // end of Policy.MaxTotalTime; zero for none
+	scope     string         // the current attempt's scope: its endpoint's
+	route     *route         // where its attempts go, for a request that may fail over; nil otherwise
+	hedging   bool           // its attempts may be hedged (Policy.Hedge)
+	hedges    int            // hedged copies sent so far
+	counters  *scopeCounters // the current attempt scope's
+	rec       *recorder      // records a body without GetBody; nil otherwise
+	watch     *connWatch     // for a request that is not idempotent; nil otherwise
+	budgetEnd time.Time      // end of Policy.MaxTotalTime; zero for none
 
-	max     int                   // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
-	sdk     bool                  // the SDK will retry what this call does not
-	waited  time.Duration         // time spent waiting before attempts so far
-	mark    *Attempts             // the next retry's, in its context; nil before the first retry
-	attempt int                   // attempts sent so far
-	resp    *http.Response        // the last attempt's response, kept intact until the next attempt goes
-	err     error                 // the last attempt's transport error
-	ev      *Event                // the decision to retry after the last attempt
-	cost    int                   // quota tokens paid for the next attempt
-	paced   bool                  // the next attempt holds a send token of the scope's limiters
-	turn    ratelimit.Reservation // the next attempt's place in the adaptive limiter's queue while paced; zero otherwise
-	body    attemptBody           // what the base transport took of the last attempt's body; nil if not watched
-	length  lengthCheck           // whether the body's length matches ContentLength, once known
+	max        int                   // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
+	sdk        bool                  // the SDK will retry what this call does not
+	waited     time.Duration         // time spent waiting before attempts so far
+	mark       *Attempts             // the next retry's, in its context; nil before the first retry
+	attempt    int                   // attempts sent so far
+	resp       *http.Response        // the last attempt's response, kept intact until the next attempt goes
+	err        error                 // the last attempt's transport error
+	ev         *Event                // the decision to retry after the last attempt
+	cost       int                   // quota tokens paid for the next attempt
+	budgetCost int                   // budget tokens paid for it
+	paced      bool                  // the next attempt holds a send token of the scope's limiters
+	turn       ratelimit.Reservation // the next attempt's place in the adaptive limiter's queue while paced; zero otherwise
+	body       attemptBody           // what the base transport took of the last attempt's body; nil if not watched
+	length     lengthCheck           // whether the body's length matches ContentLength, once known
 }
 
 // roundTrip is the attempt loop: before each attempt, pace it and give it
@@ -49,9 +53,20 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 	// copied, which costs the happy path more than the rest of this setup.
 	var c call
 	c.t, c.st, c.req, c.ctx, c.scope = t, st, req, req.Context(), st.scope(req)
+	if st.endpoints != nil && st.p.MayFailOver(req) {
+		c.route = &route{e: st.endpoints, home: c.scope}
+		c.route.sentTo = c.route.current()
+		c.scope = st.endpointScope(req, c.route.sentTo, c.scope)
+	}
+	if st.hedges {
+		c.hedging = st.mayHedge(req)
+	}
 	c.counters = t.stats.get(c.scope, st)
 	if st.requests != nil {
 		st.requests.Request(c.scope)
+	}
+	if st.budgetRequests != nil {
+		st.budgetRequests.Request(c.home())
 	}
 	c.max = p.MaxAttempts
 	retries := c.max > 1
@@ -80,7 +95,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 			return c.abandon(ErrBudget)
 		}
 		areq := req // a first attempt that needs nothing changed is the caller's request
-		if c.attempt > 0 || c.rec != nil || c.watch != nil || p.AttemptHeader != "" {
+		if c.attempt > 0 || c.rec != nil || c.watch != nil || p.AttemptHeader != "" || c.endpoint() != 0 {
 			var reason error
 			if areq, reason = c.prepare(attemptCtx); reason != nil {
 				return c.abandon(reason)
@@ -111,11 +126,14 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 			c.counters.throttles.Add(1)
 		}
 		if out.Kind == classify.Success && err == nil {
-			if st.quota != nil {
-				if c.cost > 0 {
-					st.quota.Refund(c.scope, c.cost)
-				} else if c.attempt == 1 {
+			if c.attempt > 1 {
+				c.refund()
+			} else {
+				if st.quota != nil {
 					st.quota.Success(c.scope)
+				}
+				if st.budget != nil {
+					st.budget.Success(c.home())
 				}
 			}
 			if c.attempt > 1 || c.waited > 0 || t.final != nil {
@@ -123,7 +141,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 			}
 			return resp, nil
 		}
-		c.cost = 0
+		c.cost, c.budgetCost = 0, 0
 		if !out.Retryable() {
 			return c.end(resp, err, out, finalReason(c.ctx))
 		}
@@ -155,7 +173,8 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 		reason = ErrExhausted
 	}
 	if reason == nil {
-		c.cost, reason = t.planRetry(c.ctx, st, &ev, resp, c.budgetEnd)
+		c.moveOn()
+		reason = c.planRetry(&ev, resp)
 		if errors.Is(reason, ratelimit.ErrQuotaExceeded) {
 			c.counters.quotaRefusals.Add(1)
 		}
@@ -186,6 +205,12 @@ func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, 
 	if c.attempt > 1 {
 		c.counters.retries.Add(1)
 		c.mark.Waited = c.waited
+	}
+	if c.route != nil {
+		c.route.sentTo = c.route.current()
+	}
+	if c.hedging {
+		return c.sendHedged(areq, timeout)
 	}
 	if timeout > 0 {
 		return c.sendTimed(areq, timeout)
@@ -224,7 +249,11 @@ func (c *call) outcome(areq *http.Request, resp *http.Response, err error) class
 		if areq != c.req {
 			resp.Request = c.req // the caller's request, not our per-attempt copy
 		}
-		return c.classify(areq, resp)
+		out := c.classify(areq, resp)
+		if c.route != nil && out.Kind != classify.Success && c.route.notReplicated(resp) {
+			out = notReplicatedOutcome
+		}
+		return out
 	}
 	if err != errNoResponse && c.bodyLengthWrong() {
 		return classify.Outcome{Kind: classify.Fatal, Reason: "request body length differs from ContentLength"}
@@ -318,7 +347,10 @@ func (c *call) next(ctx context.Context, body io.ReadCloser) (*http.Request, err
 			r.Header.Set(h, strconv.Itoa(n))
 		}
 	}
-	if hook {
+	if i := c.endpoint(); i != 0 {
+		r.URL = c.st.endpoints.alt[i-1].URL(c.req.URL)
+		r.Host = "" // the Host header follows the endpoint
+	} else if hook {
 		u := *c.req.URL
 		r.URL = &u
 	}
@@ -413,8 +445,7 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 		c.t.emitFinal(c.st, ev, true)
 		return nil, fmt.Errorf("retrytransport: before the first attempt: %w", reason)
 	}
-	c.st.refund(c.scope, c.cost)
-	c.cost = 0
+	c.refund()
 	if err := c.ctx.Err(); err != nil && errors.Is(reason, err) {
 		if c.resp != nil && c.resp.Body != nil {
 			c.resp.Body.Close() // not drained: its reads end with the context anyway
@@ -467,9 +498,47 @@ func (c *call) remember(resp *http.Response, err error) (*http.Response, error) 
 // event returns the Event of the attempt that just ended (attempt 0: none
 // yet) with resp or err, classified as out.
 func (c *call) event(resp *http.Response, err error, out classify.Outcome) Event {
-	ev := Event{Request: c.req, Scope: c.scope, Attempt: c.attempt, Outcome: out, Err: err, Quota: -1, Waited: c.waited}
+	ev := Event{Request: c.req, Scope: c.scope, Endpoint: c.req.URL.Host, Attempt: c.attempt, Hedges: c.hedges,
+		Outcome: out, Err: err, Quota: -1, Waited: c.waited}
+	if r := c.route; r != nil && r.sentTo != 0 {
+		ev.Endpoint = c.st.endpoints.alt[r.sentTo-1].Host
+		if r.sentTo != r.current() {
+			ev.Scope = c.st.endpointScope(c.req, r.sentTo, r.home)
+		}
+	}
 	if resp != nil {
 		ev.StatusCode = resp.StatusCode
 	}
 	return ev
+}
+
+// endpoint returns the endpoint of the current attempt: 0 for the
+// request's own host.
+func (c *call) endpoint() int {
+	if c.route == nil {
+		return 0
+	}
+	return c.route.current()
+}
+
+// home returns the request's own scope, its budget's: the scope of its URL,
+// wherever its attempts go.
+func (c *call) home() string {
+	if c.route == nil {
+		return c.scope
+	}
+	return c.route.home
+}
+
+// moveOn points the call at the endpoint of its next attempt, after the
+// current one failed: a request that may fail over moves along its route,
+// and its scope with it.
+func (c *call) moveOn() {
+	if c.route == nil {
+		return
+	}
+	c.route.next()
+	if s := c.st.endpointScope(c.req, c.route.current(), c.route.home); s != c.scope {
+		c.scope, c.counters = s, c.t.stats.get(s, c.st)
+	}
 }

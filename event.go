@@ -36,10 +36,21 @@ type Event struct {
 	// Scope is the key of the request's retry quota bucket: the URL's
 	// host:port unless the policy's Scope function says otherwise.
 	Scope string
+	// Endpoint is the host (host:port, as in url.URL.Host) the attempt
+	// was sent to: the request URL's own, or an alternate of the policy's
+	// Endpoints it failed over to. In a final Event it is the last
+	// attempt's; for a request refused before its first attempt, the one
+	// it would have gone to.
+	Endpoint string
 	// Attempt is the attempt that just ended; 1 is the first. In a final
 	// Event it is the number of attempts sent; 0 means the request was
 	// refused before its first attempt (Stop says why; Outcome is zero).
 	Attempt int
+	// Hedges is the number of copies the request has sent so far beside
+	// its attempts, after they were slow to answer (Policy.Hedge). The
+	// Outcome, StatusCode, Err and Endpoint are those of the copy whose
+	// result the attempt took.
+	Hedges int
 	// Outcome is how that attempt was classified.
 	Outcome classify.Outcome
 	// StatusCode is the attempt's response status, or 0 if it got none.
@@ -56,7 +67,9 @@ type Event struct {
 	// far, Delay not included (see Attempts); in a final Event, in all.
 	Waited time.Duration
 	// Quota is the retry quota level of the request's scope after this
-	// decision, in tokens; -1 when the policy has no quota.
+	// decision, in tokens; -1 when the policy has no quota. For a retry
+	// that fails over to another endpoint, it is the level of the scope
+	// the retry goes to, which paid for it.
 	Quota float64
 	// Final reports that this is the request's last Event: it ends with
 	// this attempt's result.

@@ -1,7 +1,6 @@
 package retrytransport
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,44 +12,69 @@ import (
 )
 
 // planRetry decides the wait before the retry that ev's outcome calls for
-// and pays the retry quota for it. It sets ev.Delay, ev.ServerDelay and
-// ev.Quota and returns the tokens paid, or, with nothing paid, why there is
-// to be no retry: the server asked for more than MaxDelay, the quota cannot
-// pay within MaxDelay, or the wait would end past the context's deadline or
-// the policy's budget (budgetEnd; zero for none).
-func (t *Transport) planRetry(ctx context.Context, st *hostState, ev *Event, resp *http.Response, budgetEnd time.Time) (cost int, reason error) {
+// and pays for it: the retry quota of c.scope, the scope the retry goes
+// to, and the budget of the request's own scope. It sets ev.Delay,
+// ev.ServerDelay and ev.Quota, and c.cost and c.budgetCost to what was
+// paid; or, with nothing paid, it returns why there is to be no retry: the
+// server asked for more than MaxDelay, a quota cannot pay within MaxDelay,
+// or the wait would end past the context's deadline or the policy's
+// MaxTotalTime.
+func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
+	st := c.st
 	p := &st.p
-	now := t.now()
+	now := c.t.now()
 	delay, server := st.delay(ev.Attempt, ev.Outcome.Kind, resp, now)
 	ev.ServerDelay = server
 	if server && delay > p.MaxDelay {
-		return 0, ErrServerDelay
+		return ErrServerDelay
 	}
-	if st.quota != nil && !st.pacesThrottles(ev.Outcome.Kind) {
-		c, wait, ok := st.quota.Acquire(ev.Scope, ev.Outcome.Kind)
+	k := ev.Outcome.Kind
+	if st.quota != nil && !st.pacesThrottles(k) {
+		cost, wait, ok := st.quota.Acquire(c.scope, k)
 		if !ok {
-			return 0, ratelimit.ErrQuotaExceeded
+			return ratelimit.ErrQuotaExceeded
 		}
-		// Wait mode: a bucket that refills too slowly for a retry within
-		// MaxDelay refuses, as waiting longer would break the policy's cap.
-		if delay+wait > p.MaxDelay {
-			st.refund(ev.Scope, c)
-			return 0, ratelimit.ErrQuotaExceeded
+		c.cost, delay = cost, delay+wait
+	}
+	if st.budget != nil {
+		cost, wait, ok := st.budget.Acquire(c.home(), k)
+		if !ok {
+			c.refund()
+			return ratelimit.ErrQuotaExceeded
 		}
-		cost, delay = c, delay+wait
+		c.budgetCost, delay = cost, delay+wait
+	}
+	// Wait mode: a bucket that refills too slowly for a retry within
+	// MaxDelay refuses, as waiting longer would break the policy's cap.
+	// (The delay alone is within MaxDelay.)
+	if delay > p.MaxDelay {
+		c.refund()
+		return ratelimit.ErrQuotaExceeded
 	}
 	end := now.Add(delay)
-	if dl, ok := ctx.Deadline(); ok && end.After(dl) {
-		st.refund(ev.Scope, cost)
-		return 0, ErrDeadline
+	if dl, ok := c.ctx.Deadline(); ok && end.After(dl) {
+		c.refund()
+		return ErrDeadline
 	}
-	if !budgetEnd.IsZero() && end.After(budgetEnd) {
-		st.refund(ev.Scope, cost)
-		return 0, ErrBudget
+	if !c.budgetEnd.IsZero() && end.After(c.budgetEnd) {
+		c.refund()
+		return ErrBudget
 	}
 	ev.Delay = delay
-	ev.Quota = st.quotaLevel(ev.Scope)
-	return cost, nil
+	ev.Quota = st.quotaLevel(c.scope)
+	return nil
+}
+
+// refund gives back what the retry quotas were paid for a retry that will
+// not be sent, or that succeeded.
+func (c *call) refund() {
+	if c.cost > 0 {
+		c.st.quota.Refund(c.scope, c.cost)
+	}
+	if c.budgetCost > 0 {
+		c.st.budget.Refund(c.home(), c.budgetCost)
+	}
+	c.cost, c.budgetCost = 0, 0
 }
 
 // pacesThrottles reports whether a retry after an outcome of kind k is

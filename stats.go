@@ -27,8 +27,9 @@ type ScopeStats struct {
 	// telemetry exporter knows which keys are bounded by the hosts called.
 	Custom bool
 	// Attempts counts every request sent to the base transport, retries
-	// included; Retries counts those that were retries.
-	Attempts, Retries uint64
+	// and hedges included; Retries counts those that were retries, and
+	// Hedges the copies sent beside a slow attempt (Policy.Hedge).
+	Attempts, Retries, Hedges uint64
 	// Throttles counts attempts classified as throttled.
 	Throttles uint64
 	// QuotaRefusals counts retries the retry quota refused (the circuit
@@ -50,6 +51,16 @@ type ScopeStats struct {
 	Fallbacks uint64
 }
 
+// latencies returns the scope's latency histogram, creating it on first
+// use.
+func (c *scopeCounters) latencies() *latencyHist {
+	if h := c.latency.Load(); h != nil {
+		return h
+	}
+	c.latency.CompareAndSwap(nil, new(latencyHist))
+	return c.latency.Load()
+}
+
 // adaptiveStater is a limiter that reports the state of its scopes, as
 // ratelimit.Adaptive does.
 type adaptiveStater interface {
@@ -68,6 +79,8 @@ func fallbacks(v any, scope string) uint64 {
 type scopeCounters struct {
 	st                                                       *hostState
 	attempts, retries, throttles, quotaRefusals, rateLimited atomic.Uint64
+	hedges                                                   atomic.Uint64
+	latency                                                  atomic.Pointer[latencyHist] // for Policy.Hedge.Quantile; nil until first used
 
 	// used is the table's epoch when the scope was last used. It sits next
 	// to the counters each request writes anyway, so stamping it dirties no
@@ -202,6 +215,7 @@ func (t *Transport) Snapshot() []ScopeStats {
 			Custom:        c.st.p.Scope != nil,
 			Attempts:      c.attempts.Load(),
 			Retries:       c.retries.Load(),
+			Hedges:        c.hedges.Load(),
 			Throttles:     c.throttles.Load(),
 			QuotaRefusals: c.quotaRefusals.Load(),
 			RateLimited:   c.rateLimited.Load(),

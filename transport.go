@@ -118,6 +118,11 @@ type hostState struct {
 	recorder       ratelimit.Recorder       // limiter, if it learns from outcomes; else nil
 	freeThrottles  bool                     // retries after throttles cost no quota: see pacesThrottles
 	fixed          ratelimit.Limiter        // nil unless the policy has a fixed rate (Policy.RateLimit)
+	budget         ratelimit.RetryQuota     // Policy.Budget; nil for none
+	budgetRequests ratelimit.RequestCounter // budget, if it counts requests; else nil
+	endpoints      *endpoints               // Policy.Endpoints in LocationMode's order; nil when the policy does not fail over
+	hedges         bool                     // the policy hedges (Policy.Hedge)
+	err            error                    // why the policy cannot be used: New's configuration error
 	customClassify bool                     // Classify was set: it may read any response body
 	direct         bool                     // one attempt, no pacing, no time bounds: the base transport alone
 }
@@ -141,9 +146,25 @@ func newHostState(p policy.Policy, now func() time.Time) *hostState {
 	c, charges := st.limiter.(throttleCharger)
 	st.freeThrottles = st.recorder != nil && !(charges && c.ChargesThrottles())
 	st.fixed = p.RateLimit
+	st.budget = p.Budget
+	st.budgetRequests, _ = st.budget.(ratelimit.RequestCounter)
+	st.endpoints, st.err = newEndpoints(&st.p)
+	st.hedges = st.p.Hedge.Enabled()
 	st.direct = st.p.MaxAttempts == 1 && st.limiter == nil && st.fixed == nil &&
-		st.p.AttemptTimeout == 0 && st.p.MaxTotalTime == 0 && st.p.AttemptHeader == ""
+		st.p.AttemptTimeout == 0 && st.p.MaxTotalTime == 0 && st.p.AttemptHeader == "" &&
+		st.endpoints == nil && !st.p.Hedge.Enabled()
 	return st
+}
+
+// countRequest tells the retry quotas that count requests of a request
+// whose first attempt goes to scope; home is its own scope, the budget's.
+func (st *hostState) countRequest(scope, home string) {
+	if st.requests != nil {
+		st.requests.Request(scope)
+	}
+	if st.budgetRequests != nil {
+		st.budgetRequests.Request(home)
+	}
 }
 
 // New returns a Transport that sends requests through base and retries them
@@ -163,8 +184,14 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	t := &Transport{base: base, now: c.now, sleep: c.sleep, observe: fanOut(c.observe), final: fanOut(c.final),
 		logger: c.logger, beforeRetry: c.beforeRetry}
 	t.hosts.def = newHostState(c.def, c.now)
+	t.err = t.hosts.def.err
 	for _, h := range c.hosts {
-		if err := t.hosts.add(h.pattern, newHostState(h.p, c.now)); err != nil && t.err == nil {
+		st := newHostState(h.p, c.now)
+		err := st.err
+		if aerr := t.hosts.add(h.pattern, st); err == nil {
+			err = aerr
+		}
+		if err != nil && t.err == nil {
 			t.err = err
 		}
 	}
@@ -231,9 +258,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if st.direct && t.final == nil { // a final observer needs the outcome classified
 		scope := st.scope(req)
 		t.stats.get(scope, st).attempts.Add(1)
-		if st.requests != nil {
-			st.requests.Request(scope)
-		}
+		st.countRequest(scope, scope)
 		resp, err := t.base.RoundTrip(req)
 		if resp == nil && err == nil {
 			err = errNoResponse
@@ -342,12 +367,6 @@ func giveUp(resp *http.Response, err error, attempts int, waited time.Duration, 
 		err = reason
 	}
 	return nil, &RetryError{Attempts: attempts, Reason: reason, Err: err, Waited: waited}
-}
-
-func (st *hostState) refund(scope string, cost int) {
-	if st.quota != nil && cost > 0 {
-		st.quota.Refund(scope, cost)
-	}
 }
 
 // idempotent reports whether req may be sent again after any retryable

@@ -259,10 +259,11 @@ func (v value) elements(want string) []value {
 	return vs
 }
 
-// nonNegative, unit and below1 are the ranges of the float fields.
+// nonNegative, unit, below1 and finite are the ranges of the float fields.
 func nonNegative(f float64) bool { return f >= 0 }
 func unit(f float64) bool        { return f >= 0 && f <= 1 }
 func below1(f float64) bool      { return f >= 0 && f < 1 }
+func finite(f float64) bool      { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // isNull reports whether raw is the JSON null.
 func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }

@@ -29,7 +29,8 @@ import (
 // # Modes
 //
 // The mode adjusts p rather than replacing it, so that what the
-// environment cannot express (a classifier, budgets, a quota) survives:
+// environment cannot express (a classifier, time budgets, the quotas,
+// endpoints, hedging) survives:
 //
 //	standard       Adaptive false and Limiter nil (Limiter implies adaptive)
 //	adaptive       Adaptive true

@@ -42,6 +42,41 @@ func ExampleLoad() {
 	// policy: backoff.type = "fulljitterx"; want one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered
 }
 
+func ExampleLoad_failover() {
+	// A read-only secondary takes the retries of reads, a slow read gets a
+	// hedged copy, and a retry budget beside the bucket quota holds
+	// retries to a tenth of the requests.
+	doc := `{
+	  "budget": {"ratio": 0.1, "minPerSecond": 1},
+	  "endpoints": ["https://secondary.example.com"],
+	  "locationMode": "primaryThenSecondary",
+	  "hedge": {"quantile": 0.95, "delay": "200ms", "minDelay": "20ms"}
+	}`
+	p, err := policy.Load(strings.NewReader(doc))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("budget ratio:", p.Budget.(*ratelimit.Budget).Ratio)
+	fmt.Println("endpoints:", p.Endpoints, p.LocationMode)
+	fmt.Printf("hedge: %+v\n", p.Hedge)
+
+	// A quota object with type budget is a *ratelimit.Budget; without a
+	// type it is a *ratelimit.Quota, as it always was.
+	p, _ = policy.Load(strings.NewReader(`{"quota": {"type": "budget", "ratio": 0.2}}`))
+	fmt.Printf("quota: %T\n", p.Quota)
+
+	_, err = policy.Load(strings.NewReader(`{"endpoints": ["ftp://secondary.example.com"], "hedge": {"quantile": 1}}`))
+	fmt.Println(err)
+	// Output:
+	// budget ratio: 0.1
+	// endpoints: [https://secondary.example.com] PrimaryThenSecondary
+	// hedge: {Delay:200ms Quantile:0.95 MinDelay:20ms MaxHedges:0}
+	// quota: *ratelimit.Budget
+	// policy: endpoints[0] = "ftp://secondary.example.com"; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 0..65535 and no path or user
+	// policy: hedge.quantile = 1; want a number 0 <= q < 1 (0: delay alone)
+}
+
 func ExamplePolicy_MarshalJSON() {
 	b, err := policy.AzureInteractive().MarshalJSON()
 	fmt.Println(string(b), err)

@@ -56,6 +56,12 @@ func FuzzLoad(f *testing.F) {
 		`{"delayHeaders": ["retry-after", "RateLimit"], "maxTotalTime": "1s", "backoff": {"type": "constant", "interval": "600ms"}, "maxAttempts": 3}`,
 		`{"maxAttempts": -3, "backoff": {"type": "fulljitterx"}, "bogus": 1}`, `{"maxAttempts": 1, "maxAttempts": 2}`, `{} {}`,
 		`{"classifier": {"throttlingStatuses": [420], "transientCodes": ["Busy"]}}`,
+		`{"quota": {"type": "budget", "ratio": -1, "minPerSecond": 0.5, "window": "1s", "maxScopes": 2}, "budget": {"ratio": 0.1}}`,
+		`{"quota": {"type": "QUOTA", "capacity": 5}, "budget": {}, "disableQuota": true}`,
+		`{"endpoints": ["h", "h:443", "https://h:8443", "[::1]:80"], "locationMode": "secondaryOnly", "failoverMethods": [], "hedge": {"delay": "50ms", "quantile": 0.95, "minDelay": "10ms", "maxHedges": 2}}`,
+		`{"endpoints": [], "locationMode": "PRIMARYONLY", "failoverMethods": ["GET", "PUT"], "hedge": {}}`,
+		`{"endpoints": ["ftp://h", "h/path", "h:99999", "user@h", ""], "locationMode": "nearest", "failoverMethods": ["GET /"], "hedge": {"quantile": 1, "delay": "-1s", "x": 1}, "budget": {"type": "budget"}, "quota": {"type": "bucket"}}`,
+		`{"locationMode": "SecondaryThenPrimary"}`,
 	} {
 		f.Add([]byte(doc))
 	}

@@ -14,9 +14,10 @@ import (
 // Load reads a Policy from the JSON document in r, in the schema below, and
 // checks it with [Policy.Validate]. It reads r to its end: anything but
 // white space after the document is an error. Each call returns fresh
-// values: a quota, limiter or rate limit in the document becomes a new
-// *ratelimit.Quota, *ratelimit.Adaptive or *ratelimit.Fixed, which the
-// transports given the returned Policy share (see [Policy.Quota]).
+// values: a quota, budget, limiter or rate limit in the document becomes a
+// new *ratelimit.Quota or *ratelimit.Budget, *ratelimit.Adaptive or
+// *ratelimit.Fixed, which the transports given the returned Policy share
+// (see [Policy.Quota]).
 //
 // # Schema
 //
@@ -43,10 +44,15 @@ import (
 //	classifier          object: throttlingStatuses, transientStatuses,
 //	                    fatalStatuses (lists of statuses 100..599),
 //	                    throttlingCodes, transientCodes (lists of codes)
-//	quota               object: capacity, retryCost, timeoutCost,
-//	                    throttleCost, successIncrement, maxScopes (integers
-//	                    >= 0), refillPerSecond (number >= 0), wait (boolean)
+//	quota               quota object (see Quotas): capacity, retryCost,
+//	                    timeoutCost, throttleCost, successIncrement,
+//	                    maxScopes (integers >= 0), refillPerSecond (number
+//	                    >= 0), wait (boolean); or a budget object with
+//	                    "type": "budget"
 //	disableQuota        boolean
+//	budget              object: ratio, minPerSecond (numbers; 0: the
+//	                    default, < 0: none), window (duration), maxScopes
+//	                    (integer >= 0)
 //	retryNonIdempotent  boolean
 //	maxBodyBuffer       integer >= 0, bytes
 //	adaptive            boolean
@@ -55,6 +61,14 @@ import (
 //	                    (booleans), maxWait (duration), maxScopes (integer)
 //	rateLimit           object: rate (>= 0), burst, maxScopes (integers
 //	                    >= 0), failFast (boolean), maxWait (duration)
+//	endpoints           list of "host", "host:port" or "scheme://host:port"
+//	                    (see ParseEndpoint)
+//	locationMode        PrimaryThenSecondary, PrimaryOnly, SecondaryOnly or
+//	                    SecondaryThenPrimary, in any case
+//	failoverMethods     list of method names, such as "GET", in their case
+//	                    ([]: none; missing: GET and HEAD)
+//	hedge               object: delay, minDelay (durations), quantile
+//	                    (0 <= q < 1), maxHedges (integer >= 0)
 //	maxDrain            integer >= 0, bytes
 //	readTimeout         duration
 //	attemptHeader       string, a header name
@@ -96,6 +110,23 @@ import (
 // A schedule here is held only to these signs and ranges, not to the
 // limits SNS puts on its customers' policies: [SNSAWSManaged] has 100,015
 // retries. Use [LoadSNS] for a delivery policy written for SNS.
+//
+// # Quotas
+//
+// quota takes an object whose optional "type" names a retry quota of
+// package ratelimit, in any case; a quota object without one is a
+// *ratelimit.Quota, as in the documents written before budgets existed:
+//
+//	type     members
+//	quota    capacity, retryCost, timeoutCost, throttleCost,
+//	         successIncrement, refillPerSecond, wait, maxScopes
+//	budget   ratio, minPerSecond, window, maxScopes
+//
+// budget takes a budget object, without a type: only a *ratelimit.Budget
+// goes there. Its ratio and minPerSecond take any number, as
+// ratelimit.Budget gives each a meaning: 0 is the default, a negative
+// ratio counts none of the requests and a negative minPerSecond sets no
+// floor.
 //
 // # Errors
 //
@@ -191,13 +222,18 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 		{"attemptTimeout", func(v value) { p.AttemptTimeout = v.duration() }},
 		{"maxTotalTime", func(v value) { p.MaxTotalTime = v.duration() }},
 		{"classifier", func(v value) { p.Classify = v.classifier() }},
-		{"quota", func(v value) { p.Quota = v.quota() }},
+		{"quota", func(v value) { p.Quota = v.retryQuota() }},
 		{"disableQuota", func(v value) { p.DisableQuota = v.bool() }},
+		{"budget", func(v value) { p.Budget = v.budget() }},
 		{"retryNonIdempotent", func(v value) { p.RetryNonIdempotent = v.bool() }},
 		{"maxBodyBuffer", func(v value) { p.MaxBodyBuffer = int64(v.count(wantBytes)) }},
 		{"adaptive", func(v value) { p.Adaptive = v.bool() }},
 		{"limiter", func(v value) { p.Limiter = v.limiter() }},
 		{"rateLimit", func(v value) { p.RateLimit = v.rateLimit() }},
+		{"endpoints", func(v value) { p.Endpoints = v.endpoints() }},
+		{"locationMode", func(v value) { p.LocationMode = v.locationMode() }},
+		{"failoverMethods", func(v value) { p.FailoverMethods = v.failoverMethods() }},
+		{"hedge", func(v value) { p.Hedge = v.hedge() }},
 		{"maxDrain", func(v value) { p.MaxDrain = int64(v.count(wantBytes)) }},
 		{"readTimeout", func(v value) { p.ReadTimeout = v.duration() }},
 		{"attemptHeader", func(v value) { p.AttemptHeader = v.headerName() }},

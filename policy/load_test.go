@@ -22,7 +22,7 @@ import (
 // behaviour tests, and the limiters by their settings, not their state.
 var policyOpts = cmp.Options{
 	cmpopts.IgnoreFields(policy.Policy{}, "Classify", "Scope"),
-	cmpopts.IgnoreUnexported(ratelimit.Quota{}, ratelimit.Adaptive{}, ratelimit.Fixed{}),
+	cmpopts.IgnoreUnexported(ratelimit.Quota{}, ratelimit.Budget{}, ratelimit.Adaptive{}, ratelimit.Fixed{}),
 }
 
 // load is Load of doc, a string.
@@ -37,11 +37,15 @@ const fullDocument = `{
  "serverDelayBound": "5s", "attemptTimeout": "2s", "maxTotalTime": "60s",
  "quota": {"capacity": 500, "retryCost": 5, "timeoutCost": 10, "throttleCost": 5,
            "successIncrement": 1, "refillPerSecond": 0.5, "wait": true, "maxScopes": 100},
+ "budget": {"ratio": 0.1, "minPerSecond": -1, "window": "30s", "maxScopes": 50},
  "disableQuota": false, "retryNonIdempotent": true, "maxBodyBuffer": 1048576, "maxDrain": 65536,
  "readTimeout": "250ms", "adaptive": true, "attemptHeader": "X-Attempt", "ignoreSDKAttempts": true,
  "limiter": {"beta": 0.7, "scale": 0.4, "smoothing": 0.8, "minFillRate": 0.5, "additive": 10,
              "reference": true, "failFast": true, "maxWait": "1s", "maxScopes": 10},
  "rateLimit": {"rate": 10, "burst": 2, "failFast": true, "maxWait": "1.5s", "maxScopes": 3},
+ "endpoints": ["eu.example.com", "https://us.example.com:8443"], "locationMode": "secondarythenprimary",
+ "failoverMethods": ["GET", "HEAD", "PUT"],
+ "hedge": {"delay": "100ms", "quantile": 0.95, "minDelay": "20ms", "maxHedges": 2},
  "classifier": {"throttlingStatuses": [420], "transientStatuses": [599], "fatalStatuses": [500],
                 "throttlingCodes": ["Busy"], "transientCodes": ["Flaky"]}
 }`
@@ -61,11 +65,16 @@ func TestLoadFullDocument(t *testing.T) {
 		AttemptTimeout:     2 * time.Second,
 		MaxTotalTime:       time.Minute,
 		Quota:              &ratelimit.Quota{Capacity: 500, RetryCost: 5, TimeoutCost: 10, ThrottleCost: 5, SuccessIncrement: 1, RefillPerSecond: 0.5, Wait: true, MaxScopes: 100},
+		Budget:             &ratelimit.Budget{Ratio: 0.1, MinPerSecond: -1, Window: 30 * time.Second, MaxScopes: 50},
 		RetryNonIdempotent: true,
 		MaxBodyBuffer:      1 << 20,
 		Adaptive:           true,
 		Limiter:            &ratelimit.Adaptive{Beta: 0.7, Scale: 0.4, Smoothing: 0.8, MinFillRate: 0.5, Additive: 10, Reference: true, FailFast: true, MaxWait: time.Second, MaxScopes: 10},
 		RateLimit:          &ratelimit.Fixed{Rate: 10, Burst: 2, FailFast: true, MaxWait: 1500 * time.Millisecond, MaxScopes: 3},
+		Endpoints:          []string{"eu.example.com", "https://us.example.com:8443"},
+		LocationMode:       policy.SecondaryThenPrimary,
+		FailoverMethods:    []string{"GET", "HEAD", "PUT"},
+		Hedge:              policy.Hedge{Delay: 100 * time.Millisecond, Quantile: 0.95, MinDelay: 20 * time.Millisecond, MaxHedges: 2},
 		MaxDrain:           64 << 10,
 		ReadTimeout:        250 * time.Millisecond,
 		AttemptHeader:      "X-Attempt",
@@ -158,6 +167,88 @@ func TestLoadDelayHeaders(t *testing.T) {
 	}
 }
 
+// oldQuotaDocument is a quota as documents wrote it before budgets
+// existed: an object without a type.
+const oldQuotaDocument = `{"quota": {"capacity": 50, "retryCost": 2, "refillPerSecond": 0.5, "wait": true}}`
+
+func TestLoadQuotaWithoutTypeIsABucketAsBefore(t *testing.T) {
+	got, err := load(oldQuotaDocument)
+	if err != nil {
+		t.Fatalf("Load(%s) error = %v; want nil", oldQuotaDocument, err)
+	}
+	want := &ratelimit.Quota{Capacity: 50, RetryCost: 2, RefillPerSecond: 0.5, Wait: true}
+	if diff := cmp.Diff(ratelimit.RetryQuota(want), got.Quota, policyOpts); diff != "" {
+		t.Errorf("Load(%s).Quota mismatch (-want +got):\n%s", oldQuotaDocument, diff)
+	}
+	b, err := got.MarshalJSON()
+	if wantDoc := `{"quota":{"capacity":50,"retryCost":2,"refillPerSecond":0.5,"wait":true}}`; err != nil || string(b) != wantDoc {
+		t.Errorf("MarshalJSON(Load(%s)) = %s, %v; want %s, nil (no type member)", oldQuotaDocument, b, err, wantDoc)
+	}
+}
+
+func TestLoadQuotaType(t *testing.T) {
+	tests := []struct {
+		doc  string
+		want ratelimit.RetryQuota
+	}{
+		{`{}`, &ratelimit.Quota{}},
+		{`{"type": null, "capacity": 5}`, &ratelimit.Quota{Capacity: 5}},
+		{`{"type": "quota", "capacity": 5}`, &ratelimit.Quota{Capacity: 5}},
+		{`{"capacity": 5, "type": "QUOTA"}`, &ratelimit.Quota{Capacity: 5}},
+		{`{"type": "budget"}`, &ratelimit.Budget{}},
+		{`{"ratio": -1, "type": "Budget", "minPerSecond": 2.5, "window": "1m", "maxScopes": 7}`, &ratelimit.Budget{Ratio: -1, MinPerSecond: 2.5, Window: time.Minute, MaxScopes: 7}},
+	}
+	for _, tt := range tests {
+		got, err := load(`{"quota": ` + tt.doc + `}`)
+		if err != nil {
+			t.Errorf("Load(quota %s) error = %v; want nil", tt.doc, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got.Quota, policyOpts); diff != "" {
+			t.Errorf("Load(quota %s).Quota mismatch (-want +got):\n%s", tt.doc, diff)
+		}
+	}
+}
+
+func TestLoadFailoverMethods(t *testing.T) {
+	tests := []struct {
+		doc  string
+		want []string
+	}{
+		{`null`, nil},
+		{`[]`, []string{}},
+		{`["PUT", "get"]`, []string{"PUT", "get"}},
+	}
+	for _, tt := range tests {
+		got, err := load(`{"failoverMethods": ` + tt.doc + `}`)
+		if err != nil {
+			t.Errorf("Load(failoverMethods %s) error = %v; want nil", tt.doc, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got.FailoverMethods); diff != "" {
+			t.Errorf("Load(failoverMethods %s).FailoverMethods mismatch (-want +got):\n%s", tt.doc, diff)
+		}
+	}
+}
+
+func TestLoadLocationModeInAnyCase(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want policy.LocationMode
+	}{
+		{"PrimaryThenSecondary", policy.PrimaryThenSecondary},
+		{"primaryonly", policy.PrimaryOnly},
+		{"SECONDARYONLY", policy.SecondaryOnly},
+		{"secondaryThenPrimary", policy.SecondaryThenPrimary},
+	} {
+		doc := `{"endpoints": ["b.example.com"], "locationMode": "` + tt.name + `"}`
+		got, err := load(doc)
+		if err != nil || got.LocationMode != tt.want {
+			t.Errorf("Load(%s).LocationMode = %v, %v; want %v, nil", doc, got.LocationMode, err, tt.want)
+		}
+	}
+}
+
 // TestLoadErrors checks that each bad member gives a *FieldError naming its
 // path, its value and what is allowed.
 func TestLoadErrors(t *testing.T) {
@@ -181,8 +272,8 @@ func TestLoadErrors(t *testing.T) {
 		{"JitterAboveOne", `{"backoff": {"type": "jittered", "fraction": 1.5}}`, `policy: backoff.fraction = 1.5; want a number 0..1 (0: the default)`},
 		{"NegativeCount", `{"backoff": {"type": "schedule", "numRetries": -1}}`, `policy: backoff.numRetries = -1; want an integer >= 0 (0: the default)`},
 		{"StrategyNotObject", `{"backoff": "fullJitter"}`, `policy: backoff = "fullJitter"; want a strategy object whose type is one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered`},
-		{"UnknownTopField", `{"maxAttempt": 3}`, `policy: maxAttempt: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, classifier, quota, disableQuota, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
-		{"CaseMatters", `{"MaxAttempts": 3}`, `policy: MaxAttempts: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, classifier, quota, disableQuota, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
+		{"UnknownTopField", `{"maxAttempt": 3}`, `policy: maxAttempt: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, classifier, quota, disableQuota, budget, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, endpoints, locationMode, failoverMethods, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
+		{"CaseMatters", `{"MaxAttempts": 3}`, `policy: MaxAttempts: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, classifier, quota, disableQuota, budget, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, endpoints, locationMode, failoverMethods, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
 		{"RepeatedField", `{"maxAttempts": 3, "maxAttempts": 4}`, `policy: maxAttempts: repeated field; want it once`},
 		{"UnknownPreset", `{"preset": "fast"}`, `policy: preset = "fast"; want one of standard, adaptive, none, standard-v2, sns-aws-managed, sns-customer-managed, azure-storage-exponential, azure-storage-linear, azure-storage-interactive, azure-storage-background, azure-interactive, azure-background`},
 		{"NotBoolean", `{"adaptive": "yes"}`, `policy: adaptive = "yes"; want true or false`},
@@ -192,7 +283,36 @@ func TestLoadErrors(t *testing.T) {
 		{"UnknownHeader", `{"delayHeaders": ["Retry-After", "X-Wait"]}`, `policy: delayHeaders[1] = "X-Wait"; want one of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit`},
 		{"HeadersWord", `{"delayHeaders": "some"}`, `policy: delayHeaders = "some"; want "all" or a non-empty list of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit`},
 		{"QuotaNegative", `{"quota": {"retryCost": -5}}`, `policy: quota.retryCost = -5; want an integer >= 0 (0: the default)`},
-		{"QuotaUnknown", `{"quota": {"cost": 5}}`, `policy: quota.cost: unknown field; want one of capacity, retryCost, timeoutCost, throttleCost, successIncrement, refillPerSecond, wait, maxScopes`},
+		{"QuotaUnknown", `{"quota": {"cost": 5}}`, `policy: quota.cost: unknown field; want one of type, capacity, retryCost, timeoutCost, throttleCost, successIncrement, refillPerSecond, wait, maxScopes`},
+		{"QuotaNotObject", `{"quota": 5}`, `policy: quota = 5; want a quota object`},
+		{"QuotaUnknownType", `{"quota": {"type": "bucket", "capacity": 5}}`, `policy: quota.type = "bucket"; want quota or budget`},
+		{"QuotaTypeNotString", `{"quota": {"type": 1}}`, `policy: quota.type = 1; want quota or budget`},
+		{"QuotaBudgetMemberInBucket", `{"quota": {"ratio": 0.1}}`, `policy: quota.ratio: unknown field; want one of type, capacity, retryCost, timeoutCost, throttleCost, successIncrement, refillPerSecond, wait, maxScopes`},
+		{"QuotaBucketMemberInBudget", `{"quota": {"type": "budget", "capacity": 5}}`, `policy: quota.capacity: unknown field; want one of type, ratio, minPerSecond, window, maxScopes`},
+		{"QuotaBudgetRatio", `{"quota": {"type": "budget", "ratio": "x"}}`, `policy: quota.ratio = "x"; want a number (0: the default; < 0: none)`},
+		{"BudgetUnknown", `{"budget": {"ratio": 0.1, "type": "budget"}}`, `policy: budget.type: unknown field; want one of ratio, minPerSecond, window, maxScopes`},
+		{"BudgetNotObject", `{"budget": 0.2}`, `policy: budget = 0.2; want a budget object`},
+		{"BudgetMinPerSecond", `{"budget": {"minPerSecond": true}}`, `policy: budget.minPerSecond = true; want a number (0: the default; < 0: no floor)`},
+		{"BudgetRatioTooLarge", `{"budget": {"ratio": 1e999}}`, `policy: budget.ratio = 1e999; want a number (0: the default; < 0: none)`},
+		{"BudgetNegativeWindow", `{"budget": {"window": "-10s"}}`, `policy: budget.window = "-10s"; want a duration string >= 0, such as "1.5s"`},
+		{"BudgetNegativeScopes", `{"budget": {"maxScopes": -1}}`, `policy: budget.maxScopes = -1; want an integer >= 0 (0: the default)`},
+		{"BadEndpoint", `{"endpoints": ["eu.example.com", "ftp://us.example.com"]}`, `policy: endpoints[1] = "ftp://us.example.com"; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 0..65535 and no path or user`},
+		{"EndpointWithPath", `{"endpoints": ["h/path"]}`, `policy: endpoints[0] = "h/path"; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 0..65535 and no path or user`},
+		{"EndpointNotString", `{"endpoints": [443]}`, `policy: endpoints[0] = 443; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 0..65535 and no path or user`},
+		{"EndpointsNotList", `{"endpoints": "eu.example.com"}`, `policy: endpoints = "eu.example.com"; want a list of endpoints`},
+		{"UnknownLocationMode", `{"locationMode": "nearest"}`, `policy: locationMode = "nearest"; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary`},
+		{"LocationModeNumber", `{"locationMode": 1}`, `policy: locationMode = 1; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary`},
+		{"SecondaryWithoutEndpoints", `{"locationMode": "secondaryOnly"}`, `policy: LocationMode = SecondaryOnly but Endpoints is empty; want at least one secondary`},
+		{"BadMethod", `{"failoverMethods": ["GET", "GET /"]}`, `policy: failoverMethods[1] = "GET /"; want a method name such as GET`},
+		{"EmptyMethod", `{"failoverMethods": [""]}`, `policy: failoverMethods[0] = ""; want a method name such as GET`},
+		{"MethodsNotList", `{"failoverMethods": "GET"}`, `policy: failoverMethods = "GET"; want a list of method names`},
+		{"HedgeQuantileOne", `{"hedge": {"quantile": 1}}`, `policy: hedge.quantile = 1; want a number 0 <= q < 1 (0: delay alone)`},
+		{"HedgeNegativeQuantile", `{"hedge": {"quantile": -0.5}}`, `policy: hedge.quantile = -0.5; want a number 0 <= q < 1 (0: delay alone)`},
+		{"HedgeNegativeDelay", `{"hedge": {"delay": "-1ms"}}`, `policy: hedge.delay = "-1ms"; want a duration string >= 0, such as "1.5s"`},
+		{"HedgeNegativeMinDelay", `{"hedge": {"minDelay": "-1ms"}}`, `policy: hedge.minDelay = "-1ms"; want a duration string >= 0, such as "1.5s"`},
+		{"HedgeNegativeMax", `{"hedge": {"maxHedges": -1}}`, `policy: hedge.maxHedges = -1; want an integer >= 1, or 0 for 1`},
+		{"HedgeUnknown", `{"hedge": {"delay": "1s", "after": "1s"}}`, `policy: hedge.after: unknown field; want one of delay, quantile, minDelay, maxHedges`},
+		{"HedgeNotObject", `{"hedge": "100ms"}`, `policy: hedge = "100ms"; want a hedge object`},
 		{"LimiterBeta", `{"limiter": {"beta": 1}}`, `policy: limiter.beta = 1; want a number 0 <= n < 1 (0: the default)`},
 		{"LimiterSmoothing", `{"limiter": {"smoothing": 1.1}}`, `policy: limiter.smoothing = 1.1; want a number 0..1 (0: the default)`},
 		{"RateNegative", `{"rateLimit": {"rate": -1}}`, `policy: rateLimit.rate = -1; want a number >= 0 (0: no limit)`},
@@ -217,7 +337,8 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestLoadReportsEveryError(t *testing.T) {
-	_, err := load(`{"maxAttempts": -1, "maxDelay": "x", "backoff": {"type": "nope"}, "extra": 1}`)
+	_, err := load(`{"maxAttempts": -1, "maxDelay": "x", "backoff": {"type": "nope"}, "extra": 1,
+		"endpoints": ["ftp://h", "h", "h/x"], "hedge": {"quantile": 1, "maxHedges": -2}}`)
 	var fields []string
 	for _, e := range unwrapAll(err) {
 		var fe *policy.FieldError
@@ -227,8 +348,9 @@ func TestLoadReportsEveryError(t *testing.T) {
 		}
 		fields = append(fields, fe.Field)
 	}
-	if diff := cmp.Diff([]string{"maxAttempts", "maxDelay", "backoff.type", "extra"}, fields); diff != "" {
-		t.Errorf("Load of four bad members: fields of the errors mismatch (-want +got):\n%s", diff)
+	want := []string{"maxAttempts", "maxDelay", "backoff.type", "extra", "endpoints[0]", "endpoints[2]", "hedge.quantile", "hedge.maxHedges"}
+	if diff := cmp.Diff(want, fields); diff != "" {
+		t.Errorf("Load of seven bad members: fields of the errors mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -241,14 +363,18 @@ func TestLoadMalformedJSONWrapsSyntaxError(t *testing.T) {
 }
 
 func TestLoadMakesFreshPointers(t *testing.T) {
-	doc := `{"quota": {}, "limiter": {}, "rateLimit": {"rate": 1}}`
-	a, errA := load(doc)
-	b, errB := load(doc)
-	if errA != nil || errB != nil {
-		t.Fatalf("Load errors = %v, %v; want nil", errA, errB)
-	}
-	if a.Quota == b.Quota || a.Limiter == b.Limiter || a.RateLimit == b.RateLimit {
-		t.Errorf("two Loads share pointers: Quota %t, Limiter %t, RateLimit %t; want none shared", a.Quota == b.Quota, a.Limiter == b.Limiter, a.RateLimit == b.RateLimit)
+	for _, doc := range []string{
+		`{"quota": {}, "budget": {}, "limiter": {}, "rateLimit": {"rate": 1}}`,
+		`{"quota": {"type": "budget"}, "budget": {}, "limiter": {}, "rateLimit": {"rate": 1}}`,
+	} {
+		a, errA := load(doc)
+		b, errB := load(doc)
+		if errA != nil || errB != nil {
+			t.Fatalf("Load(%s) errors = %v, %v; want nil", doc, errA, errB)
+		}
+		if a.Quota == b.Quota || a.Budget == b.Budget || a.Limiter == b.Limiter || a.RateLimit == b.RateLimit {
+			t.Errorf("two Loads of %s share pointers: Quota %t, Budget %t, Limiter %t, RateLimit %t; want none shared", doc, a.Quota == b.Quota, a.Budget == b.Budget, a.Limiter == b.Limiter, a.RateLimit == b.RateLimit)
+		}
 	}
 }
 

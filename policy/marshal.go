@@ -7,30 +7,39 @@ import (
 	"math"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // MarshalJSON writes p in the schema that [Load] reads, so that Load gives
 // back a Policy equal to p: the same values, and new pointers in place of
-// Quota, Limiter and RateLimit holding the same settings. Zero fields are
-// left out, the members come in the order of the Policy fields, and no
-// preset is written: every setting is spelled out.
+// Quota, Budget, Limiter and RateLimit holding the same settings. Zero
+// fields are left out, the members come in the order of the Policy fields,
+// and no preset is written: every setting is spelled out. An empty but
+// non-nil Endpoints or FailoverMethods is written as [], since an empty
+// FailoverMethods lets no request fail over where a nil one means GET and
+// HEAD. A *ratelimit.Quota in Quota is written without a type member, as
+// before budgets existed, and a *ratelimit.Budget with "type": "budget".
 //
 // A func cannot be written, so MarshalJSON returns an error naming the
 // field when one is set: Classify, Scope, a Rand of a strategy, or a Now of
-// the quota or a limiter. Write p before [Policy.WithDefaults], which sets
-// Classify. It also returns an error for a Backoff or ThrottleBackoff that is
-// not one of the strategy values of package backoff (a backoff.Func, a
-// pointer, a type of your own), for a Quota, Limiter or RateLimit that is
-// not the in-process type of package ratelimit (*ratelimit.Quota,
-// *ratelimit.Adaptive, *ratelimit.Fixed), for a number that JSON cannot hold (NaN, an
-// infinity) and for DelayHeaders bits that name no retryafter.Source. The
+// a quota, the budget or a limiter. Write p before [Policy.WithDefaults],
+// which sets Classify. It also returns an error for a Backoff or
+// ThrottleBackoff that is not one of the strategy values of package
+// backoff (a backoff.Func, a pointer, a type of your own); for a Quota,
+// Budget, Limiter or RateLimit that is not an in-process type of package
+// ratelimit (*ratelimit.Quota or *ratelimit.Budget in Quota,
+// *ratelimit.Budget in Budget, *ratelimit.Adaptive, *ratelimit.Fixed), or
+// that is a nil pointer of one; for a number that JSON cannot hold (NaN, an
+// infinity); for a string that is not valid UTF-8; for DelayHeaders bits
+// that name no retryafter.Source; and for a LocationMode with no name. The
 // errors are joined with errors.Join; each reads "policy: cannot write
 // <path> as JSON: <why>", with path in the names of the schema.
 //
-// A value that Load would reject, such as a negative MaxAttempts, is
-// written as it is, so MarshalJSON never changes a setting silently.
+// A value that Load would reject, such as a negative MaxAttempts or an
+// endpoint that ParseEndpoint rejects, is written as it is, so MarshalJSON
+// never changes a setting silently.
 func (p Policy) MarshalJSON() ([]byte, error) {
 	e := &encoder{}
 	b := e.policy("", p)
@@ -63,6 +72,9 @@ func (e *encoder) policy(path string, p Policy) []byte {
 		o.member("quota", e.quota(join(path, "quota"), p.Quota))
 	}
 	o.bool("disableQuota", p.DisableQuota)
+	if p.Budget != nil {
+		o.member("budget", e.budget(join(path, "budget"), p.Budget))
+	}
 	o.bool("retryNonIdempotent", p.RetryNonIdempotent)
 	o.int("maxBodyBuffer", p.MaxBodyBuffer)
 	o.bool("adaptive", p.Adaptive)
@@ -73,6 +85,14 @@ func (e *encoder) policy(path string, p Policy) []byte {
 		o.member("rateLimit", e.rateLimit(join(path, "rateLimit"), p.RateLimit))
 	}
 	o.fn("scope", p.Scope != nil)
+	o.strs("endpoints", p.Endpoints)
+	if p.LocationMode != PrimaryThenSecondary {
+		o.member("locationMode", e.locationMode(join(path, "locationMode"), p.LocationMode))
+	}
+	o.strs("failoverMethods", p.FailoverMethods)
+	if p.Hedge != (Hedge{}) {
+		o.member("hedge", e.hedge(join(path, "hedge"), p.Hedge))
+	}
 	o.int("maxDrain", p.MaxDrain)
 	o.dur("readTimeout", p.ReadTimeout)
 	o.str("attemptHeader", p.AttemptHeader)
@@ -132,10 +152,34 @@ func (o *jsonObject) member(name string, raw []byte) {
 }
 
 func (o *jsonObject) str(name, s string) {
-	if s != "" {
+	if s != "" && o.utf8(name, s) {
 		b, _ := json.Marshal(s) // a string always marshals
 		o.member(name, b)
 	}
+}
+
+// strs appends list, leaving out a nil one but writing an empty one as [].
+func (o *jsonObject) strs(name string, list []string) {
+	if list == nil {
+		return
+	}
+	for i, s := range list {
+		if !o.utf8(name+"["+strconv.Itoa(i)+"]", s) {
+			return
+		}
+	}
+	b, _ := json.Marshal(list) // a []string always marshals
+	o.member(name, b)
+}
+
+// utf8 reports whether s is valid UTF-8, and reports the field name if
+// not: encoding/json would replace the bad bytes, changing the setting.
+func (o *jsonObject) utf8(name, s string) bool {
+	if !utf8.ValidString(s) {
+		o.e.fail(join(o.path, name), "it is not valid UTF-8: "+strconv.Quote(s))
+		return false
+	}
+	return true
 }
 
 func (o *jsonObject) int(name string, n int64) {

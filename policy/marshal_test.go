@@ -55,11 +55,16 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 		MaxTotalTime:       time.Minute,
 		Quota:              &ratelimit.Quota{Capacity: 500, RetryCost: 5, TimeoutCost: 10, ThrottleCost: 5, SuccessIncrement: 1, RefillPerSecond: 0.5, Wait: true, MaxScopes: 100},
 		DisableQuota:       true,
+		Budget:             &ratelimit.Budget{Ratio: 0.15, MinPerSecond: 2.5, Window: 30 * time.Second, MaxScopes: 20},
 		RetryNonIdempotent: true,
 		MaxBodyBuffer:      1 << 20,
 		Adaptive:           true,
 		Limiter:            &ratelimit.Adaptive{Beta: 0.7, Scale: 0.4, Smoothing: 0.8, MinFillRate: 0.5, Additive: 10, Reference: true, FailFast: true, MaxWait: time.Second, MaxScopes: 10},
 		RateLimit:          &ratelimit.Fixed{Rate: 10, Burst: 2, FailFast: true, MaxWait: 1500 * time.Millisecond, MaxScopes: 3},
+		Endpoints:          []string{"eu.example.com", "eu.example.com:8080", "https://us.example.com:8443", "HTTP://[::1]:80"},
+		LocationMode:       policy.SecondaryOnly,
+		FailoverMethods:    []string{"GET", "PUT"},
+		Hedge:              policy.Hedge{Delay: 100 * time.Millisecond, Quantile: 0.99, MinDelay: 5 * time.Millisecond, MaxHedges: 3},
 		MaxDrain:           64 << 10,
 		ReadTimeout:        250 * time.Millisecond,
 		AttemptHeader:      "X-Attempt",
@@ -84,6 +89,46 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 			t.Errorf("Load(MarshalJSON(p with DelayHeaders %v)).DelayHeaders = %v; want it back", set, got)
 		}
 	}
+	for _, q := range []ratelimit.RetryQuota{
+		&ratelimit.Budget{}, &ratelimit.Budget{Ratio: -1, MinPerSecond: -0.5}, &ratelimit.Budget{Ratio: 1e-9, Window: time.Millisecond, MaxScopes: 1},
+	} {
+		p.Quota, p.Budget = q, q
+		if diff := cmp.Diff(p, roundTrip(t, p), policyOpts); diff != "" {
+			t.Errorf("Load(MarshalJSON(p with Quota and Budget %+v)) mismatch (-want +got):\n%s", q, diff)
+		}
+	}
+	for _, m := range []policy.LocationMode{policy.PrimaryThenSecondary, policy.PrimaryOnly, policy.SecondaryOnly, policy.SecondaryThenPrimary} {
+		p.LocationMode = m
+		if got := roundTrip(t, p).LocationMode; got != m {
+			t.Errorf("Load(MarshalJSON(p with LocationMode %v)).LocationMode = %v; want it back", m, got)
+		}
+	}
+	for _, h := range []policy.Hedge{{}, {Delay: time.Second}, {Quantile: 0.5}, {MinDelay: time.Millisecond}, {MaxHedges: 1}} {
+		p.Hedge = h
+		if got := roundTrip(t, p).Hedge; got != h {
+			t.Errorf("Load(MarshalJSON(p with Hedge %+v)).Hedge = %+v; want it back", h, got)
+		}
+	}
+}
+
+// TestMarshalJSONKeepsEmptyLists checks that an empty list comes back
+// empty and a nil one nil: an empty FailoverMethods lets no request fail
+// over, where nil means GET and HEAD.
+func TestMarshalJSONKeepsEmptyLists(t *testing.T) {
+	for _, p := range []policy.Policy{
+		{},
+		{Endpoints: []string{}, FailoverMethods: []string{}},
+		{Endpoints: []string{"b.example.com"}, FailoverMethods: []string{}},
+		{Endpoints: []string{}},
+	} {
+		got := roundTrip(t, p)
+		if diff := cmp.Diff(p, got, policyOpts); diff != "" {
+			t.Errorf("Load(MarshalJSON(%#v)) mismatch (-want +got):\n%s", p, diff)
+		}
+		if (got.Endpoints == nil) != (p.Endpoints == nil) || (got.FailoverMethods == nil) != (p.FailoverMethods == nil) {
+			t.Errorf("Load(MarshalJSON(%#v)) = Endpoints %#v, FailoverMethods %#v; want nil exactly where p has nil", p, got.Endpoints, got.FailoverMethods)
+		}
+	}
 }
 
 func TestMarshalJSONWritesExactDocument(t *testing.T) {
@@ -97,6 +142,14 @@ func TestMarshalJSONWritesExactDocument(t *testing.T) {
 		{policy.SNSCustomerManaged(), `{"maxAttempts":51,"backoff":{"type":"schedule","minDelay":"10s","maxDelay":"10m0s","numRetries":50,"numMinDelayRetries":2,"numMaxDelayRetries":38,"backoffFunction":"exponential","jitter":0.1},"maxDelay":"10m0s","disableQuota":true,"retryNonIdempotent":true}`},
 		{policy.Policy{MaxAttempts: -1, MaxDelay: -time.Second, DelayHeaders: retryafter.AllSources}, `{"maxAttempts":-1,"maxDelay":"-1s","delayHeaders":"all"}`},
 		{policy.Policy{Quota: &ratelimit.Quota{}, RateLimit: &ratelimit.Fixed{Rate: 0.25}}, `{"quota":{},"rateLimit":{"rate":0.25}}`},
+		{policy.Policy{Quota: &ratelimit.Budget{}}, `{"quota":{"type":"budget"}}`},
+		{policy.Policy{Quota: &ratelimit.Budget{Ratio: 0.1, MinPerSecond: -1, Window: time.Minute, MaxScopes: 4}}, `{"quota":{"type":"budget","ratio":0.1,"minPerSecond":-1,"window":"1m0s","maxScopes":4}}`},
+		{policy.Policy{Quota: &ratelimit.Quota{Capacity: 5}, DisableQuota: true, Budget: &ratelimit.Budget{Ratio: 0.5}, RetryNonIdempotent: true}, `{"quota":{"capacity":5},"disableQuota":true,"budget":{"ratio":0.5},"retryNonIdempotent":true}`},
+		{policy.Policy{Budget: &ratelimit.Budget{}}, `{"budget":{}}`},
+		{policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1}, Endpoints: []string{"b", "https://c:8443"}, LocationMode: policy.PrimaryOnly, FailoverMethods: []string{"GET", "PUT"}, Hedge: policy.Hedge{Delay: 50 * time.Millisecond, Quantile: 0.9, MinDelay: time.Millisecond, MaxHedges: 2}, MaxDrain: 1},
+			`{"rateLimit":{"rate":1},"endpoints":["b","https://c:8443"],"locationMode":"PrimaryOnly","failoverMethods":["GET","PUT"],"hedge":{"delay":"50ms","quantile":0.9,"minDelay":"1ms","maxHedges":2},"maxDrain":1}`},
+		{policy.Policy{Endpoints: []string{}, LocationMode: policy.PrimaryThenSecondary, FailoverMethods: []string{}, Hedge: policy.Hedge{}}, `{"endpoints":[],"failoverMethods":[]}`},
+		{policy.Policy{Endpoints: []string{"ftp://h"}, Hedge: policy.Hedge{Delay: -time.Second, Quantile: 1, MaxHedges: -1}}, `{"endpoints":["ftp://h"],"hedge":{"delay":"-1s","quantile":1,"maxHedges":-1}}`},
 	}
 	for _, tt := range tests {
 		b, err := tt.p.MarshalJSON()
@@ -138,9 +191,26 @@ func TestMarshalJSONRejectsWhatJSONCannotHold(t *testing.T) {
 		{"Func", policy.Policy{Backoff: backoff.Func(func(int) time.Duration { return 0 })}, "policy: cannot write backoff as JSON: it is a backoff.Func; only the strategy values of package backoff have a JSON form"},
 		{"Pointer", policy.Policy{Backoff: &backoff.Constant{}}, "policy: cannot write backoff as JSON: it is a *backoff.Constant; only the strategy values of package backoff have a JSON form"},
 		{"QuotaNow", policy.Policy{Quota: &ratelimit.Quota{Now: time.Now}}, "policy: cannot write quota.now as JSON: it is a func"},
+		{"QuotaBudgetNow", policy.Policy{Quota: &ratelimit.Budget{Now: time.Now}}, "policy: cannot write quota.now as JSON: it is a func"},
+		{"BudgetNow", policy.Policy{Budget: &ratelimit.Budget{Ratio: 0.1, Now: time.Now}}, "policy: cannot write budget.now as JSON: it is a func"},
+		{"BudgetNaN", policy.Policy{Budget: &ratelimit.Budget{Ratio: math.NaN()}}, "policy: cannot write budget.ratio as JSON: it is NaN"},
+		{"QuotaBudgetInf", policy.Policy{Quota: &ratelimit.Budget{MinPerSecond: math.Inf(-1)}}, "policy: cannot write quota.minPerSecond as JSON: it is -Inf"},
+		{"HedgeNaN", policy.Policy{Hedge: policy.Hedge{Quantile: math.NaN()}}, "policy: cannot write hedge.quantile as JSON: it is NaN"},
+		{"UnnamedLocationMode", policy.Policy{LocationMode: 7}, "policy: cannot write locationMode as JSON: it is LocationMode(7)"},
+		{"NegativeLocationMode", policy.Policy{LocationMode: -1}, "policy: cannot write locationMode as JSON: it is LocationMode(-1)"},
+		{"EndpointNotUTF8", policy.Policy{Endpoints: []string{"a", "b\xff"}}, `policy: cannot write endpoints[1] as JSON: it is not valid UTF-8: "b\xff"`},
+		{"MethodNotUTF8", policy.Policy{FailoverMethods: []string{"G\xffT"}}, `policy: cannot write failoverMethods[0] as JSON: it is not valid UTF-8: "G\xffT"`},
+		{"HeaderNotUTF8", policy.Policy{AttemptHeader: "X-\xff"}, `policy: cannot write attemptHeader as JSON: it is not valid UTF-8: "X-\xff"`},
+		{"NilQuota", policy.Policy{Quota: (*ratelimit.Quota)(nil)}, "policy: cannot write quota as JSON: it is a nil *ratelimit.Quota"},
+		{"NilQuotaBudget", policy.Policy{Quota: (*ratelimit.Budget)(nil)}, "policy: cannot write quota as JSON: it is a nil *ratelimit.Budget"},
+		{"NilBudget", policy.Policy{Budget: (*ratelimit.Budget)(nil)}, "policy: cannot write budget as JSON: it is a nil *ratelimit.Budget"},
+		{"NilLimiter", policy.Policy{Limiter: (*ratelimit.Adaptive)(nil)}, "policy: cannot write limiter as JSON: it is a nil *ratelimit.Adaptive"},
+		{"NilRateLimit", policy.Policy{RateLimit: (*ratelimit.Fixed)(nil)}, "policy: cannot write rateLimit as JSON: it is a nil *ratelimit.Fixed"},
 		{"LimiterNaN", policy.Policy{Limiter: &ratelimit.Adaptive{Beta: math.NaN()}}, "policy: cannot write limiter.beta as JSON: it is NaN"},
 		{"RateInf", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: math.Inf(1)}}, "policy: cannot write rateLimit.rate as JSON: it is +Inf"},
-		{"OtherQuota", policy.Policy{Quota: &otherQuota{}}, "policy: cannot write quota as JSON: it is a *policy_test.otherQuota; only a *ratelimit.Quota has a JSON form"},
+		{"OtherQuota", policy.Policy{Quota: &otherQuota{}}, "policy: cannot write quota as JSON: it is a *policy_test.otherQuota; only a *ratelimit.Quota or a *ratelimit.Budget has a JSON form"},
+		{"OtherBudget", policy.Policy{Budget: &ratelimit.Quota{}}, "policy: cannot write budget as JSON: it is a *ratelimit.Quota; only a *ratelimit.Budget has a JSON form"},
+		{"OtherBudgetType", policy.Policy{Budget: &otherQuota{}}, "policy: cannot write budget as JSON: it is a *policy_test.otherQuota; only a *ratelimit.Budget has a JSON form"},
 		{"OtherLimiter", policy.Policy{Limiter: otherLimiter{}}, "policy: cannot write limiter as JSON: it is a policy_test.otherLimiter; only a *ratelimit.Adaptive has a JSON form"},
 		{"OtherRateLimit", policy.Policy{RateLimit: &ratelimit.Adaptive{}}, "policy: cannot write rateLimit as JSON: it is a *ratelimit.Adaptive; only a *ratelimit.Fixed has a JSON form"},
 		{"UnknownSource", policy.Policy{DelayHeaders: retryafter.RetryAfter | 1<<12}, "policy: cannot write delayHeaders as JSON: it holds 0x1000, which names no retryafter.Source"},

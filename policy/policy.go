@@ -111,8 +111,18 @@ type Policy struct {
 	Quota ratelimit.RetryQuota
 
 	// DisableQuota turns the retry quota off: retries are then limited
-	// only by MaxAttempts and the caller's context.
+	// only by MaxAttempts, Budget and the caller's context.
 	DisableQuota bool
+
+	// Budget is a second retry quota that every retry and hedge must pay
+	// as well as Quota: usually a *ratelimit.Budget, which holds retries to
+	// a share of the requests at every moment, beside Quota's bucket, which
+	// stops them once an outage has drained it. Each keeps its own cost. A
+	// Budget is kept per the request's own scope, even for attempts that
+	// fail over to another endpoint (see Endpoints), since it bounds what
+	// the caller's requests cost in all. Nil means none. Like Quota, it is
+	// used as given; DisableQuota does not turn it off.
+	Budget ratelimit.RetryQuota
 
 	// RetryNonIdempotent treats every request as idempotent, so a POST or
 	// PATCH is retried after any retryable outcome, not only when the
@@ -169,6 +179,34 @@ type Policy struct {
 	// does not starve requests to the others. It must be fast and safe for
 	// concurrent use.
 	Scope func(req *http.Request) string
+
+	// Endpoints are alternate hosts of the same API (a read-only secondary,
+	// regional mirrors) that attempts may fail over to, each written as
+	// "host", "host:port" or "scheme://host:port". The request URL's own
+	// host is the primary; LocationMode orders the others around it. A
+	// retry goes to the next endpoint in that order that the request has
+	// not seen fail yet. Only requests that FailoverMethods allows leave
+	// the primary; the others are sent to it alone. Each attempt's URL is
+	// rewritten, never the caller's request, and each endpoint is its own
+	// scope for Quota and the limiters, so a dead primary does not drain
+	// the quota of a healthy secondary: a retry pays in the scope it is
+	// sent to. A 404 from a secondary, whose copy of the data may lag,
+	// sends the request's next attempts to the primary. Reads from a
+	// secondary may be stale (docs/failover.md). Nil means none.
+	Endpoints []string
+
+	// LocationMode orders the primary and the Endpoints for each request,
+	// as Azure's clients do. The zero mode is PrimaryThenSecondary.
+	LocationMode LocationMode
+
+	// FailoverMethods are the request methods that may be sent to the
+	// Endpoints. Nil means GET and HEAD, which a read-only secondary can
+	// serve; a writable mirror may take more.
+	FailoverMethods []string
+
+	// Hedge sends a copy of a safe request whose attempt is slow to
+	// answer, and takes the first response. The zero Hedge sends none.
+	Hedge Hedge
 
 	// MaxDrain is how many bytes of a failed response's body are read and
 	// discarded before it is closed, so that its connection is reused.
@@ -307,6 +345,23 @@ func (p Policy) Validate() error {
 	if h := p.AttemptHeader; h != "" && !validHeaderName(h) {
 		errs = append(errs, fmt.Errorf("policy: AttemptHeader = %q; want a header name (letters, digits and !#$%%&'*+-.^_`|~)", h))
 	}
+	for i, e := range p.Endpoints {
+		if _, err := ParseEndpoint(e); err != nil {
+			errs = append(errs, within(fmt.Sprintf("Endpoints[%d]", i), err))
+		}
+	}
+	if m := p.LocationMode; m < PrimaryThenSecondary || m > SecondaryThenPrimary {
+		errs = append(errs, fmt.Errorf("policy: LocationMode = %d; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary", int(m)))
+	}
+	if m := p.LocationMode; (m == SecondaryOnly || m == SecondaryThenPrimary) && len(p.Endpoints) == 0 {
+		errs = append(errs, fmt.Errorf("policy: LocationMode = %v but Endpoints is empty; want at least one secondary", m))
+	}
+	for i, m := range p.FailoverMethods {
+		if !validHeaderName(m) {
+			errs = append(errs, fmt.Errorf("policy: FailoverMethods[%d] = %q; want a method name such as GET", i, m))
+		}
+	}
+	errs = append(errs, p.Hedge.validate()...)
 	if q, ok := p.Quota.(*ratelimit.Quota); ok && q != nil && !p.DisableQuota {
 		if q.RefillPerSecond < 0 {
 			errs = append(errs, fmt.Errorf("policy: Quota.RefillPerSecond = %v; want >= 0", q.RefillPerSecond))

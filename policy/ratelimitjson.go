@@ -2,29 +2,84 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
-// This file maps the quota and the limiters of package ratelimit to the
-// quota, limiter and rateLimit objects of the JSON schema (see Load) and
-// back. Each decode makes a new value, so that no two loads share one; the
-// Now hooks have no member.
+// This file maps the quotas and the limiters of package ratelimit to the
+// quota, budget, limiter and rateLimit objects of the JSON schema (see
+// Load) and back. Each decode makes a new value, so that no two loads
+// share one; the Now hooks have no member.
 
-// quota decodes a quota object into a new Quota.
-func (v value) quota() *ratelimit.Quota {
+// wantQuotaType lists the types a quota object may name.
+const wantQuotaType = "quota or budget"
+
+// retryQuota decodes a quota object: a new Quota, or a new Budget when its
+// type member says "budget". A missing type is "quota", so that the
+// documents written before budgets existed keep their meaning.
+func (v value) retryQuota() ratelimit.RetryQuota {
+	ms, ok := v.d.members(v.path, v.raw, "a quota object")
+	if !ok {
+		return nil
+	}
+	typ := "quota"
+	for _, m := range ms {
+		if m.name == "type" && !isNull(m.raw) {
+			tv := value{v.d, join(v.path, m.name), m.raw}
+			s, ok := tv.string(wantQuotaType)
+			if !ok {
+				return nil
+			}
+			typ = strings.ToLower(s)
+			if typ != "quota" && typ != "budget" {
+				tv.fail(wantQuotaType)
+				return nil
+			}
+		}
+	}
+	typeField := field{"type", func(value) {}}
+	if typ == "budget" {
+		b := new(ratelimit.Budget)
+		v.d.apply(v.path, ms, append([]field{typeField}, budgetFields(b)...))
+		return b
+	}
 	q := new(ratelimit.Quota)
-	v.d.object(v.path, v.raw, "a quota object",
-		field{"capacity", func(v value) { q.Capacity = v.count(wantCount) }},
-		field{"retryCost", func(v value) { q.RetryCost = v.count(wantCount) }},
-		field{"timeoutCost", func(v value) { q.TimeoutCost = v.count(wantCount) }},
-		field{"throttleCost", func(v value) { q.ThrottleCost = v.count(wantCount) }},
-		field{"successIncrement", func(v value) { q.SuccessIncrement = v.count(wantCount) }},
-		field{"refillPerSecond", func(v value) { q.RefillPerSecond = v.float(nonNegative, "a number >= 0 (0: no refill)") }},
-		field{"wait", func(v value) { q.Wait = v.bool() }},
-		field{"maxScopes", func(v value) { q.MaxScopes = v.count(wantCount) }},
-	)
+	v.d.apply(v.path, ms, append([]field{typeField}, quotaFields(q)...))
 	return q
+}
+
+// quotaFields are the members of a quota object of type quota, stored in q.
+func quotaFields(q *ratelimit.Quota) []field {
+	return []field{
+		{"capacity", func(v value) { q.Capacity = v.count(wantCount) }},
+		{"retryCost", func(v value) { q.RetryCost = v.count(wantCount) }},
+		{"timeoutCost", func(v value) { q.TimeoutCost = v.count(wantCount) }},
+		{"throttleCost", func(v value) { q.ThrottleCost = v.count(wantCount) }},
+		{"successIncrement", func(v value) { q.SuccessIncrement = v.count(wantCount) }},
+		{"refillPerSecond", func(v value) { q.RefillPerSecond = v.float(nonNegative, "a number >= 0 (0: no refill)") }},
+		{"wait", func(v value) { q.Wait = v.bool() }},
+		{"maxScopes", func(v value) { q.MaxScopes = v.count(wantCount) }},
+	}
+}
+
+// budget decodes a budget object into a new Budget.
+func (v value) budget() *ratelimit.Budget {
+	b := new(ratelimit.Budget)
+	v.d.object(v.path, v.raw, "a budget object", budgetFields(b)...)
+	return b
+}
+
+// budgetFields are the members of a budget object, stored in b. The
+// numbers take any value that Budget gives a meaning, negative ones
+// included.
+func budgetFields(b *ratelimit.Budget) []field {
+	return []field{
+		{"ratio", func(v value) { b.Ratio = v.float(finite, "a number (0: the default; < 0: none)") }},
+		{"minPerSecond", func(v value) { b.MinPerSecond = v.float(finite, "a number (0: the default; < 0: no floor)") }},
+		{"window", func(v value) { b.Window = v.duration() }},
+		{"maxScopes", func(v value) { b.MaxScopes = v.count(wantCount) }},
+	}
 }
 
 // limiter decodes a limiter object into a new Adaptive.
@@ -57,13 +112,58 @@ func (v value) rateLimit() *ratelimit.Fixed {
 	return f
 }
 
-// quota encodes q as a quota object, the inverse of value.quota.
+// quota encodes rq as a quota object, the inverse of value.retryQuota: a
+// Quota without a type member, as before budgets existed, and a Budget
+// with type "budget".
 func (e *encoder) quota(path string, rq ratelimit.RetryQuota) []byte {
-	q, ok := rq.(*ratelimit.Quota)
-	if !ok {
-		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Quota has a JSON form", rq))
+	switch q := rq.(type) {
+	case *ratelimit.Quota:
+		if q != nil {
+			return e.quotaObject(path, q)
+		}
+	case *ratelimit.Budget:
+		if q != nil {
+			return e.budgetObject(path, q, true)
+		}
+	default:
+		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Quota or a *ratelimit.Budget has a JSON form", rq))
 		return []byte("null")
 	}
+	// A nil pointer of either type, which has no settings to write.
+	e.fail(path, fmt.Sprintf("it is a nil %T", rq))
+	return []byte("null")
+}
+
+// budget encodes rq as a budget object, the inverse of value.budget.
+func (e *encoder) budget(path string, rq ratelimit.RetryQuota) []byte {
+	b, ok := rq.(*ratelimit.Budget)
+	switch {
+	case !ok:
+		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Budget has a JSON form", rq))
+		return []byte("null")
+	case b == nil:
+		e.fail(path, "it is a nil *ratelimit.Budget")
+		return []byte("null")
+	}
+	return e.budgetObject(path, b, false)
+}
+
+// budgetObject encodes b, with a type member if typed.
+func (e *encoder) budgetObject(path string, b *ratelimit.Budget, typed bool) []byte {
+	o := e.object(path)
+	if typed {
+		o.str("type", "budget")
+	}
+	o.float("ratio", b.Ratio)
+	o.float("minPerSecond", b.MinPerSecond)
+	o.dur("window", b.Window)
+	o.int("maxScopes", int64(b.MaxScopes))
+	o.fn("now", b.Now != nil)
+	return o.bytes()
+}
+
+// quotaObject encodes q, which has no type member.
+func (e *encoder) quotaObject(path string, q *ratelimit.Quota) []byte {
 	o := e.object(path)
 	o.int("capacity", int64(q.Capacity))
 	o.int("retryCost", int64(q.RetryCost))
@@ -80,8 +180,12 @@ func (e *encoder) quota(path string, rq ratelimit.RetryQuota) []byte {
 // limiter encodes a as a limiter object, the inverse of value.limiter.
 func (e *encoder) limiter(path string, l ratelimit.Limiter) []byte {
 	a, ok := l.(*ratelimit.Adaptive)
-	if !ok {
+	switch {
+	case !ok:
 		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Adaptive has a JSON form", l))
+		return []byte("null")
+	case a == nil:
+		e.fail(path, "it is a nil *ratelimit.Adaptive")
 		return []byte("null")
 	}
 	o := e.object(path)
@@ -102,8 +206,12 @@ func (e *encoder) limiter(path string, l ratelimit.Limiter) []byte {
 // value.rateLimit.
 func (e *encoder) rateLimit(path string, l ratelimit.Limiter) []byte {
 	f, ok := l.(*ratelimit.Fixed)
-	if !ok {
+	switch {
+	case !ok:
 		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Fixed has a JSON form", l))
+		return []byte("null")
+	case f == nil:
+		e.fail(path, "it is a nil *ratelimit.Fixed")
 		return []byte("null")
 	}
 	o := e.object(path)

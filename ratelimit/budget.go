@@ -20,13 +20,16 @@ const (
 const budgetSlots = 10
 
 // Budget is a retry budget: per scope, the retries of the last Window may
-// be at most Ratio of the requests of the same Window, plus MinPerSecond
-// for each second of it, so that a client with little traffic can still
-// retry. It is the budget of Finagle, Envoy and gRPC's proposals
-// (docs/budget.md): unlike [Quota], whose bucket lets a burst of retries
-// through before it drains, it bounds the retries at every moment, so
-// that a client never sends more than 1 + Ratio times its requests, plus
-// the floor, whatever the failure rate.
+// be at most Ratio of the requests of the same Window, or, when that is
+// less, MinPerSecond for each second of it, a floor that lets a client with
+// little traffic still retry. The same holds within each tenth of the
+// Window, so that the budget left unspent while all was well cannot be
+// spent in a burst when an outage begins. It is the budget of Finagle,
+// Envoy and gRPC's proposals (docs/budget.md): unlike [Quota], whose bucket
+// lets a burst of retries through before it drains, it bounds the retries
+// at every moment, so that a client whose traffic is above the floor never
+// sends more than 1 + Ratio times its requests, whatever the failure
+// rate.
 //
 // The transport counts each request with Request, through the
 // [RequestCounter] interface, before its first attempt, and asks Acquire
@@ -81,14 +84,18 @@ func (s *budgetScope) advance(now time.Time, slice time.Duration) {
 	s.start = s.start.Add(n * slice)
 }
 
-// left returns how many more retries s allows.
+// left returns how many more retries s allows: what the window allows,
+// and no more than the current slice does, so that what went unspent
+// while all was well cannot be spent at once when an outage begins.
 func (s *budgetScope) left(p budgetParams) float64 {
 	var requests, retries float64
 	for i := range budgetSlots {
 		requests += s.requests[i]
 		retries += s.retries[i]
 	}
-	return p.floor + p.ratio*requests - retries
+	window := max(p.ratio*requests, p.floor) - retries
+	slice := max(p.ratio*s.requests[s.head], p.floor/budgetSlots) - s.retries[s.head]
+	return min(window, slice)
 }
 
 // budgetParams are a Budget's settings with defaults resolved.
@@ -181,14 +188,15 @@ func (b *Budget) Refund(scope string, cost int) {}
 func (b *Budget) Success(scope string) {}
 
 // LevelAt returns how many more retries scope's budget allows as of now:
-// the floor plus Ratio of the window's requests, less its retries.
+// the larger of the floor and Ratio of the window's requests, less its
+// retries, and no more than the current tenth of the window allows.
 func (b *Budget) LevelAt(now time.Time, scope string) float64 {
 	p := b.params()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.scopes.peek(scope)
 	if s == nil {
-		return p.floor
+		return p.floor / budgetSlots
 	}
 	c := *s // a copy, so that looking changes nothing
 	c.advance(now, p.slice)

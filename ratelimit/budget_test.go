@@ -32,15 +32,15 @@ func requests(b *ratelimit.Budget, at time.Time, scope string, n int) {
 }
 
 func TestBudgetFloorAndRatio(t *testing.T) {
-	// Defaults: 20 % of the requests of the last 10 s, plus 10 a second
-	// of the window: 100.
+	// Defaults: 20 % of the requests of the last 10 s, or 10 a second
+	// when that is more; and the same within each second of the window.
 	var b ratelimit.Budget
-	if got := grant(&b, t0, "s", 150); got != 100 {
-		t.Errorf("retries without requests = %d; want 100, the floor", got)
+	if got := grant(&b, t0, "s", 150); got != 10 {
+		t.Errorf("retries without requests = %d; want 10, the floor's second", got)
 	}
 	requests(&b, t0, "s", 1000)
-	if got := grant(&b, t0, "s", 500); got != 200 {
-		t.Errorf("retries after 1000 requests = %d; want 200 more (20 %%)", got)
+	if got := grant(&b, t0, "s", 500); got != 190 {
+		t.Errorf("retries after 1000 requests = %d; want 190 more (20 %%, not on top of the floor)", got)
 	}
 	if l := b.LevelAt(t0, "s"); l != 0 {
 		t.Errorf("LevelAt after the budget is spent = %v; want 0", l)
@@ -84,17 +84,48 @@ func TestBudgetSlidingWindow(t *testing.T) {
 	}
 }
 
+// TestBudgetFloorOverTheWindow: the floor is a rate: a second's share of
+// it each second, the whole of it over the window.
+func TestBudgetFloorOverTheWindow(t *testing.T) {
+	var b ratelimit.Budget
+	total := 0
+	for i := range 10 {
+		total += grant(&b, t0.Add(time.Duration(i)*time.Second), "s", 50)
+	}
+	if total != 100 {
+		t.Errorf("retries over 10 s without requests = %d; want 100, the floor of the 10 s window", total)
+	}
+	if got := grant(&b, t0.Add(10*time.Second), "s", 50); got != 10 {
+		t.Errorf("retries once the first second left the window = %d; want its 10 back", got)
+	}
+}
+
+// TestBudgetNoBurstAfterQuietTimes: a budget left unspent while all was
+// well is not spent at once when an outage begins: the retries of each
+// second stay within Ratio of its requests.
+func TestBudgetNoBurstAfterQuietTimes(t *testing.T) {
+	var b ratelimit.Budget
+	for i := range 9 { // 9 s of 1000 requests a second, all fine
+		requests(&b, t0.Add(time.Duration(i)*time.Second), "s", 1000)
+	}
+	at := t0.Add(9 * time.Second)
+	requests(&b, at, "s", 1000) // the outage's first second: every request fails twice
+	if got := grant(&b, at, "s", 2000); got != 200 {
+		t.Errorf("retries in the outage's first second = %d; want 200 (20 %% of its requests), not the window's unspent 2000", got)
+	}
+}
+
 func TestBudgetSettings(t *testing.T) {
 	tests := []struct {
 		name string
 		b    *ratelimit.Budget
 		want int // retries granted without requests
 	}{
-		{"defaults", &ratelimit.Budget{}, 100},
-		{"floor_per_second", &ratelimit.Budget{MinPerSecond: 2, Window: 5 * time.Second}, 10},
+		{"defaults", &ratelimit.Budget{}, 10},
+		{"floor_per_second", &ratelimit.Budget{MinPerSecond: 20, Window: 5 * time.Second}, 10},
 		{"no_floor", &ratelimit.Budget{MinPerSecond: -1}, 0},
-		{"nan_means_default", &ratelimit.Budget{MinPerSecond: math.NaN(), Ratio: math.NaN()}, 100},
-		{"negative_window_means_default", &ratelimit.Budget{Window: -time.Second}, 100},
+		{"nan_means_default", &ratelimit.Budget{MinPerSecond: math.NaN(), Ratio: math.NaN()}, 10},
+		{"negative_window_means_default", &ratelimit.Budget{Window: -time.Second}, 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,13 +150,13 @@ func TestBudgetRefusesWhatIsNotRetryable(t *testing.T) {
 	}
 	b.Refund("s", 1) // does nothing: the budget is unchanged
 	b.Success("s")
-	if l := b.LevelAt(t0, "s"); l != 100 {
-		t.Errorf("LevelAt = %v; want 100", l)
+	if l := b.LevelAt(t0, "s"); l != 10 {
+		t.Errorf("LevelAt = %v; want 10", l)
 	}
 }
 
 func TestBudgetEvictsLeastRecentlyUsed(t *testing.T) {
-	b := ratelimit.Budget{MinPerSecond: 1, MaxScopes: 1} // 10 per window
+	b := ratelimit.Budget{MaxScopes: 1} // 10 a second
 	grant(&b, t0, "a", 10)
 	grant(&b, t0, "b", 1) // evicts a
 	if got := grant(&b, t0, "a", 20); got != 10 {
@@ -135,7 +166,7 @@ func TestBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 
 func TestBudgetUsesNowField(t *testing.T) {
 	now := t0
-	b := ratelimit.Budget{MinPerSecond: 1, Window: time.Second, Now: func() time.Time { return now }} // one retry a window
+	b := ratelimit.Budget{MinPerSecond: 10, Window: time.Second, Now: func() time.Time { return now }} // one retry a tenth of the window
 	b.Request("s")
 	if _, _, ok := b.Acquire("s", classify.Transient); !ok {
 		t.Fatal("first Acquire refused; want the floor's one retry")

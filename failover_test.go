@@ -1,0 +1,379 @@
+package retrytransport_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/internal/faketime"
+	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// endpointServer is a 127.0.0.1 server that answers every request with
+// status and counts the requests, with the Host header each came with.
+type endpointServer struct {
+	*httptest.Server
+	n      atomic.Int64
+	mu     sync.Mutex
+	hosts  []string
+	bodies []string
+}
+
+func newEndpointServer(t *testing.T, status int) *endpointServer {
+	t.Helper()
+	s := &endpointServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		s.n.Add(1)
+		s.mu.Lock()
+		s.hosts = append(s.hosts, r.Host)
+		s.bodies = append(s.bodies, string(b))
+		s.mu.Unlock()
+		w.WriteHeader(status)
+		io.WriteString(w, s.URL)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// host returns the server's host:port.
+func (s *endpointServer) host() string { return strings.TrimPrefix(s.URL, "http://") }
+
+// failoverTransport is a Transport over a real http.Transport, with p and a
+// fake clock, whose observer records each event's endpoint.
+func failoverTransport(t *testing.T, p policy.Policy) (*retrytransport.Transport, *[]retrytransport.Event) {
+	t.Helper()
+	if p.Backoff == nil {
+		p.Backoff = backoff.Constant{Interval: time.Second}
+	}
+	clock := faketime.NewAt(time.Now())
+	var mu sync.Mutex
+	var evs []retrytransport.Event
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
+		retrytransport.WithObserver(func(ev retrytransport.Event) {
+			mu.Lock()
+			evs = append(evs, ev)
+			mu.Unlock()
+		}))
+	return tr, &evs
+}
+
+// endpointsOf returns the Endpoint of each event.
+func endpointsOf(evs []retrytransport.Event) []string {
+	var out []string
+	for _, ev := range evs {
+		out = append(out, ev.Endpoint)
+	}
+	return out
+}
+
+func TestFailoverSendsReadsToTheSecondary(t *testing.T) {
+	primary := newEndpointServer(t, 503)
+	secondary := newEndpointServer(t, 200)
+	tr, evs := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}})
+
+	req := newReq(t, "GET", primary.URL+"/blob?x=1", "")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readBody(t, resp); got != secondary.URL {
+		t.Errorf("body = %q, want the secondary's %q", got, secondary.URL)
+	}
+	if resp.Request != req {
+		t.Error("resp.Request is not the caller's request")
+	}
+	if req.URL.Host != primary.host() || req.Host != primary.host() {
+		t.Errorf("caller's request changed: URL.Host %q, Host %q", req.URL.Host, req.Host)
+	}
+	if p, s := primary.n.Load(), secondary.n.Load(); p != 1 || s != 1 {
+		t.Errorf("primary got %d attempts, secondary %d; want 1 and 1", p, s)
+	}
+	if secondary.hosts[0] != secondary.host() {
+		t.Errorf("secondary got Host %q, want its own %q", secondary.hosts[0], secondary.host())
+	}
+	want := []string{primary.host(), secondary.host()}
+	if got := endpointsOf(*evs); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("event endpoints = %q, want %q (the retry's, then the final)", got, want)
+	}
+	if ev := (*evs)[1]; !ev.Final || ev.Scope != secondary.host() {
+		t.Errorf("final event = %+v; want Final, with the secondary's scope", ev)
+	}
+}
+
+func TestFailoverKeepsWritesOnThePrimary(t *testing.T) {
+	for _, mode := range []policy.LocationMode{policy.PrimaryThenSecondary, policy.SecondaryOnly, policy.SecondaryThenPrimary} {
+		t.Run(mode.String(), func(t *testing.T) {
+			primary := newEndpointServer(t, 503)
+			secondary := newEndpointServer(t, 200)
+			tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: mode})
+			for _, method := range []string{"PUT", "DELETE", "POST"} {
+				req := newReq(t, method, primary.URL, "payload")
+				req.Header.Set("Idempotency-Key", "k1")
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != 503 {
+					t.Errorf("%s: status %d, want the primary's 503", method, resp.StatusCode)
+				}
+			}
+			if n := secondary.n.Load(); n != 0 {
+				t.Errorf("the secondary got %d writes, want none", n)
+			}
+			if n := primary.n.Load(); n != 9 {
+				t.Errorf("the primary got %d attempts, want 3 writes x 3 attempts", n)
+			}
+		})
+	}
+}
+
+func TestFailoverMethodsLetWritesFailOver(t *testing.T) {
+	primary := newEndpointServer(t, 503)
+	mirror := newEndpointServer(t, 200)
+	tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{mirror.host()}, FailoverMethods: []string{"PUT"}})
+	resp, err := tr.RoundTrip(newReq(t, "PUT", primary.URL, "payload"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || mirror.bodies[0] != "payload" {
+		t.Errorf("status %d, mirror got %q; want 200 and the whole body", resp.StatusCode, mirror.bodies)
+	}
+	resp, err = tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 {
+		t.Errorf("GET: status %d; want 503, as FailoverMethods lists only PUT", resp.StatusCode)
+	}
+}
+
+func TestLocationModes(t *testing.T) {
+	for _, tc := range []struct {
+		mode policy.LocationMode
+		want string // P: primary, S: secondary, in attempt order
+	}{
+		{policy.PrimaryOnly, "PPP"},
+		{policy.PrimaryThenSecondary, "PSP"},
+		{policy.SecondaryOnly, "SSS"},
+		{policy.SecondaryThenPrimary, "SPS"},
+	} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			primary := newEndpointServer(t, 503)
+			secondary := newEndpointServer(t, 500)
+			tr, evs := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: tc.mode})
+			resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			got := ""
+			for _, ev := range *evs {
+				if ev.Final {
+					continue
+				}
+				got += map[string]string{primary.host(): "P", secondary.host(): "S"}[ev.Endpoint]
+			}
+			if last := (*evs)[len(*evs)-1]; last.Stop == nil {
+				t.Fatalf("last event %+v; want a stop", last)
+			}
+			// The last attempt's event is the final one; add it.
+			got += map[string]string{primary.host(): "P", secondary.host(): "S"}[(*evs)[len(*evs)-1].Endpoint]
+			if got != tc.want {
+				t.Errorf("attempts went to %s, want %s", got, tc.want)
+			}
+			if want := int64(strings.Count(tc.want, "S")); secondary.n.Load() != want {
+				t.Errorf("secondary got %d attempts, want %d", secondary.n.Load(), want)
+			}
+		})
+	}
+}
+
+func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
+	t.Run("SecondaryThenPrimary", func(t *testing.T) {
+		primary := newEndpointServer(t, 200)
+		secondary := newEndpointServer(t, 404)
+		tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: policy.SecondaryThenPrimary})
+		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || primary.n.Load() != 1 || secondary.n.Load() != 1 {
+			t.Errorf("status %d, primary %d, secondary %d attempts; want 200 from the primary after one 404", resp.StatusCode, primary.n.Load(), secondary.n.Load())
+		}
+	})
+	t.Run("StaysOnPrimary", func(t *testing.T) {
+		// Primary 503, secondary 404: the rest go to the primary, not back
+		// to the secondary.
+		primary := newEndpointServer(t, 503)
+		secondary := newEndpointServer(t, 404)
+		tr, _ := failoverTransport(t, policy.Policy{MaxAttempts: 4, Endpoints: []string{secondary.host()}})
+		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if primary.n.Load() != 3 || secondary.n.Load() != 1 {
+			t.Errorf("primary %d, secondary %d attempts; want 3 and 1", primary.n.Load(), secondary.n.Load())
+		}
+	})
+	t.Run("FromPrimaryIsFinal", func(t *testing.T) {
+		primary := newEndpointServer(t, 404)
+		secondary := newEndpointServer(t, 200)
+		tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}})
+		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 || secondary.n.Load() != 0 {
+			t.Errorf("status %d, secondary %d attempts; want the primary's 404 and no failover", resp.StatusCode, secondary.n.Load())
+		}
+	})
+	t.Run("SecondaryOnlyIsFinal", func(t *testing.T) {
+		primary := newEndpointServer(t, 200)
+		secondary := newEndpointServer(t, 404)
+		tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: policy.SecondaryOnly})
+		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 404 || primary.n.Load() != 0 || secondary.n.Load() != 1 {
+			t.Errorf("status %d, primary %d, secondary %d; want one 404 from the secondary", resp.StatusCode, primary.n.Load(), secondary.n.Load())
+		}
+	})
+}
+
+func TestFailoverSkipsEndpointsThatFailed(t *testing.T) {
+	p := newEndpointServer(t, 503)
+	a := newEndpointServer(t, 502)
+	b := newEndpointServer(t, 500)
+	c := newEndpointServer(t, 200)
+	name := map[string]string{p.host(): "P", a.host(): "A", b.host(): "B", c.host(): "C"}
+	path := func(evs []retrytransport.Event) string {
+		s := ""
+		for _, ev := range evs {
+			if !ev.Final || ev.Stop != nil && ev.Attempt > len(s) {
+				s += name[ev.Endpoint]
+			}
+		}
+		return s
+	}
+	t.Run("ReachesTheHealthyOne", func(t *testing.T) {
+		tr, evs := failoverTransport(t, policy.Policy{MaxAttempts: 5, Endpoints: []string{a.host(), b.host(), c.host()}})
+		resp, err := tr.RoundTrip(newReq(t, "GET", p.URL, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("status %d, want 200", resp.StatusCode)
+		}
+		if got := path(*evs); got != "PAB" {
+			t.Errorf("failed attempts went to %s, want PAB", got)
+		}
+	})
+	t.Run("CyclesWhenAllFailed", func(t *testing.T) {
+		tr, evs := failoverTransport(t, policy.Policy{MaxAttempts: 5, Endpoints: []string{a.host(), b.host()}})
+		resp, err := tr.RoundTrip(newReq(t, "GET", p.URL, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := path(*evs); got != "PABPA" {
+			t.Errorf("attempts went to %s, want PABPA", got)
+		}
+	})
+}
+
+func TestFailoverRewritesScheme(t *testing.T) {
+	secondary := newEndpointServer(t, 200)
+	// The primary is https on a port nobody listens on: the dial fails.
+	tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.URL}})
+	resp, err := tr.RoundTrip(newReq(t, "GET", "https://127.0.0.1:1/x", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || secondary.n.Load() != 1 {
+		t.Errorf("status %d, secondary %d attempts; want the secondary's 200 over http", resp.StatusCode, secondary.n.Load())
+	}
+}
+
+// A dead primary drains its own quota, not the secondary's: every read of
+// a long outage still succeeds at its second attempt, far beyond what one
+// bucket could pay for.
+func TestDeadPrimaryDoesNotDrainTheSecondary(t *testing.T) {
+	primary := newEndpointServer(t, 503)
+	secondary := newEndpointServer(t, 200)
+	tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}})
+	const reads = 300 // 5 tokens each: three times a 500-token bucket
+	for i := range reads {
+		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("read %d: status %d, want 200", i, resp.StatusCode)
+		}
+	}
+	if p, s := primary.n.Load(), secondary.n.Load(); p != reads || s != reads {
+		t.Errorf("primary %d, secondary %d attempts; want %d each", p, s, reads)
+	}
+	for _, sc := range tr.Snapshot() {
+		if sc.Scope == secondary.host() && sc.Quota != ratelimit.DefaultQuotaCapacity {
+			t.Errorf("secondary's quota = %v, want it full (%d): each retry's cost is refunded by its success", sc.Quota, ratelimit.DefaultQuotaCapacity)
+		}
+	}
+}
+
+func TestInvalidEndpointIsAConfigurationError(t *testing.T) {
+	tr := retrytransport.New(nil, retrytransport.WithHostPolicy("api.example.com", policy.Policy{Endpoints: []string{"ftp://x"}}))
+	_, err := tr.RoundTrip(newReq(t, "GET", "http://127.0.0.1:1/", ""))
+	if err == nil || !strings.Contains(err.Error(), "ftp") {
+		t.Errorf("RoundTrip = %v; want the endpoint's error", err)
+	}
+}
+
+// The budget is kept in the request's own scope, beside the quota, and each
+// keeps its own cost: a retry pays both, a refusal of either stops it.
+func TestBudgetBesideQuota(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	clock := faketime.NewAt(time.Now())
+	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
+	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2, Budget: budget})
+	var refused int
+	for range 20 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", "http://api.example.com/", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := retrytransport.ResponseAttempts(resp).Count; got <= 1 {
+			refused++
+		}
+	}
+	if s.count() != 30 || refused != 10 {
+		t.Errorf("%d attempts, %d requests refused a retry; want 30 and 10 (the budget: half the requests)", s.count(), refused)
+	}
+	snap := tr.Snapshot()
+	if len(snap) != 1 || snap[0].Quota != ratelimit.DefaultQuotaCapacity-10*ratelimit.DefaultRetryCost {
+		t.Errorf("snapshot %+v; want the quota paid for 10 retries at %d", snap, ratelimit.DefaultRetryCost)
+	}
+}

@@ -1,0 +1,413 @@
+package retrytransport_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
+	"github.com/retrytransport/retrytransport/policy"
+)
+
+// hedgeDelay is the hedge delay of these tests. The transport sleeps it on
+// a fake clock that returns at once, so a hedge is due as soon as its
+// attempt is sent; a server that holds the attempt decides who wins.
+const hedgeDelay = 7 * time.Millisecond
+
+// gate is a test server's handler that holds the requests it is told to
+// until released or cancelled, and answers the others at once. It counts
+// what arrived and what was cancelled while held.
+type gate struct {
+	hold      func(n int, r *http.Request) bool // whether request n (1-based) is held
+	status    func(n int) int                   // its answer's status; nil: 200
+	release   chan struct{}                     // closed: held requests answer
+	arrived   chan int                          // each request's number, as it arrives
+	n         atomic.Int64
+	cancelled atomic.Int64
+}
+
+func newGate(hold func(int, *http.Request) bool) *gate {
+	return &gate{hold: hold, release: make(chan struct{}), arrived: make(chan int, 100)}
+}
+
+func (g *gate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	n := int(g.n.Add(1))
+	g.arrived <- n
+	if g.hold(n, r) {
+		select {
+		case <-g.release:
+		case <-r.Context().Done():
+			g.cancelled.Add(1)
+			return
+		}
+	}
+	status := 200
+	if g.status != nil {
+		status = g.status(n)
+	}
+	w.WriteHeader(status)
+	io.WriteString(w, "answer "+string(rune('0'+n)))
+}
+
+// cancelledSoon fails t unless want held requests see their cancellation
+// within leakBound.
+func (g *gate) cancelledSoon(t *testing.T, want int64) {
+	t.Helper()
+	for end := time.Now().Add(leakBound); g.cancelled.Load() != want; time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Errorf("%d held requests saw their cancellation; want %d", g.cancelled.Load(), want)
+			return
+		}
+	}
+}
+
+// wait returns the number of the next request to arrive, or fails t.
+func (g *gate) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case n := <-g.arrived:
+		return n
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request reached the server")
+		return 0
+	}
+}
+
+// hedgeClient is a client over a real http.Transport wrapped by a
+// Transport with p, a fake clock, and a final observer.
+func hedgeClient(t *testing.T, p policy.Policy, sleep func(context.Context, time.Duration) error) (*http.Client, *retrytransport.Transport, *faketime.Clock, func() []retrytransport.Event) {
+	t.Helper()
+	if p.Backoff == nil {
+		p.Backoff = backoff.Constant{Interval: time.Second}
+	}
+	clock := faketime.NewAt(time.Now())
+	if sleep == nil {
+		sleep = clock.Sleep
+	}
+	var mu sync.Mutex
+	var finals []retrytransport.Event
+	base := &http.Transport{}
+	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, sleep),
+		retrytransport.WithFinalObserver(func(ev retrytransport.Event) {
+			mu.Lock()
+			finals = append(finals, ev)
+			mu.Unlock()
+		}))
+	client := &http.Client{Transport: tr}
+	t.Cleanup(client.CloseIdleConnections)
+	return client, tr, clock, func() []retrytransport.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]retrytransport.Event(nil), finals...)
+	}
+}
+
+func statsOf(tr *retrytransport.Transport, scope string) retrytransport.ScopeStats {
+	for _, s := range tr.Snapshot() {
+		if s.Scope == scope {
+			return s
+		}
+	}
+	return retrytransport.ScopeStats{}
+}
+
+func TestHedgeWinsOverASlowAttempt(t *testing.T) {
+	noLeaks(t)
+	g := newGate(func(n int, _ *http.Request) bool { return n == 1 })
+	srv := newFaultServer(t, g)
+	client, tr, _, finals := hedgeClient(t, policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay}}, nil)
+
+	resp, err := client.Get(srv.URL + "/slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readBody(t, resp); body != "answer 2" {
+		t.Errorf("body %q, want the hedge's answer", body)
+	}
+	if resp.Request.URL.Path != "/slow" || resp.Request.Context() == nil {
+		t.Errorf("resp.Request = %v; want the caller's", resp.Request.URL)
+	}
+	s := statsOf(tr, strings.TrimPrefix(srv.URL, "http://"))
+	if s.Attempts != 2 || s.Hedges != 1 || s.Retries != 0 {
+		t.Errorf("stats %+v; want 2 attempts, 1 hedge, no retry", s)
+	}
+	if ev := finals(); len(ev) != 1 || ev[0].Hedges != 1 || ev[0].Attempt != 1 || ev[0].Stop != nil {
+		t.Errorf("final events %+v; want one, of attempt 1 with 1 hedge", ev)
+	}
+	srv.conns.expectAllClosed(t, client)
+	g.cancelledSoon(t, 1)
+}
+
+func TestHedgeNotSentWhenTheAttemptIsFast(t *testing.T) {
+	noLeaks(t)
+	g := newGate(func(int, *http.Request) bool { return false })
+	srv := newFaultServer(t, g)
+	// A sleep that waits for its context: the hedge is never due.
+	never := func(ctx context.Context, d time.Duration) error { <-ctx.Done(); return ctx.Err() }
+	client, tr, _, _ := hedgeClient(t, policy.Policy{Hedge: policy.Hedge{Delay: time.Hour}}, never)
+	for range 5 {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readBody(t, resp)
+	}
+	if s := statsOf(tr, strings.TrimPrefix(srv.URL, "http://")); s.Attempts != 5 || s.Hedges != 0 {
+		t.Errorf("stats %+v; want 5 attempts and no hedge", s)
+	}
+}
+
+func TestHedgeOnlySafeRequests(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		req   func(url string) *http.Request
+		hedge bool
+	}{
+		{"POST", func(u string) *http.Request { r, _ := http.NewRequest("POST", u, strings.NewReader("x")); return r }, false},
+		{"PATCH", func(u string) *http.Request { r, _ := http.NewRequest("PATCH", u, nil); return r }, false},
+		{"PUTWithoutGetBody", func(u string) *http.Request {
+			r, _ := http.NewRequest("PUT", u, io.NopCloser(strings.NewReader("x")))
+			return r
+		}, false},
+		{"PUT", func(u string) *http.Request { r, _ := http.NewRequest("PUT", u, strings.NewReader("x")); return r }, true},
+		{"POSTWithIdempotencyKey", func(u string) *http.Request {
+			r, _ := http.NewRequest("POST", u, strings.NewReader("x"))
+			r.Header.Set("Idempotency-Key", "k")
+			return r
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			noLeaks(t)
+			g := newGate(func(n int, _ *http.Request) bool { return n == 1 })
+			srv := newFaultServer(t, g)
+			// RetryNonIdempotent does not make a POST safe to hedge.
+			client, tr, clock, _ := hedgeClient(t, policy.Policy{RetryNonIdempotent: true, Hedge: policy.Hedge{Delay: hedgeDelay}}, nil)
+			done := make(chan error, 1)
+			go func() {
+				resp, err := client.Do(tc.req(srv.URL))
+				if err == nil {
+					readBody(t, resp)
+				}
+				done <- err
+			}()
+			g.wait(t)
+			if tc.hedge {
+				g.wait(t) // the hedge arrives, and answers
+			} else {
+				close(g.release)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if !tc.hedge {
+				for _, d := range clock.Sleeps() {
+					if d == hedgeDelay {
+						t.Error("a hedge delay was slept for a request that may not be hedged")
+					}
+				}
+			}
+			if s := statsOf(tr, strings.TrimPrefix(srv.URL, "http://")); (s.Hedges == 1) != tc.hedge {
+				t.Errorf("%d hedges; want hedged %v", s.Hedges, tc.hedge)
+			}
+			if tc.hedge {
+				close(g.release)
+			}
+		})
+	}
+}
+
+// refusing is a retry quota that pays for nothing, and tells asked each
+// time it refuses.
+type refusing struct{ asked chan classify.Kind }
+
+func (q refusing) Acquire(_ string, k classify.Kind) (int, time.Duration, bool) {
+	q.asked <- k
+	return 0, 0, false
+}
+func (refusing) Refund(string, int)   {}
+func (refusing) Success(string)       {}
+func (refusing) Level(string) float64 { return 0 }
+
+func TestHedgesStopWhenTheBudgetIsEmpty(t *testing.T) {
+	noLeaks(t)
+	g := newGate(func(n int, _ *http.Request) bool { return n == 1 })
+	srv := newFaultServer(t, g)
+	budget := refusing{asked: make(chan classify.Kind, 1)}
+	client, tr, _, _ := hedgeClient(t, policy.Policy{Budget: budget, Hedge: policy.Hedge{Delay: hedgeDelay}}, nil)
+	done := make(chan string, 1)
+	go func() {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- readBody(t, resp)
+	}()
+	g.wait(t)
+	if k := <-budget.asked; k != classify.Timeout {
+		t.Errorf("the hedge asked the budget for a retry after %v; want Timeout", k)
+	}
+	close(g.release)
+	if body := <-done; body != "answer 1" {
+		t.Errorf("got %q, want the attempt's own answer", body)
+	}
+	if s := statsOf(tr, strings.TrimPrefix(srv.URL, "http://")); s.Hedges != 0 || g.n.Load() != 1 {
+		t.Errorf("%d hedges, %d requests at the server; want none beside the attempt", s.Hedges, g.n.Load())
+	}
+}
+
+func TestHedgeCallerCancels(t *testing.T) {
+	noLeaks(t)
+	g := newGate(func(int, *http.Request) bool { return true })
+	srv := newFaultServer(t, g)
+	client, _, _, _ := hedgeClient(t, policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay, MaxHedges: 2}}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	for range 3 { // the attempt and its two hedges
+		g.wait(t)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("Do = %v; want context.Canceled", err)
+	}
+	srv.conns.expectAllClosed(t, client)
+	if n := g.n.Load(); n != 3 {
+		t.Errorf("the server got %d requests; want the attempt and 2 hedges", n)
+	}
+}
+
+func TestHedgesAtMostMaxHedges(t *testing.T) {
+	noLeaks(t)
+	g := newGate(func(n int, _ *http.Request) bool { return n < 3 })
+	srv := newFaultServer(t, g)
+	client, tr, _, _ := hedgeClient(t, policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay, MaxHedges: 2}}, nil)
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readBody(t, resp); body != "answer 3" {
+		t.Errorf("body %q, want the second hedge's", body)
+	}
+	srv.conns.expectAllClosed(t, client)
+	if s := statsOf(tr, strings.TrimPrefix(srv.URL, "http://")); s.Hedges != 2 || g.n.Load() != 3 {
+		t.Errorf("%d hedges, %d requests; want 2 and 3", s.Hedges, g.n.Load())
+	}
+}
+
+// An attempt whose copies all fail is retried as usual.
+func TestHedgedAttemptThatFailsIsRetried(t *testing.T) {
+	noLeaks(t)
+	second := make(chan struct{})
+	g := newGate(func(n int, _ *http.Request) bool {
+		if n == 1 {
+			<-second // the attempt waits for its hedge, so that both fail
+		}
+		if n == 2 {
+			close(second)
+		}
+		return false
+	})
+	g.status = func(n int) int {
+		if n <= 2 {
+			return 503
+		}
+		return 200
+	}
+	srv := newFaultServer(t, g)
+	client, _, _, finals := hedgeClient(t, policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay}}, nil)
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if resp.StatusCode != 200 || retrytransport.ResponseAttempts(resp).Count != 2 {
+		t.Errorf("status %d after %d attempts; want 200 at the second", resp.StatusCode, retrytransport.ResponseAttempts(resp).Count)
+	}
+	if ev := finals(); len(ev) != 1 || ev[0].Attempt != 2 || ev[0].Hedges < 1 {
+		t.Errorf("final events %+v; want attempt 2 with the first attempt's hedge counted", ev)
+	}
+	srv.conns.expectAllClosed(t, client)
+}
+
+// A hedge goes where a retry would: to the secondary of a request that may
+// fail over, which then races the primary.
+func TestHedgeRacesFailover(t *testing.T) {
+	noLeaks(t)
+	pg := newGate(func(int, *http.Request) bool { return true })
+	primary := newFaultServer(t, pg)
+	sg := newGate(func(int, *http.Request) bool { return false })
+	secondary := newFaultServer(t, sg)
+	sh := strings.TrimPrefix(secondary.URL, "http://")
+	client, tr, _, finals := hedgeClient(t, policy.Policy{Endpoints: []string{sh}, Hedge: policy.Hedge{Delay: hedgeDelay}}, nil)
+
+	resp, err := client.Get(primary.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if ev := finals(); len(ev) != 1 || ev[0].Endpoint != sh || ev[0].Scope != sh || ev[0].Hedges != 1 {
+		t.Errorf("final events %+v; want the secondary's answer, in its scope, after 1 hedge", ev)
+	}
+	if s := statsOf(tr, sh); s.Hedges != 1 || s.Attempts != 1 {
+		t.Errorf("secondary stats %+v; want its one attempt, a hedge", s)
+	}
+	primary.conns.expectAllClosed(t, client)
+	secondary.conns.expectAllClosed(t, client)
+	pg.cancelledSoon(t, 1)
+
+	// A write stays on the primary: its hedge too.
+	pg2 := newGate(func(n int, _ *http.Request) bool { return n == 1 })
+	primary2 := newFaultServer(t, pg2)
+	client2, _, _, _ := hedgeClient(t, policy.Policy{Endpoints: []string{sh}, Hedge: policy.Hedge{Delay: hedgeDelay}}, nil)
+	req, _ := http.NewRequest("PUT", primary2.URL, strings.NewReader("x"))
+	resp, err = client2.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if pg2.n.Load() != 2 || sg.n.Load() != 1 {
+		t.Errorf("primary %d, secondary %d requests; want the PUT and its hedge on the primary", pg2.n.Load(), sg.n.Load())
+	}
+	primary2.conns.expectAllClosed(t, client2)
+}
+
+// A 404 from a secondary, which may lag the primary, does not win a race:
+// the primary's answer does.
+func TestHedgeNotFoundOnSecondaryDoesNotWin(t *testing.T) {
+	noLeaks(t)
+	got404 := make(chan struct{})
+	pg := newGate(func(int, *http.Request) bool { <-got404; return false })
+	primary := newFaultServer(t, pg)
+	sg := newGate(func(int, *http.Request) bool { return false })
+	sg.status = func(int) int { return 404 }
+	secondary := newFaultServer(t, sg)
+	sh := strings.TrimPrefix(secondary.URL, "http://")
+	client, _, _, _ := hedgeClient(t, policy.Policy{Endpoints: []string{sh}, Hedge: policy.Hedge{Delay: hedgeDelay}}, nil)
+	go func() { sg.wait(t); close(got404) }()
+	resp, err := client.Get(primary.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if resp.StatusCode != 200 {
+		t.Errorf("status %d; want the primary's 200", resp.StatusCode)
+	}
+}

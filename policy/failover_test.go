@@ -1,0 +1,212 @@
+package policy_test
+
+import (
+	"math"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport/policy"
+)
+
+func TestParseEndpointAcceptsHostPortAndScheme(t *testing.T) {
+	tests := []struct {
+		in   string
+		want policy.Endpoint
+	}{
+		{"h", policy.Endpoint{Host: "h"}},
+		{"h:443", policy.Endpoint{Host: "h:443"}},
+		{"https://h:8443", policy.Endpoint{Scheme: "https", Host: "h:8443"}},
+		{"HTTPS://h", policy.Endpoint{Scheme: "https", Host: "h"}},
+		{"http://h", policy.Endpoint{Scheme: "http", Host: "h"}},
+		{"[::1]:80", policy.Endpoint{Host: "[::1]:80"}},
+		{"h:0", policy.Endpoint{Host: "h:0"}},
+		{"h:65535", policy.Endpoint{Host: "h:65535"}},
+		{"eu.example.com/", policy.Endpoint{Host: "eu.example.com"}},
+	}
+	for _, tt := range tests {
+		got, err := policy.ParseEndpoint(tt.in)
+		if err != nil {
+			t.Errorf("ParseEndpoint(%q) error = %v; want nil", tt.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("ParseEndpoint(%q) mismatch (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
+func TestParseEndpointRejectsOtherForms(t *testing.T) {
+	for _, in := range []string{
+		"ftp://h", "h/path", "https://h/path", "h:99999", "h:65536", "h:", "h:-1", "user@h",
+		"https://user:pw@h", "", "https://", "h?q=1", "h#frag", " h", "h h",
+	} {
+		got, err := policy.ParseEndpoint(in)
+		if err == nil {
+			t.Errorf("ParseEndpoint(%q) = %+v, nil; want an error", in, got)
+			continue
+		}
+		if prefix := "policy: endpoint " + `"` + in + `"`; !strings.HasPrefix(err.Error(), prefix) {
+			t.Errorf("ParseEndpoint(%q) error = %q; want one starting %q", in, err, prefix)
+		}
+		if got != (policy.Endpoint{}) {
+			t.Errorf("ParseEndpoint(%q) = %+v with an error; want the zero Endpoint", in, got)
+		}
+	}
+}
+
+func TestEndpointURLReplacesHostAndScheme(t *testing.T) {
+	u, _ := url.Parse("http://primary.example.com/a/b?c=d")
+	tests := []struct {
+		e    policy.Endpoint
+		want string
+	}{
+		{policy.Endpoint{Host: "b.example.com:8080"}, "http://b.example.com:8080/a/b?c=d"},
+		{policy.Endpoint{Scheme: "https", Host: "c.example.com"}, "https://c.example.com/a/b?c=d"},
+	}
+	for _, tt := range tests {
+		if got := tt.e.URL(u).String(); got != tt.want {
+			t.Errorf("%+v.URL(%v) = %s; want %s", tt.e, u, got, tt.want)
+		}
+	}
+	if u.String() != "http://primary.example.com/a/b?c=d" {
+		t.Errorf("Endpoint.URL changed its argument to %v; want it unchanged", u)
+	}
+}
+
+func TestLocationModeString(t *testing.T) {
+	tests := []struct {
+		m    policy.LocationMode
+		want string
+	}{
+		{policy.PrimaryThenSecondary, "PrimaryThenSecondary"},
+		{policy.PrimaryOnly, "PrimaryOnly"},
+		{policy.SecondaryOnly, "SecondaryOnly"},
+		{policy.SecondaryThenPrimary, "SecondaryThenPrimary"},
+		{4, "LocationMode(4)"},
+		{-1, "LocationMode(-1)"},
+	}
+	for _, tt := range tests {
+		if got := tt.m.String(); got != tt.want {
+			t.Errorf("LocationMode(%d).String() = %q; want %q", int(tt.m), got, tt.want)
+		}
+	}
+	var zero policy.LocationMode
+	if zero != policy.PrimaryThenSecondary {
+		t.Errorf("zero LocationMode = %v; want PrimaryThenSecondary", zero)
+	}
+}
+
+func TestParseLocationModeInAnyCase(t *testing.T) {
+	for _, m := range []policy.LocationMode{policy.PrimaryThenSecondary, policy.PrimaryOnly, policy.SecondaryOnly, policy.SecondaryThenPrimary} {
+		for _, s := range []string{m.String(), strings.ToLower(m.String()), strings.ToUpper(m.String())} {
+			if got, err := policy.ParseLocationMode(s); err != nil || got != m {
+				t.Errorf("ParseLocationMode(%q) = %v, %v; want %v, nil", s, got, err, m)
+			}
+		}
+	}
+}
+
+func TestParseLocationModeRejectsUnknownNames(t *testing.T) {
+	for _, s := range []string{"", "nearest", "Primary", " PrimaryOnly", "LocationMode(1)", "1"} {
+		got, err := policy.ParseLocationMode(s)
+		want := `policy: unknown location mode "` + s + `"; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary`
+		if err == nil || err.Error() != want || got != policy.PrimaryThenSecondary {
+			t.Errorf("ParseLocationMode(%q) = %v, %v; want PrimaryThenSecondary, %s", s, got, err, want)
+		}
+	}
+}
+
+func TestPolicyMayFailOver(t *testing.T) {
+	tests := []struct {
+		name    string
+		methods []string
+		method  string
+		want    bool
+	}{
+		{"NilAllowsGET", nil, http.MethodGet, true},
+		{"NilAllowsHEAD", nil, http.MethodHead, true},
+		{"NilAllowsEmptyMethodAsGET", nil, "", true},
+		{"NilRefusesPOST", nil, http.MethodPost, false},
+		{"NilRefusesPUT", nil, http.MethodPut, false},
+		{"NilRefusesOPTIONS", nil, http.MethodOptions, false},
+		{"ListAllowsItsMethods", []string{"PUT", "GET"}, http.MethodPut, true},
+		{"ListReplacesTheDefault", []string{"PUT"}, http.MethodGet, false},
+		{"EmptyRefusesAll", []string{}, http.MethodGet, false},
+		{"MethodsAreCaseSensitive", []string{"get"}, http.MethodGet, false},
+		{"EmptyMethodIsGET", []string{"GET"}, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := policy.Policy{Endpoints: []string{"b.example.com"}, FailoverMethods: tt.methods}
+			req := &http.Request{Method: tt.method, URL: &url.URL{Scheme: "http", Host: "a.example.com"}}
+			if got := p.MayFailOver(req); got != tt.want {
+				t.Errorf("Policy{FailoverMethods: %#v}.MayFailOver(%q) = %t; want %t", tt.methods, tt.method, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateAcceptsFailoverAndHedge(t *testing.T) {
+	for _, p := range []policy.Policy{
+		{Endpoints: []string{"b", "b:443", "https://c:8443", "[::1]:80"}, LocationMode: policy.SecondaryThenPrimary, FailoverMethods: []string{"GET", "PUT"}},
+		{LocationMode: policy.PrimaryOnly},
+		{Endpoints: []string{"b"}, LocationMode: policy.SecondaryOnly, FailoverMethods: []string{}},
+		{Hedge: policy.Hedge{Delay: time.Second, Quantile: 0.999, MinDelay: time.Millisecond, MaxHedges: 4}},
+	} {
+		if err := p.Validate(); err != nil {
+			t.Errorf("Validate(%+v) = %v; want nil", p, err)
+		}
+	}
+}
+
+func TestValidateRejectsFailoverAndHedge(t *testing.T) {
+	tests := []struct {
+		name string
+		p    policy.Policy
+		want string // the whole message of the only error
+	}{
+		{"LocationModeUnnamed", policy.Policy{LocationMode: 4}, "policy: LocationMode = 4; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary"},
+		{"LocationModeNegative", policy.Policy{LocationMode: -1}, "policy: LocationMode = -1; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary"},
+		{"SecondaryOnlyWithoutEndpoints", policy.Policy{LocationMode: policy.SecondaryOnly}, "policy: LocationMode = SecondaryOnly but Endpoints is empty; want at least one secondary"},
+		{"SecondaryThenPrimaryWithoutEndpoints", policy.Policy{LocationMode: policy.SecondaryThenPrimary, Endpoints: []string{}}, "policy: LocationMode = SecondaryThenPrimary but Endpoints is empty; want at least one secondary"},
+		{"MethodWithSpace", policy.Policy{FailoverMethods: []string{"GET", "GET /"}}, `policy: FailoverMethods[1] = "GET /"; want a method name such as GET`},
+		{"EmptyMethod", policy.Policy{FailoverMethods: []string{""}}, `policy: FailoverMethods[0] = ""; want a method name such as GET`},
+		{"HedgeNegativeDelay", policy.Policy{Hedge: policy.Hedge{Delay: -time.Millisecond}}, "policy: Hedge.Delay = -1ms; want >= 0 (0: none)"},
+		{"HedgeQuantileOne", policy.Policy{Hedge: policy.Hedge{Quantile: 1}}, "policy: Hedge.Quantile = 1; want 0 <= q < 1 (0: Delay alone)"},
+		{"HedgeQuantileNegative", policy.Policy{Hedge: policy.Hedge{Quantile: -0.1}}, "policy: Hedge.Quantile = -0.1; want 0 <= q < 1 (0: Delay alone)"},
+		{"HedgeQuantileNaN", policy.Policy{Hedge: policy.Hedge{Quantile: math.NaN()}}, "policy: Hedge.Quantile = NaN; want 0 <= q < 1 (0: Delay alone)"},
+		{"HedgeNegativeMinDelay", policy.Policy{Hedge: policy.Hedge{MinDelay: -time.Second}}, "policy: Hedge.MinDelay = -1s; want >= 0"},
+		{"HedgeNegativeMax", policy.Policy{Hedge: policy.Hedge{MaxHedges: -1}}, "policy: Hedge.MaxHedges = -1; want >= 1, or 0 for 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.p.Validate()
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("Validate(%+v) = %v; want %s", tt.p, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestValidateNamesTheBadEndpoint checks that each endpoint ParseEndpoint
+// rejects gives an error naming its index and saying what is wrong.
+func TestValidateNamesTheBadEndpoint(t *testing.T) {
+	p := policy.Policy{Endpoints: []string{"b.example.com", "ftp://c.example.com", "d.example.com/path"}}
+	errs := unwrapAll(p.Validate())
+	if len(errs) != 2 {
+		t.Fatalf("Validate(Endpoints %q) = %v; want 2 errors", p.Endpoints, errs)
+	}
+	for i, tt := range []struct{ index, endpoint, reason string }{
+		{"[1]", "ftp://c.example.com", "want http or https"},
+		{"[2]", "d.example.com/path", "no path"},
+	} {
+		msg := errs[i].Error()
+		if !strings.HasPrefix(msg, "policy: Endpoints"+tt.index+": ") || !strings.Contains(msg, tt.endpoint) || !strings.Contains(msg, tt.reason) || strings.Contains(msg, "%!") {
+			t.Errorf("Validate(Endpoints %q) error %d = %q; want one starting \"policy: Endpoints%s: \" that names %q and says %q", p.Endpoints, i, msg, tt.index, tt.endpoint, tt.reason)
+		}
+	}
+}

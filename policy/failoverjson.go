@@ -1,0 +1,102 @@
+package policy
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// This file maps Endpoints, LocationMode, FailoverMethods and Hedge to the
+// endpoints, locationMode, failoverMethods and hedge members of the JSON
+// schema (see Load) and back.
+
+// Descriptions of the values the failover and hedge members accept.
+const (
+	wantEndpoint  = `"host", "host:port" or "scheme://host:port", with scheme http or https, a port 0..65535 and no path or user`
+	wantMethod    = "a method name such as GET"
+	wantQuantile  = "a number 0 <= q < 1 (0: delay alone)"
+	wantMaxHedges = "an integer >= 1, or 0 for 1"
+)
+
+// wantLocationMode lists the location modes, as Load's documentation does.
+var wantLocationMode = "one of " + strings.Join(locationModeNames[:], ", ")
+
+// endpoints decodes a list of alternate endpoints, each checked with
+// ParseEndpoint and kept as written. An empty list gives an empty, non-nil
+// slice, so that the policy written back is the same.
+func (v value) endpoints() []string {
+	return v.stringList("a list of endpoints", wantEndpoint, func(s string) bool {
+		_, err := ParseEndpoint(s)
+		return err == nil
+	})
+}
+
+// failoverMethods decodes a list of method names, kept as written: methods
+// are case-sensitive. An empty list, which lets no request fail over, gives
+// an empty, non-nil slice, unlike a missing one, which means GET and HEAD.
+func (v value) failoverMethods() []string {
+	return v.stringList("a list of method names", wantMethod, validHeaderName)
+}
+
+// stringList decodes a list of strings for which ok holds. want describes
+// the list, wantElem each string. It returns nil only when v is not a list.
+func (v value) stringList(want, wantElem string, ok func(string) bool) []string {
+	elems := v.elements(want)
+	if elems == nil {
+		return nil
+	}
+	list := make([]string, 0, len(elems))
+	for _, e := range elems {
+		s, isString := e.string(wantElem)
+		if isString && !ok(s) {
+			e.fail(wantElem)
+		}
+		list = append(list, s)
+	}
+	return list
+}
+
+// locationMode decodes a location mode's name, in any case.
+func (v value) locationMode() LocationMode {
+	s, ok := v.string(wantLocationMode)
+	if !ok {
+		return PrimaryThenSecondary
+	}
+	m, err := ParseLocationMode(s)
+	if err != nil {
+		v.fail(wantLocationMode)
+	}
+	return m
+}
+
+// hedge decodes a hedge object.
+func (v value) hedge() Hedge {
+	var h Hedge
+	v.d.object(v.path, v.raw, "a hedge object",
+		field{"delay", setDuration(&h.Delay)},
+		field{"quantile", func(v value) { h.Quantile = v.float(below1, wantQuantile) }},
+		field{"minDelay", setDuration(&h.MinDelay)},
+		field{"maxHedges", func(v value) { h.MaxHedges = v.count(wantMaxHedges) }},
+	)
+	return h
+}
+
+// locationMode encodes m, the inverse of value.locationMode; a mode without
+// a name has no JSON form.
+func (e *encoder) locationMode(path string, m LocationMode) []byte {
+	if m < 0 || int(m) >= len(locationModeNames) {
+		e.fail(path, "it is "+m.String())
+		return []byte("null")
+	}
+	b, _ := json.Marshal(m.String()) // a string always marshals
+	return b
+}
+
+// hedge encodes h as a hedge object, the inverse of value.hedge.
+func (e *encoder) hedge(path string, h Hedge) []byte {
+	o := e.object(path)
+	o.dur("delay", h.Delay)
+	o.float("quantile", h.Quantile)
+	o.dur("minDelay", h.MinDelay)
+	o.int("maxHedges", int64(h.MaxHedges))
+	return o.bytes()
+}

@@ -1,0 +1,67 @@
+package policy
+
+import (
+	"fmt"
+	"time"
+)
+
+// Hedge says when an attempt that is slow to answer gets company: a copy
+// of the request sent while the first is still in flight, so that the
+// first response to come back is used (hedged requests, docs/hedging.md).
+// Only requests that are safe to send twice are hedged: an idempotent
+// method or an Idempotency-Key (RetryNonIdempotent does not extend to
+// hedges), with no body or a body that GetBody can produce again. Each copy
+// pays from the retry quotas (Quota and Budget) as a retry after a Timeout
+// would, and none is sent once they cannot pay.
+//
+// The zero Hedge sends no copies.
+type Hedge struct {
+	// Delay is how long an attempt waits for its response headers before
+	// the next copy is sent. With Quantile set, it is the delay used until
+	// the scope has seen enough attempts to know the quantile. Zero means
+	// no fixed delay.
+	Delay time.Duration
+
+	// Quantile, between 0 and 1, makes the delay the scope's observed
+	// quantile of the time attempts take to their response headers: 0.95
+	// hedges the slowest 5 %. Zero means Delay alone.
+	Quantile float64
+
+	// MinDelay is the shortest delay a Quantile may give, so that a scope
+	// whose answers are all fast does not send a copy of every request.
+	// Zero means none.
+	MinDelay time.Duration
+
+	// MaxHedges is the most copies sent beside each attempt. Zero means 1.
+	MaxHedges int
+}
+
+// Enabled reports whether h sends copies at all: it has a Delay or a
+// Quantile.
+func (h Hedge) Enabled() bool { return h.Delay > 0 || h.Quantile > 0 }
+
+// Copies returns how many copies h may send beside each attempt.
+func (h Hedge) Copies() int {
+	if h.MaxHedges <= 0 {
+		return 1
+	}
+	return h.MaxHedges
+}
+
+// validate reports h's settings that are out of range.
+func (h Hedge) validate() []error {
+	var errs []error
+	if h.Delay < 0 {
+		errs = append(errs, fmt.Errorf("policy: Hedge.Delay = %v; want >= 0 (0: none)", h.Delay))
+	}
+	if h.Quantile < 0 || h.Quantile >= 1 || h.Quantile != h.Quantile {
+		errs = append(errs, fmt.Errorf("policy: Hedge.Quantile = %v; want 0 <= q < 1 (0: Delay alone)", h.Quantile))
+	}
+	if h.MinDelay < 0 {
+		errs = append(errs, fmt.Errorf("policy: Hedge.MinDelay = %v; want >= 0", h.MinDelay))
+	}
+	if h.MaxHedges < 0 {
+		errs = append(errs, fmt.Errorf("policy: Hedge.MaxHedges = %d; want >= 1, or 0 for 1", h.MaxHedges))
+	}
+	return errs
+}
