@@ -119,7 +119,7 @@ func (t *Transport) log(ev Event) {
 	if !t.logger.Enabled(ctx, level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 14)
+	attrs := make([]slog.Attr, 0, 16)
 	attrs = append(attrs,
 		slog.String("method", ev.Request.Method),
 		slog.String("url", redactedURL(ev.Request.URL)),
@@ -128,6 +128,12 @@ func (t *Transport) log(ev Event) {
 		attrs = append(attrs, slog.Int("attempts", ev.Attempt))
 	} else {
 		attrs = append(attrs, slog.Int("attempt", ev.Attempt))
+	}
+	if ev.Endpoint != "" && ev.Endpoint != ev.Request.URL.Host {
+		attrs = append(attrs, slog.String("endpoint", ev.Endpoint))
+	}
+	if ev.Hedges > 0 {
+		attrs = append(attrs, slog.Int("hedges", ev.Hedges))
 	}
 	if ev.Attempt > 0 {
 		attrs = append(attrs, slog.String("outcome", ev.Outcome.Kind.String()))

@@ -411,3 +411,44 @@ func TestHedgeNotFoundOnSecondaryDoesNotWin(t *testing.T) {
 		t.Errorf("status %d; want the primary's 200", resp.StatusCode)
 	}
 }
+
+// With a Quantile, the delay is the fixed Delay until the scope has seen
+// enough attempts, then the observed quantile.
+func TestHedgeDelayFollowsTheQuantile(t *testing.T) {
+	noLeaks(t)
+	g := newGate(func(int, *http.Request) bool { return false })
+	srv := newFaultServer(t, g)
+	var mu sync.Mutex
+	var delays []time.Duration
+	record := func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		delays = append(delays, d)
+		mu.Unlock()
+		<-ctx.Done() // never due: every attempt answers first
+		return ctx.Err()
+	}
+	client, _, _, _ := hedgeClient(t, policy.Policy{Hedge: policy.Hedge{Delay: 5 * time.Millisecond, Quantile: 0.9}}, record)
+	for range 30 {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readBody(t, resp)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(delays) != 30 {
+		t.Fatalf("%d hedge delays; want one per attempt", len(delays))
+	}
+	for i, d := range delays {
+		// The fake clock stands still: every attempt took no time, and the
+		// quantile is the first bucket's top, 50µs.
+		want := 50 * time.Microsecond
+		if i < 20 {
+			want = 5 * time.Millisecond
+		}
+		if d != want {
+			t.Errorf("attempt %d's hedge delay = %v; want %v", i+1, d, want)
+		}
+	}
+}

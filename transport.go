@@ -69,6 +69,13 @@ import (
 // an outage of one server does not stop retries to another. Policies, by
 // contrast, are chosen by hostname alone.
 //
+// A policy may name alternate endpoints of the same API
+// (policy.Policy.Endpoints): a read's retries then fail over to them, each
+// attempt's URL rewritten, each endpoint its own scope. It may also hedge
+// (policy.Policy.Hedge): a safe request whose attempt is slow to answer
+// gets a copy, and the first good answer wins. Hedging is the one feature
+// that starts goroutines, one per copy, each ending with its round trip.
+//
 // The base transport may retry on its own before Transport sees a failure:
 // net/http's Transport silently resends an idempotent request whose reused
 // keep-alive connection turned out to be closed. Such resends are not
@@ -90,7 +97,7 @@ import (
 // Transport keeps the retry quota state of every host it has seen, so reuse
 // one Transport (as with http.Transport) rather than creating one per
 // request. It is safe for concurrent use by multiple goroutines. It starts
-// no goroutine of its own; its timers (Policy.AttemptTimeout,
+// no goroutine of its own, but for hedged attempts; its timers (Policy.AttemptTimeout,
 // Policy.ReadTimeout) run their functions on the runtime's.
 type Transport struct {
 	once    sync.Once // fills in the zero Transport's defaults
@@ -241,7 +248,7 @@ func (t *Transport) fillDefaults() {
 // net/http may report its own error instead.
 //
 // Some errors come before any attempt, and so are not a *RetryError: an
-// invalid host pattern given to New, a nil req.URL, and a wait for the
+// invalid host pattern or policy endpoint given to New, a nil req.URL, and a wait for the
 // first attempt's send token that a client-side rate limiter refuses
 // (wrapping ratelimit.ErrRateLimited), that would pass the context's
 // deadline (ErrDeadline) or the policy's MaxTotalTime (ErrBudget).

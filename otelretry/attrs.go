@@ -24,6 +24,8 @@ const (
 	quotaKey         = attribute.Key("retrytransport.quota")          // retry quota tokens left in the scope
 	stopReasonKey    = attribute.Key("retrytransport.stop_reason")    // why retrying stopped (stopReason)
 	scopeKey         = attribute.Key("retrytransport.scope")          // the quota and limiter scope
+	endpointKey      = attribute.Key("retrytransport.endpoint")       // the host:port an attempt failed over to, when not the URL's
+	hedgesKey        = attribute.Key("retrytransport.hedges")         // copies of slow attempts sent so far
 )
 
 // otherScope is the retrytransport.scope of the counters that sum the

@@ -21,7 +21,12 @@
 // it is recording, gets a "retrytransport.retry" event for each retry
 // (attempt, outcome, reason, status, delay, whether the server set it,
 // quota left) and a "retrytransport.give_up" event when the transport stops
-// retrying before a success.
+// retrying before a success. Both say, in retrytransport.endpoint, the
+// alternate endpoint (policy.Policy.Endpoints) the last attempt failed over
+// to, when it was not the request URL's host, and, in
+// retrytransport.hedges, the copies of slow attempts the request has sent
+// so far (policy.Policy.Hedge), when it sent any. Each copy has a CLIENT
+// span of its own, with its attempt's http.request.resend_count.
 //
 // Do not wrap the result in otelhttp.NewTransport as well: that adds a
 // second CLIENT span for the same request and counts it twice in the HTTP
@@ -35,9 +40,10 @@
 // (histograms), with server.address, server.port, http.request.method,
 // retrytransport.outcome and retrytransport.stop_reason. Per scope, read
 // from Transport.Snapshot at each collection: the throttles, quota
-// refusals, rate-limit refusals and store fallbacks (of a quota or limiter
-// kept in Redis, module redisretry) counters, and gauges of the retry quota
-// level and the adaptive limiter's fill rate and measured rate, with
+// refusals, rate-limit refusals, hedges (copies sent beside slow attempts)
+// and store fallbacks (of a quota or limiter kept in Redis, module
+// redisretry) counters, and gauges of the retry quota level and the
+// adaptive limiter's fill rate and measured rate, with
 // retrytransport.scope. A scope made by a policy's Scope function may be
 // unbounded, so it is reported only after WithScopeAttribute. The README
 // of the repository has the table.

@@ -36,12 +36,20 @@ func addSpanEvent(ev retrytransport.Event) {
 	}
 }
 
-// eventAttrs returns the attributes both events have: first, then the last
+// eventAttrs returns the attributes both events have: first, then the
+// endpoint the last attempt failed over to (none when it went to the URL's
+// own host), the copies hedged so far (none without hedging), the last
 // attempt's outcome (none for a request refused before its first attempt),
 // the time waited and the quota; with room for two more.
 func eventAttrs(ev retrytransport.Event, first attribute.KeyValue) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs := make([]attribute.KeyValue, 0, 10)
 	attrs = append(attrs, first)
+	if failedOver(ev) {
+		attrs = append(attrs, endpointKey.String(ev.Endpoint))
+	}
+	if ev.Hedges > 0 {
+		attrs = append(attrs, hedgesKey.Int(ev.Hedges))
+	}
 	if ev.Attempt > 0 {
 		attrs = append(attrs, outcomeKey.String(ev.Outcome.Kind.String()))
 	}
@@ -56,4 +64,10 @@ func eventAttrs(ev retrytransport.Event, first attribute.KeyValue) []attribute.K
 		attrs = append(attrs, quotaKey.Float64(ev.Quota))
 	}
 	return attrs
+}
+
+// failedOver reports whether ev's attempt went to an alternate endpoint
+// (policy.Policy.Endpoints) rather than to the request URL's host.
+func failedOver(ev retrytransport.Event) bool {
+	return ev.Endpoint != "" && ev.Request.URL != nil && ev.Endpoint != ev.Request.URL.Host
 }

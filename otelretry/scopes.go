@@ -22,13 +22,14 @@ const (
 	fillRateMetric      = "retrytransport.adaptive.fill_rate"
 	measuredRateMetric  = "retrytransport.adaptive.measured_rate"
 	fallbacksMetric     = "retrytransport.store.fallbacks"
+	hedgesMetric        = "retrytransport.hedges"
 )
 
 // scopeInstruments are read from Transport.Snapshot when the meter
 // collects, so requests pay nothing for them.
 type scopeInstruments struct {
 	throttles, quotaRefusals, rateLimited metric.Int64ObservableCounter
-	fallbacks                             metric.Int64ObservableCounter
+	fallbacks, hedges                     metric.Int64ObservableCounter
 	quota, fill, measured                 metric.Float64ObservableGauge
 }
 
@@ -37,7 +38,7 @@ type scopeInstruments struct {
 // unregistered once t is collected.
 func (m *metrics) observeScopes(t *retrytransport.Transport) {
 	var s scopeInstruments
-	var errs [7]error
+	var errs [8]error
 	s.throttles, errs[0] = m.meter.Int64ObservableCounter(throttlesMetric,
 		metric.WithUnit("{attempt}"),
 		metric.WithDescription("Attempts the server throttled (429, 503 Slow Down, a throttling error code)."))
@@ -59,6 +60,9 @@ func (m *metrics) observeScopes(t *retrytransport.Transport) {
 	s.fallbacks, errs[6] = m.meter.Int64ObservableCounter(fallbacksMetric,
 		metric.WithUnit("{decision}"),
 		metric.WithDescription("Decisions of the scope's retry quota and rate limiters made from the process's own state because the store they share with other processes (Redis) did not answer in time."))
+	s.hedges, errs[7] = m.meter.Int64ObservableCounter(hedgesMetric,
+		metric.WithUnit("{attempt}"),
+		metric.WithDescription("Copies of slow attempts sent beside them (hedged requests)."))
 	for _, err := range errs {
 		if err != nil {
 			otel.Handle(err)
@@ -71,7 +75,7 @@ func (m *metrics) observeScopes(t *retrytransport.Transport) {
 			m.observe(o, &s, t.Snapshot())
 		}
 		return nil
-	}, s.throttles, s.quotaRefusals, s.rateLimited, s.fallbacks, s.quota, s.fill, s.measured)
+	}, s.throttles, s.quotaRefusals, s.rateLimited, s.fallbacks, s.hedges, s.quota, s.fill, s.measured)
 	if err != nil {
 		otel.Handle(err)
 		return
@@ -131,6 +135,7 @@ func (oc *otherCounts) add(custom []retrytransport.ScopeStats) (retrytransport.S
 		oc.total.QuotaRefusals += increase(prev.QuotaRefusals, st.QuotaRefusals)
 		oc.total.RateLimited += increase(prev.RateLimited, st.RateLimited)
 		oc.total.Fallbacks += increase(prev.Fallbacks, st.Fallbacks)
+		oc.total.Hedges += increase(prev.Hedges, st.Hedges)
 		next[st.Scope] = st
 	}
 	oc.last = next
@@ -153,4 +158,5 @@ func observeCounters(o metric.Observer, s *scopeInstruments, st retrytransport.S
 	o.ObserveInt64(s.quotaRefusals, int64(st.QuotaRefusals), opt)
 	o.ObserveInt64(s.rateLimited, int64(st.RateLimited), opt)
 	o.ObserveInt64(s.fallbacks, int64(st.Fallbacks), opt)
+	o.ObserveInt64(s.hedges, int64(st.Hedges), opt)
 }

@@ -124,6 +124,7 @@ func TestRecoveredAfterTwo503s(t *testing.T) {
 		"retrytransport.throttles":           {{scope, 0}},
 		"retrytransport.quota.refusals":      {{scope, 0}},
 		"retrytransport.rate_limit.refusals": {{scope, 0}},
+		"retrytransport.hedges":              {{scope, 0}},
 		"retrytransport.quota.level":         {{scope, 495}},
 	} {
 		if diff := cmp.Diff(want, points(t, m[name])); diff != "" {

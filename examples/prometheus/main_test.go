@@ -167,6 +167,7 @@ func TestScrape(t *testing.T) {
 		key("retrytransport_quota_refusals_total", scope):                  0,
 		key("retrytransport_rate_limit_refusals_total", scope):             0,
 		key("retrytransport_store_fallbacks_total", scope):                 0,
+		key("retrytransport_hedges_total", scope):                          0,
 		key("retrytransport_quota_level", scope):                           quota,
 	}
 	got := r.scrape(t)
@@ -255,6 +256,7 @@ func TestRunOnce(t *testing.T) {
 		"retrytransport_quota_refusals_total":      0,
 		"retrytransport_rate_limit_refusals_total": 0,
 		"retrytransport_store_fallbacks_total":     0,
+		"retrytransport_hedges_total":              0,
 	}
 	sums := make(map[string]float64)
 	for k, v := range got {
