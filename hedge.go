@@ -150,6 +150,9 @@ func (c *call) sendHedged(areq *http.Request, timeout time.Duration) (*http.Resp
 				kept = nil
 			}
 			if e.resp != nil && !out.Retryable() || inflight == 0 || c.ctx.Err() != nil {
+				if p.Hedge.Quantile > 0 {
+					c.censor(rc)
+				}
 				rc.finish(e)
 				return c.won(e, out)
 			}
@@ -178,6 +181,20 @@ func (c *call) sendHedged(areq *http.Request, timeout time.Duration) (*http.Resp
 			}
 			return nil, classify.Outcome{Kind: classify.Timeout, Reason: "attempt timeout"}, errAttemptTimeout
 		}
+	}
+}
+
+// censor records, for the latency quantile, how long the copies still
+// running have taken so far: they lose, and will never say how long they
+// would have taken, but leaving them out would keep only the fast answers
+// and make the quantile, and the hedge delay, ever shorter.
+func (c *call) censor(rc *race) {
+	now := c.t.now()
+	h := c.counters.latencies()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, e := range rc.running {
+		h.observe(now.Sub(e.start))
 	}
 }
 

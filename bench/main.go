@@ -30,22 +30,26 @@ import (
 
 // config sizes the scenarios.
 type config struct {
-	benchTime       time.Duration // per paired testing.Benchmark run (overhead)
-	benchRounds     int           // rounds of the overhead's paired benchmarks
-	outageRequests  int           // logical requests in the outage
-	outageTail      int           // the last requests whose amplification is a goal
-	throttleFor     time.Duration // each throttled run
-	brownoutOutage  time.Duration // 503 phase of the brownout
-	brownoutHealthy time.Duration // healthy phase after it
-	faultRequests   int           // logical requests per method with connection faults
-	scopesFor       time.Duration // each phase of the two-scope run
-	fleetFor        time.Duration // each run of a fleet variant
-	fleetRuns       int           // runs of each fleet variant, and of the fleet-redis outage and throttled tables, per contender
-	singleRuns      int           // runs of the single-client Retry-After table per contender
-	redisOutage     int           // logical requests of the fleet-on-Redis outage, over all replicas
-	redisCalls      int           // calls of each kind in the fleet-on-Redis cost table
-	scenarios       []string      // the scenarios to run (names from scenarios()); nil means all
-	svgDir          string        // where the fleet's pictures go; "" means none
+	benchTime        time.Duration // per paired testing.Benchmark run (overhead)
+	benchRounds      int           // rounds of the overhead's paired benchmarks
+	outageRequests   int           // logical requests in the outage
+	outageTail       int           // the last requests whose amplification is a goal
+	throttleFor      time.Duration // each throttled run
+	brownoutOutage   time.Duration // 503 phase of the brownout
+	brownoutHealthy  time.Duration // healthy phase after it
+	faultRequests    int           // logical requests per method with connection faults
+	scopesFor        time.Duration // each phase of the two-scope run
+	fleetFor         time.Duration // each run of a fleet variant
+	fleetRuns        int           // runs of each fleet variant, and of the fleet-redis outage and throttled tables, per contender
+	singleRuns       int           // runs of the single-client Retry-After table per contender
+	redisOutage      int           // logical requests of the fleet-on-Redis outage, over all replicas
+	redisCalls       int           // calls of each kind in the fleet-on-Redis cost table
+	hedgeRequests    int           // logical GETs of each hedge run
+	hedgeRuns        int           // runs of the hedge table per contender
+	budgetFor        time.Duration // the open-loop outage under a retry budget
+	failoverRequests int           // logical requests of each failover mode
+	scenarios        []string      // the scenarios to run (names from scenarios()); nil means all
+	svgDir           string        // where the fleet's pictures go; "" means none
 }
 
 func fullConfig() config {
@@ -59,6 +63,9 @@ func fullConfig() config {
 		fleetFor:      10 * time.Second, fleetRuns: 3,
 		singleRuns:  10,
 		redisOutage: 1600, redisCalls: 20000,
+		hedgeRequests: 2000, hedgeRuns: 3,
+		budgetFor:        4 * time.Second,
+		failoverRequests: 2000,
 	}
 }
 
@@ -73,6 +80,9 @@ func quickConfig() config {
 		fleetFor:      2 * time.Second, fleetRuns: 1,
 		singleRuns:  2,
 		redisOutage: 800, redisCalls: 2000,
+		hedgeRequests: 400, hedgeRuns: 1,
+		budgetFor:        1500 * time.Millisecond,
+		failoverRequests: 300,
 	}
 }
 
@@ -130,6 +140,9 @@ func scenarios() []scenario {
 		{"fleet", runFleet},
 		{"single-ra", runSingleRetryAfter},
 		{"fleet-redis", runFleetRedis},
+		{"hedge", table(runHedge)},
+		{"budget-outage", table(runBudgetOutage)},
+		{"failover", table(runFailover)},
 	}
 }
 

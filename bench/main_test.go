@@ -23,7 +23,7 @@ func TestQuickRun(t *testing.T) {
 		t.Fatalf("run(quick) = %v; want nil", err)
 	}
 	got := out.String()
-	if n, want := strings.Count(got, "\n### "), 15; n != want {
+	if n, want := strings.Count(got, "\n### "), 18; n != want {
 		t.Errorf("run(quick) printed %d tables; want %d\n%s", n, want, got)
 	}
 
@@ -50,6 +50,16 @@ func TestQuickRun(t *testing.T) {
 	want[contenders()[0].name]++ // the fleet-redis overhead table's baseline
 	for _, c := range append(append(redisOutageReplicas(), redisThrottledReplicas()...), redisSharedAdaptive()) {
 		want[c.name]++ // the last: the fleet-redis overhead table's
+	}
+	// The hedge, budget-outage and failover tables: one row each.
+	for _, hc := range hedgeContenders() {
+		want[hc.name]++
+	}
+	for _, bp := range budgetPolicies() {
+		want[bp.name]++
+	}
+	for _, m := range failoverModes {
+		want[m.String()]++
 	}
 	for name, n := range want {
 		if rows[name] != n {
@@ -80,8 +90,23 @@ func TestQuickRun(t *testing.T) {
 			goals[title]++
 		}
 	}
+	// Then the hedge table's two goals (p99, load) for each of our hedging
+	// rows, the budget's window goal for each policy with a Budget, and the
+	// failover's two (reads, writes) for each mode.
+	var nHedge, nBudget int
+	for _, hc := range hedgeContenders() {
+		if hc.goals {
+			nHedge += 2
+		}
+	}
+	for _, bp := range budgetPolicies() {
+		if bp.budget {
+			nBudget++
+		}
+	}
 	for title, n := range map[string]int{"fleet-redis, outage": 1, "fleet-redis, throttled": 3,
-		"fleet-redis, cost per call": 1, "fleet-redis, overhead": 2} {
+		"fleet-redis, cost per call": 1, "fleet-redis, overhead": 2,
+		"hedge": nHedge, "budget-outage": nBudget, "failover": 2 * len(failoverModes)} {
 		if goals[title] != n {
 			t.Errorf("run(quick) printed %d goal lines under %q; want %d", goals[title], title, n)
 		}
@@ -92,8 +117,10 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("run(quick) printed %d goal lines with %q; want 1", n, g)
 		}
 	}
-	if info := "\n- for information, " + redisOutageReplicas()[0].name + ": "; strings.Count(got, info) != 1 {
-		t.Errorf("run(quick) printed %d lines %q; want 1", strings.Count(got, info), info)
+	for _, name := range []string{redisOutageReplicas()[0].name, budgetPolicies()[0].name, budgetPolicies()[1].name, budgetPolicies()[2].name} {
+		if info := "\n- for information, " + name + ": "; strings.Count(got, info) != 1 {
+			t.Errorf("run(quick) printed %d lines %q; want 1", strings.Count(got, info), info)
+		}
 	}
 	if strings.Contains(got, "error:") {
 		t.Errorf("run(quick) output reports a failed benchmark:\n%s", got)
