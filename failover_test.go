@@ -354,13 +354,13 @@ func TestInvalidEndpointIsAConfigurationError(t *testing.T) {
 // The budget is kept in the request's own scope, beside the quota, and each
 // keeps its own cost: a retry pays both, a refusal of either stops it.
 func TestBudgetBesideQuota(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
+	srv := newEndpointServer(t, 503)
 	clock := faketime.NewAt(time.Now())
 	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2, Budget: budget})
+	tr, _ := failoverTransport(t, policy.Policy{MaxAttempts: 2, Budget: budget})
 	var refused int
 	for range 20 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", "http://api.example.com/", ""))
+		resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,11 +369,33 @@ func TestBudgetBesideQuota(t *testing.T) {
 			refused++
 		}
 	}
-	if s.count() != 30 || refused != 10 {
-		t.Errorf("%d attempts, %d requests refused a retry; want 30 and 10 (the budget: half the requests)", s.count(), refused)
+	if n := srv.n.Load(); n != 30 || refused != 10 {
+		t.Errorf("%d attempts, %d requests refused a retry; want 30 and 10 (the budget: half the requests)", n, refused)
 	}
 	snap := tr.Snapshot()
 	if len(snap) != 1 || snap[0].Quota != ratelimit.DefaultQuotaCapacity-10*ratelimit.DefaultRetryCost {
 		t.Errorf("snapshot %+v; want the quota paid for 10 retries at %d", snap, ratelimit.DefaultRetryCost)
+	}
+}
+
+// With failover, the budget stays in the request's own scope: retries that
+// go to the secondary are counted against the primary's requests.
+func TestBudgetStaysInTheRequestsScope(t *testing.T) {
+	primary := newEndpointServer(t, 503)
+	secondary := newEndpointServer(t, 503)
+	clock := faketime.NewAt(time.Now())
+	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
+	tr, _ := failoverTransport(t, policy.Policy{MaxAttempts: 2, Budget: budget, Endpoints: []string{secondary.host()}})
+	for range 20 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if p, s := primary.n.Load(), secondary.n.Load(); p != 20 || s != 10 {
+		// Charged to the secondary's scope, which has no requests and no
+		// floor, every retry would be refused.
+		t.Errorf("primary %d, secondary %d attempts; want 20 and 10: half the primary's requests retried at the secondary", p, s)
 	}
 }
