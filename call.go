@@ -23,6 +23,7 @@ type call struct {
 	route     *route         // where its attempts go, for a request that may fail over; nil otherwise
 	hedging   bool           // its attempts may be hedged (Policy.Hedge)
 	hedges    int            // hedged copies sent so far
+	wonScope  string         // the quota scope of the hedge whose result the last attempt took, if not the attempt's; else ""
 	counters  *scopeCounters // the current attempt scope's
 	rec       *recorder      // records a body without GetBody; nil otherwise
 	watch     *connWatch     // for a request that is not idempotent; nil otherwise
@@ -63,7 +64,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 	}
 	c.counters = t.stats.get(c.scope, st)
 	if st.requests != nil {
-		st.requests.Request(c.scope)
+		st.requests.Request(c.home())
 	}
 	if st.budgetRequests != nil {
 		st.budgetRequests.Request(c.home())
@@ -119,18 +120,24 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 		c.release() // the next attempt goes: the last response is done with
 
 		resp, out, err := c.send(areq, timeout)
-		if st.recorder != nil && c.ctx.Err() == nil {
-			st.recorder.Record(c.scope, out.Kind)
-		}
-		if out.Kind == classify.Throttle {
-			c.counters.throttles.Add(1)
+		if !c.hedging { // a race records each copy's outcome in its own scope
+			if st.recorder != nil && c.ctx.Err() == nil {
+				st.recorder.Record(c.scope, out.Kind)
+			}
+			if out.Kind == classify.Throttle {
+				c.counters.throttles.Add(1)
+			}
 		}
 		if out.Kind == classify.Success && err == nil {
 			if c.attempt > 1 {
 				c.refund()
 			} else {
 				if st.quota != nil {
-					st.quota.Success(c.scope)
+					if c.wonScope != "" { // a hedge to another endpoint won
+						st.quota.Success(c.wonScope)
+					} else {
+						st.quota.Success(c.quotaScope())
+					}
 				}
 				if st.budget != nil {
 					st.budget.Success(c.home())
@@ -445,7 +452,7 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 		c.t.emitFinal(c.st, ev, true)
 		return nil, fmt.Errorf("retrytransport: before the first attempt: %w", reason)
 	}
-	c.refund()
+	c.giveBack()
 	if err := c.ctx.Err(); err != nil && errors.Is(reason, err) {
 		if c.resp != nil && c.resp.Body != nil {
 			c.resp.Body.Close() // not drained: its reads end with the context anyway

@@ -11,10 +11,20 @@ import (
 )
 
 // mayHedge reports whether req's attempts may be hedged: its policy
-// hedges, and sending it twice at once is safe (an idempotent method or an
-// idempotency key) and possible (no body, or one GetBody makes again).
+// hedges, its method is idempotent, so that two copies at once do what one
+// does, and its body, if any, can be made again with GetBody. An
+// idempotency key is not enough: a server that honours one answers a
+// second copy that arrives while the first is still being processed with
+// 409 Conflict, which would win the race.
 func (st *hostState) mayHedge(req *http.Request) bool {
-	return st.p.Hedge.Enabled() && classify.IsIdempotent(req) && (!hasBody(req) || req.GetBody != nil)
+	if !st.p.Hedge.Enabled() || hasBody(req) && req.GetBody == nil {
+		return false
+	}
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
 }
 
 // entrant is one copy of a hedged attempt: the attempt itself (n 0) or a
@@ -24,7 +34,8 @@ type entrant struct {
 	req      *http.Request
 	cancel   context.CancelFunc // ends the copy's context
 	endpoint int                // where it went (see call.endpoint)
-	scope    string
+	scope    string             // its endpoint's scope: its limiters', counters' and outcome's
+	qscope   string             // the scope whose retry quota it paid: scope, or the request's own for a quota that counts requests
 	start    time.Time
 	resp     *http.Response
 	err      error
@@ -60,12 +71,17 @@ func (rc *race) run(base http.RoundTripper, e *entrant) {
 	rc.discard(e)
 }
 
-// discard closes what a losing copy got and ends its context.
+// discard ends a losing copy's context, then drains and closes what it
+// got: after the cancellation, the drain takes only what has arrived, and
+// a stalled body holds nobody up.
 func (rc *race) discard(e *entrant) {
+	if e == nil {
+		return
+	}
+	e.cancel()
 	if e.resp != nil {
 		rc.drain(e.resp)
 	}
-	e.cancel()
 }
 
 // finish ends the race: the copies still running are cancelled and will
@@ -105,15 +121,19 @@ func (rc *race) taken(e *entrant) {
 // copies of it, each after the hedge delay, up to Policy.Hedge.MaxHedges.
 // The first response whose outcome is not retryable wins; the others are
 // cancelled, and their responses drained and closed. When every copy
-// failed, the last failure is the attempt's. A timeout (AttemptTimeout, or
-// what is left of MaxTotalTime) ends every copy, as it ends a lone attempt.
+// failed, the attempt's result is the last response, or the last error if
+// none got a response. A timeout (AttemptTimeout, or what is left of
+// MaxTotalTime) ends every copy, as it ends a lone attempt, but a response
+// that arrived before it is still the attempt's.
 //
 // Each copy runs in a goroutine of its own, which ends with its round
 // trip; the hedge delay is slept in one more, which ends with the attempt.
 func (c *call) sendHedged(areq *http.Request, timeout time.Duration) (*http.Response, classify.Outcome, error) {
 	p := &c.st.p
 	copies := 1 + p.Hedge.Copies()
-	rc := &race{results: make(chan *entrant, copies), drain: func(r *http.Response) { drain(r, p.MaxDrain, p.ReadTimeout) }}
+	var h hedgeRun
+	h.rc = &race{results: make(chan *entrant, copies), drain: func(r *http.Response) { drain(r, p.MaxDrain, p.ReadTimeout) }}
+	rc := h.rc
 	tick := make(chan struct{}, 1)
 	hctx, stopTicks := context.WithCancel(c.ctx)
 	defer stopTicks()
@@ -124,39 +144,18 @@ func (c *call) sendHedged(areq *http.Request, timeout time.Duration) (*http.Resp
 		timeoutC = tm.C
 	}
 
-	first := c.entrant(0, areq, c.endpoint(), c.scope)
+	first := c.entrant(0, areq, c.endpoint(), c.scope, c.quotaScope())
 	rc.running = append(rc.running, first)
 	go rc.run(c.t.base, first)
 	c.armHedge(hctx, tick)
-	sent, inflight := 1, 1
-	var kept *entrant // the latest failure, the attempt's if all fail
+	sent := 1
+	h.inflight = 1
 	for {
 		select {
 		case e := <-rc.results:
-			rc.taken(e)
-			inflight--
-			if p.Hedge.Quantile > 0 {
-				c.counters.latencies().observe(c.t.now().Sub(e.start))
+			if w, out, ok := c.takeCopy(&h, e); ok {
+				return c.endRace(&h, w, out)
 			}
-			if c.route != nil {
-				c.route.sentTo = e.endpoint
-			}
-			out := c.outcome(e.req, e.resp, e.err)
-			// The first response that will not be retried wins; a
-			// failure waits for the copies still running, and is the
-			// attempt's if none of them does better.
-			if kept != nil {
-				rc.discard(kept)
-				kept = nil
-			}
-			if e.resp != nil && !out.Retryable() || inflight == 0 || c.ctx.Err() != nil {
-				if p.Hedge.Quantile > 0 {
-					c.censor(rc)
-				}
-				rc.finish(e)
-				return c.won(e, out)
-			}
-			kept = e
 		case <-tick:
 			if sent < copies {
 				if e := c.hedge(areq, sent); e != nil {
@@ -165,17 +164,31 @@ func (c *call) sendHedged(areq *http.Request, timeout time.Duration) (*http.Resp
 					rc.mu.Unlock()
 					go rc.run(c.t.base, e)
 					sent++
-					inflight++
+					h.inflight++
 					if sent < copies {
 						c.armHedge(hctx, tick)
 					}
 				}
 			}
 		case <-timeoutC:
-			if kept != nil {
-				rc.discard(kept)
+			// What arrived with the timer is taken first, as a lone
+			// attempt's timer is settled for whichever came first.
+			for more := true; more; {
+				select {
+				case e := <-rc.results:
+					if w, out, ok := c.takeCopy(&h, e); ok {
+						return c.endRace(&h, w, out)
+					}
+				default:
+					more = false
+				}
 			}
-			rc.finish(nil)
+			if h.kept != nil && h.kept.resp != nil { // a failure that came in time
+				w, out := h.kept, h.keptOut
+				h.kept = nil
+				return c.endRace(&h, w, out)
+			}
+			c.endRace(&h, nil, classify.Outcome{})
 			if err := c.ctx.Err(); err != nil {
 				return nil, classify.Outcome{Kind: classify.Fatal, Reason: "canceled"}, err
 			}
@@ -184,17 +197,90 @@ func (c *call) sendHedged(areq *http.Request, timeout time.Duration) (*http.Resp
 	}
 }
 
-// censor records, for the latency quantile, how long the copies still
-// running have taken so far: they lose, and will never say how long they
-// would have taken, but leaving them out would keep only the fast answers
-// and make the quantile, and the hedge delay, ever shorter.
+// hedgeRun is the attempt loop's side of a race: what it has received.
+type hedgeRun struct {
+	rc       *race
+	inflight int              // copies sent and not yet received
+	kept     *entrant         // the best failure so far: the latest response, or the latest error while there is none
+	keptOut  classify.Outcome // its outcome
+}
+
+// takeCopy classifies the result of copy e, records it in e's scope, and
+// returns the attempt's winner if there is one now: e, if it got a
+// response that will not be retried or the caller gave up; the best
+// failure, once every copy sent has failed.
+func (c *call) takeCopy(h *hedgeRun, e *entrant) (*entrant, classify.Outcome, bool) {
+	st := c.st
+	h.rc.taken(e)
+	h.inflight--
+	counters := c.counters
+	if e.scope != c.scope {
+		counters = c.t.stats.get(e.scope, st)
+	}
+	if st.p.Hedge.Quantile > 0 {
+		counters.latencies().observe(c.t.now().Sub(e.start))
+	}
+	if c.route != nil {
+		c.route.sentTo = e.endpoint
+	}
+	out := c.outcome(e.req, e.resp, e.err)
+	if st.recorder != nil && c.ctx.Err() == nil {
+		st.recorder.Record(e.scope, out.Kind)
+	}
+	if out.Kind == classify.Throttle {
+		counters.throttles.Add(1)
+	}
+	if e.resp != nil && !out.Retryable() || c.ctx.Err() != nil {
+		return e, out, true
+	}
+	if c.route != nil {
+		c.route.failed |= 1 << e.endpoint
+	}
+	if h.kept == nil || e.resp != nil || h.kept.resp == nil {
+		h.rc.discard(h.kept)
+		h.kept, h.keptOut = e, out
+	} else {
+		h.rc.discard(e) // an error, when a response is kept
+	}
+	if h.inflight > 0 {
+		return nil, classify.Outcome{}, false
+	}
+	w, wout := h.kept, h.keptOut
+	h.kept = nil
+	return w, wout, true
+}
+
+// endRace ends the race with w as the attempt's result (nil: none), records
+// for the latency quantile how long the losers had taken, and cancels,
+// drains and closes every other copy.
+func (c *call) endRace(h *hedgeRun, w *entrant, out classify.Outcome) (*http.Response, classify.Outcome, error) {
+	if c.st.p.Hedge.Quantile > 0 {
+		c.censor(h.rc)
+	}
+	if h.kept != w {
+		h.rc.discard(h.kept)
+	}
+	h.rc.finish(w)
+	if w == nil {
+		return nil, out, nil
+	}
+	return c.won(w, out)
+}
+
+// censor records, for the latency quantile of their scopes, how long the
+// copies still running have taken so far: they lose, and will never say
+// how long they would have taken, but leaving them out would keep only the
+// fast answers and make the quantile, and the hedge delay, ever shorter.
 func (c *call) censor(rc *race) {
 	now := c.t.now()
-	h := c.counters.latencies()
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for _, e := range rc.running {
-		h.observe(now.Sub(e.start))
+		counters := c.counters
+		if e.scope != c.scope {
+			counters = c.t.stats.get(e.scope, c.st)
+		}
+		counters.latencies().observe(now.Sub(e.start))
 	}
 }
 
@@ -208,6 +294,10 @@ func (c *call) won(e *entrant, out classify.Outcome) (*http.Response, classify.O
 	if c.route != nil {
 		c.route.sentTo = e.endpoint
 	}
+	c.wonScope = ""
+	if e.qscope != c.quotaScope() {
+		c.wonScope = e.qscope
+	}
 	if e.resp == nil || !needsContext(e.resp) {
 		e.cancel()
 	} else {
@@ -217,10 +307,11 @@ func (c *call) won(e *entrant, out classify.Outcome) (*http.Response, classify.O
 }
 
 // entrant returns copy n of the attempt, to be sent as r with a context of
-// its own.
-func (c *call) entrant(n int, r *http.Request, endpoint int, scope string) *entrant {
+// its own, to endpoint, whose scope is scope and whose retry quota is
+// qscope's.
+func (c *call) entrant(n int, r *http.Request, endpoint int, scope, qscope string) *entrant {
 	ctx, cancel := context.WithCancel(r.Context())
-	return &entrant{n: n, req: r.WithContext(ctx), cancel: cancel, endpoint: endpoint, scope: scope, start: c.t.now()}
+	return &entrant{n: n, req: r.WithContext(ctx), cancel: cancel, endpoint: endpoint, scope: scope, qscope: qscope, start: c.t.now()}
 }
 
 // armHedge sleeps the hedge delay, in a goroutine that ends with ctx, and
@@ -274,32 +365,44 @@ func (c *call) hedge(areq *http.Request, n int) *entrant {
 		endpoint = rt.current()
 	}
 	scope := st.endpointScope(c.req, endpoint, c.home())
-	e := &entrant{n: n, endpoint: endpoint, scope: scope}
+	qscope := scope
+	if st.requests != nil {
+		qscope = c.home()
+	}
+	e := &entrant{n: n, endpoint: endpoint, scope: scope, qscope: qscope}
 	if !c.payHedge(e) {
 		return nil
 	}
 	r := areq.WithContext(areq.Context())
-	if endpoint != c.endpoint() {
+	if endpoint != c.endpoint() { // areq's URL, as a WithBeforeRetry hook left it, at the other endpoint
+		u := *areq.URL
 		if endpoint == 0 {
-			r.URL, r.Host = c.req.URL, c.req.Host
+			u.Scheme, u.Host = c.req.URL.Scheme, c.req.URL.Host
+			r.Host = c.req.Host
 		} else {
-			r.URL, r.Host = st.endpoints.alt[endpoint-1].URL(c.req.URL), ""
+			alt := st.endpoints.alt[endpoint-1]
+			u.Host = alt.Host
+			if alt.Scheme != "" {
+				u.Scheme = alt.Scheme
+			}
+			r.Host = ""
 		}
+		r.URL = &u
 	}
 	if hasBody(c.req) {
 		b, err := c.req.GetBody()
 		if err != nil || b == nil {
-			c.refundHedge(e)
+			c.giveBackHedge(e)
 			return nil
 		}
 		r.Body = b
 	}
 	if !c.paceHedge(scope) {
 		closeReader(r.Body)
-		c.refundHedge(e)
+		c.giveBackHedge(e)
 		return nil
 	}
-	full := c.entrant(n, r, endpoint, scope)
+	full := c.entrant(n, r, endpoint, scope, qscope)
 	full.cost, full.budget = e.cost, e.budget
 	counters := c.t.stats.get(scope, st)
 	counters.attempts.Add(1)
@@ -313,36 +416,47 @@ func (c *call) hedge(areq *http.Request, n int) *entrant {
 func (c *call) payHedge(e *entrant) bool {
 	st := c.st
 	if st.quota != nil {
-		cost, wait, ok := st.quota.Acquire(e.scope, classify.Timeout)
+		cost, wait, ok := st.quota.Acquire(e.qscope, classify.Timeout)
+		if ok {
+			e.cost = cost
+		}
 		if !ok || wait > 0 {
-			if ok {
-				st.quota.Refund(e.scope, cost)
-			}
+			c.giveBackHedge(e)
 			return false
 		}
-		e.cost = cost
 	}
 	if st.budget != nil {
 		cost, wait, ok := st.budget.Acquire(c.home(), classify.Timeout)
+		if ok {
+			e.budget = cost
+		}
 		if !ok || wait > 0 {
-			if ok {
-				st.budget.Refund(c.home(), cost)
-			}
-			c.refundHedge(e)
+			c.giveBackHedge(e)
 			return false
 		}
-		e.budget = cost
 	}
 	return true
 }
 
-// refundHedge gives back what a hedge paid.
+// refundHedge refunds what a hedge that succeeded paid, as for a retry
+// that succeeded.
 func (c *call) refundHedge(e *entrant) {
 	if e.cost > 0 {
-		c.st.quota.Refund(e.scope, e.cost)
+		c.st.quota.Refund(e.qscope, e.cost)
 	}
 	if e.budget > 0 {
 		c.st.budget.Refund(c.home(), e.budget)
+	}
+	e.cost, e.budget = 0, 0
+}
+
+// giveBackHedge gives back what a hedge that is not sent paid.
+func (c *call) giveBackHedge(e *entrant) {
+	if e.cost > 0 {
+		giveBack(c.st.quota, e.qscope, e.cost)
+	}
+	if e.budget > 0 {
+		giveBack(c.st.budget, c.home(), e.budget)
 	}
 	e.cost, e.budget = 0, 0
 }

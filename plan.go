@@ -30,7 +30,7 @@ func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 	}
 	k := ev.Outcome.Kind
 	if st.quota != nil && !st.pacesThrottles(k) {
-		cost, wait, ok := st.quota.Acquire(c.scope, k)
+		cost, wait, ok := st.quota.Acquire(c.quotaScope(), k)
 		if !ok {
 			return ratelimit.ErrQuotaExceeded
 		}
@@ -39,7 +39,7 @@ func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 	if st.budget != nil {
 		cost, wait, ok := st.budget.Acquire(c.home(), k)
 		if !ok {
-			c.refund()
+			c.giveBack()
 			return ratelimit.ErrQuotaExceeded
 		}
 		c.budgetCost, delay = cost, delay+wait
@@ -48,33 +48,68 @@ func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 	// MaxDelay refuses, as waiting longer would break the policy's cap.
 	// (The delay alone is within MaxDelay.)
 	if delay > p.MaxDelay {
-		c.refund()
+		c.giveBack()
 		return ratelimit.ErrQuotaExceeded
 	}
 	end := now.Add(delay)
 	if dl, ok := c.ctx.Deadline(); ok && end.After(dl) {
-		c.refund()
+		c.giveBack()
 		return ErrDeadline
 	}
 	if !c.budgetEnd.IsZero() && end.After(c.budgetEnd) {
-		c.refund()
+		c.giveBack()
 		return ErrBudget
 	}
 	ev.Delay = delay
-	ev.Quota = st.quotaLevel(c.scope)
+	ev.Quota = st.quotaLevel(c.quotaScope())
 	return nil
 }
 
-// refund gives back what the retry quotas were paid for a retry that will
-// not be sent, or that succeeded.
+// quotaScope returns the scope whose retry quota the current attempt's
+// retry pays: the scope of the endpoint it goes to, so that a dead primary
+// does not drain a healthy secondary's bucket; but for a quota that counts
+// requests (a ratelimit.Budget), the request's own scope, where its
+// requests are counted.
+func (c *call) quotaScope() string {
+	if c.st.requests != nil {
+		return c.home()
+	}
+	return c.scope
+}
+
+// refund refunds what the retry quotas were paid for a retry that
+// succeeded.
 func (c *call) refund() {
 	if c.cost > 0 {
-		c.st.quota.Refund(c.scope, c.cost)
+		c.st.quota.Refund(c.quotaScope(), c.cost)
 	}
 	if c.budgetCost > 0 {
 		c.st.budget.Refund(c.home(), c.budgetCost)
 	}
 	c.cost, c.budgetCost = 0, 0
+}
+
+// giveBack gives back what the retry quotas were paid for a retry that
+// will not be sent.
+func (c *call) giveBack() {
+	if c.cost > 0 {
+		giveBack(c.st.quota, c.quotaScope(), c.cost)
+	}
+	if c.budgetCost > 0 {
+		giveBack(c.st.budget, c.home(), c.budgetCost)
+	}
+	c.cost, c.budgetCost = 0, 0
+}
+
+// giveBack returns to q the cost it was paid for a retry or hedge that is
+// not sent: through Cancel, for a quota whose Refund is for retries that
+// were sent (ratelimit.Canceler), else through Refund.
+func giveBack(q ratelimit.RetryQuota, scope string, cost int) {
+	if cq, ok := q.(ratelimit.Canceler); ok {
+		cq.Cancel(scope, cost)
+		return
+	}
+	q.Refund(scope, cost)
 }
 
 // pacesThrottles reports whether a retry after an outcome of kind k is

@@ -8,9 +8,11 @@ import (
 // Hedge says when an attempt that is slow to answer gets company: a copy
 // of the request sent while the first is still in flight, so that the
 // first response to come back is used (hedged requests, docs/hedging.md).
-// Only requests that are safe to send twice are hedged: an idempotent
-// method or an Idempotency-Key (RetryNonIdempotent does not extend to
-// hedges), with no body or a body that GetBody can produce again. Each copy
+// Only requests that are safe to send twice at once are hedged: an
+// idempotent method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE), with no body
+// or a body that GetBody can produce again. Neither RetryNonIdempotent nor
+// an Idempotency-Key extends to hedges: a server that honours the key
+// answers a copy that arrives while the first is in progress with 409. Each copy
 // pays from the retry quotas (Quota and Budget) as a retry after a Timeout
 // would, and none is sent once they cannot pay.
 //

@@ -107,7 +107,10 @@ type Policy struct {
 	// value in several policies or transports shares its buckets on
 	// purpose; an implementation kept in a shared store (module redisretry)
 	// shares them across processes. A *ratelimit.Budget bounds retries by
-	// the traffic instead: a share of the requests of a sliding window.
+	// the traffic instead: a share of the requests of a sliding window. The
+	// quota is kept per scope: with Endpoints, the scope each retry goes
+	// to, except for a quota that counts requests (a *ratelimit.Budget),
+	// which, like Budget, stays in the request's own scope.
 	Quota ratelimit.RetryQuota
 
 	// DisableQuota turns the retry quota off: retries are then limited

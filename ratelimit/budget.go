@@ -35,7 +35,8 @@ const budgetSlots = 10
 // [RequestCounter] interface, before its first attempt, and asks Acquire
 // before each retry. A retry counts once it is granted, whether it is
 // sent and succeeds or not: Refund and Success do nothing, since a retry
-// that succeeded still cost the server what the budget bounds.
+// that succeeded still cost the server what the budget bounds. A retry
+// that was granted and then not sent is given back with Cancel.
 //
 // Counts are kept in ten slices of Window each, so they leave the window
 // a tenth of it at a time. At most MaxScopes scopes are stored; a new
@@ -179,9 +180,33 @@ func (b *Budget) Acquire(scope string, k classify.Kind) (cost int, wait time.Dur
 	return b.AcquireAt(b.now(), scope, k)
 }
 
-// Refund does nothing: a retry the budget granted counts whether it
-// succeeded or was not sent (see Budget).
+// Refund does nothing: a retry the budget granted and that was sent
+// counts whether it succeeded or not (see Budget).
 func (b *Budget) Refund(scope string, cost int) {}
+
+// CancelAt gives back, as of now, cost retries that scope's budget granted
+// and that were not sent after all, from the most recent slices that
+// counted any.
+func (b *Budget) CancelAt(now time.Time, scope string, cost int) {
+	p := b.params()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.scopes.peek(scope)
+	if s == nil {
+		return
+	}
+	s.advance(now, p.slice)
+	for i := 0; i < budgetSlots && cost > 0; i++ {
+		k := (s.head - i + budgetSlots) % budgetSlots
+		n := min(s.retries[k], float64(cost))
+		s.retries[k] -= n
+		cost -= int(n)
+	}
+}
+
+// Cancel is CancelAt at b.Now(), or the wall clock if b.Now is nil. The
+// transport calls it for a retry or hedge it paid for and did not send.
+func (b *Budget) Cancel(scope string, cost int) { b.CancelAt(b.now(), scope, cost) }
 
 // Success does nothing: requests are counted by Request, successful or
 // not.

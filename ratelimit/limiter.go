@@ -10,7 +10,8 @@ import (
 // breaker that stops retries when most attempts fail. [Quota] implements
 // it in process; an implementation may keep its buckets in a store that a
 // fleet of replicas shares. The transport calls Acquire before each retry,
-// Refund when a retry it paid for succeeds or is not sent after all,
+// Refund when a retry it paid for succeeds or is not sent after all (or,
+// for one that is a [Canceler], Cancel when it is not sent),
 // Success after each first attempt that succeeds, and Level for its
 // events and snapshots.
 //
@@ -85,6 +86,15 @@ type RequestCounter interface {
 	Request(scope string)
 }
 
+// Canceler is implemented by a [RetryQuota] whose Refund is not for a
+// retry that was never sent, such as [Budget], whose Refund does nothing
+// because a retry that was sent costs the server whether it succeeds or
+// not. The transport calls Cancel, instead of Refund, with the cost of a
+// retry or hedge it paid for and then did not send.
+type Canceler interface {
+	Cancel(scope string, cost int)
+}
+
 // FallbackCounter is implemented by a [RetryQuota] or [Limiter] whose state
 // lives in a store shared by several processes: Fallbacks counts the
 // decisions for scope it made from local state because the store did not
@@ -97,6 +107,7 @@ var (
 	_ RetryQuota     = (*Quota)(nil)
 	_ RetryQuota     = (*Budget)(nil)
 	_ RequestCounter = (*Budget)(nil)
+	_ Canceler       = (*Budget)(nil)
 	_ Limiter        = (*Adaptive)(nil)
 	_ Recorder       = (*Adaptive)(nil)
 	_ Queue          = (*Adaptive)(nil)
