@@ -475,3 +475,58 @@ func TestHedgeQuantileCountsTimedOutAttempts(t *testing.T) {
 	}
 	srv.conns.expectAllClosed(t, client)
 }
+
+// A hedge of a retry that goes to another endpoint keeps what the
+// WithBeforeRetry hook made of the retry's URL: only the host changes.
+func TestHedgeOfARetryKeepsTheHooksURL(t *testing.T) {
+	noLeaks(t)
+	var mu sync.Mutex
+	var seen []string // endpoint letter and query of each request, as they arrive
+	bothIn := make(chan struct{})
+	var n atomic.Int64
+	record := func(name string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen = append(seen, name+"?"+r.URL.RawQuery)
+			mu.Unlock()
+			switch n.Add(1) {
+			case 1: // the first attempt waits for its hedge, so that both fail
+				<-bothIn
+			case 2:
+				close(bothIn)
+			}
+			w.WriteHeader(503)
+		}
+	}
+	primary := newFaultServer(t, record("P"))
+	alt := newFaultServer(t, record("A"))
+	clock := faketime.NewAt(time.Now())
+	p := policy.Policy{MaxAttempts: 2, Endpoints: []string{strings.TrimPrefix(alt.URL, "http://")},
+		Hedge: policy.Hedge{Delay: hedgeDelay}, Backoff: backoff.Constant{Interval: time.Second}}
+	tr := retrytransport.New(&http.Transport{}, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
+		retrytransport.WithBeforeRetry(func(req *http.Request, _ retrytransport.Event) error {
+			req.URL.RawQuery = "sig=retry"
+			return nil
+		}))
+	client := &http.Client{Transport: tr}
+	t.Cleanup(client.CloseIdleConnections)
+	resp, err := client.Get(primary.URL + "/x?sig=first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	primary.conns.expectAllClosed(t, client)
+	alt.conns.expectAllClosed(t, client)
+	mu.Lock()
+	defer mu.Unlock()
+	retries := seen[2:]
+	for _, s := range retries {
+		if !strings.HasSuffix(s, "?sig=retry") {
+			t.Errorf("the retry's copies arrived as %q; want each with the hook's query sig=retry", retries)
+			break
+		}
+	}
+	if len(retries) != 2 {
+		t.Errorf("the retry's copies: %q; want the retry and its hedge", retries)
+	}
+}

@@ -182,3 +182,38 @@ func TestBudgetUsesNowField(t *testing.T) {
 		t.Error("Acquire 2 s on by the Now field refused; want the next window's retry")
 	}
 }
+
+// TestBudgetCancelGivesBackUnsentRetries: a retry granted and not sent
+// after all is given back with Cancel, not Refund.
+func TestBudgetCancelGivesBackUnsentRetries(t *testing.T) {
+	b := ratelimit.Budget{MinPerSecond: -1}
+	requests(&b, t0, "s", 50) // 10 retries
+	if got := grant(&b, t0, "s", 10); got != 10 {
+		t.Fatalf("granted %d; want 10", got)
+	}
+	b.Refund("s", 3) // a retry that was sent: still counts
+	if l := b.LevelAt(t0, "s"); l != 0 {
+		t.Errorf("LevelAt after Refund = %v; want 0", l)
+	}
+	b.CancelAt(t0, "s", 3)
+	if l := b.LevelAt(t0, "s"); l != 3 {
+		t.Errorf("LevelAt after cancelling 3 = %v; want 3", l)
+	}
+	b.CancelAt(t0, "s", 100) // more than was granted: stops at none
+	if l := b.LevelAt(t0, "s"); l != 10 {
+		t.Errorf("LevelAt after cancelling more than granted = %v; want 10", l)
+	}
+	b.CancelAt(t0, "unknown", 1) // no such scope: nothing happens
+
+	// Retries granted in an earlier slice are given back there.
+	c := ratelimit.Budget{MinPerSecond: -1}
+	requests(&c, t0, "s", 50)
+	grant(&c, t0, "s", 10)
+	later := t0.Add(1500 * time.Millisecond)
+	requests(&c, later, "s", 50)
+	grant(&c, later, "s", 10) // the window's 20 are spent
+	c.CancelAt(later, "s", 15)
+	if l := c.LevelAt(later, "s"); l != 10 {
+		t.Errorf("LevelAt after cancelling 15 of 20 over two slices = %v; want 10 (the current slice's bound)", l)
+	}
+}
