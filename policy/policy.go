@@ -97,6 +97,27 @@ type Policy struct {
 	// retrytransport). Zero means no budget beyond the caller's context.
 	MaxTotalTime time.Duration
 
+	// MaxTotalWait caps the time one request spends waiting before its
+	// attempts, backoff, Retry-After, quota and send-token waits together
+	// (Cosmos DB's MaxRetryWaitTimeInSeconds): no wait is started that
+	// would take the request past it, and the caller then gets the last
+	// response (Stop wraps ErrBudget, package retrytransport). Unlike
+	// MaxTotalTime, the attempts themselves do not count. Zero means no cap.
+	MaxTotalWait time.Duration
+
+	// TerminationBuffer keeps a retry from starting when, after its wait,
+	// less than the buffer would be left of the request's time, the
+	// context's deadline or MaxTotalTime, whichever comes first (Service
+	// Bus's TerminationTimeBuffer): an attempt with too little time to
+	// finish is not worth sending. It has no effect on a request with
+	// neither. Zero means no buffer.
+	TerminationBuffer time.Duration
+
+	// Penalty slows a scope down for a while after the server signals that
+	// it is overloaded, as Service Bus's clients do after a ServerBusy
+	// error. The zero Penalty never applies.
+	Penalty Penalty
+
 	// Classify decides each attempt's outcome. Nil means classify.Standard.
 	Classify classify.Func
 
@@ -365,6 +386,16 @@ func (p Policy) Validate() error {
 		}
 	}
 	errs = append(errs, p.Hedge.validate()...)
+	errs = append(errs, p.Penalty.validate()...)
+	if p.MaxTotalWait < 0 {
+		errs = append(errs, fmt.Errorf("policy: MaxTotalWait = %v; want >= 0 (0: none)", p.MaxTotalWait))
+	}
+	if p.TerminationBuffer < 0 {
+		errs = append(errs, fmt.Errorf("policy: TerminationBuffer = %v; want >= 0 (0: none)", p.TerminationBuffer))
+	}
+	if p.MaxTotalTime > 0 && p.TerminationBuffer >= p.MaxTotalTime {
+		errs = append(errs, fmt.Errorf("policy: TerminationBuffer = %v is not shorter than MaxTotalTime = %v; no retry could start", p.TerminationBuffer, p.MaxTotalTime))
+	}
 	if q, ok := p.Quota.(*ratelimit.Quota); ok && q != nil && !p.DisableQuota {
 		if q.RefillPerSecond < 0 {
 			errs = append(errs, fmt.Errorf("policy: Quota.RefillPerSecond = %v; want >= 0", q.RefillPerSecond))
