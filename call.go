@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,6 +25,7 @@ type call struct {
 	hedging   bool           // its attempts may be hedged (Policy.Hedge)
 	hedges    int            // hedged copies sent so far
 	wonScope  string         // the quota scope of the hedge whose result the last attempt took, if not the attempt's; else ""
+	signalled bool           // the last response classified signals the policy's Penalty
 	counters  *scopeCounters // the current attempt scope's
 	rec       *recorder      // records a body without GetBody; nil otherwise
 	watch     *connWatch     // for a request that is not idempotent; nil otherwise
@@ -180,8 +182,12 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 		reason = ErrExhausted
 	}
 	if reason == nil {
+		var penalty time.Duration
+		if st.penalty {
+			penalty = c.penalty() // in the scope that signalled: before moveOn
+		}
 		c.moveOn()
-		reason = c.planRetry(&ev, resp)
+		reason = c.planRetry(&ev, resp, penalty)
 		if errors.Is(reason, ratelimit.ErrQuotaExceeded) {
 			c.counters.quotaRefusals.Add(1)
 		}
@@ -269,15 +275,25 @@ func (c *call) outcome(areq *http.Request, resp *http.Response, err error) class
 }
 
 // classify classifies an attempt that got resp, bounding in time the reads
-// of its body that classification makes (Policy.ReadTimeout).
+// of its body that classification makes (Policy.ReadTimeout), and, for a
+// policy with a Penalty, whether a retryable response signals it (under
+// the same bound: a code is read from the body).
 func (c *call) classify(areq *http.Request, resp *http.Response) classify.Outcome {
 	p := &c.st.p
+	c.signalled = false
 	if !c.st.mayBeRead(resp) {
-		return p.Classify(areq, resp, nil)
+		out := p.Classify(areq, resp, nil)
+		if c.st.penalty && out.Retryable() { // a body not to be read: the status alone
+			c.signalled = slices.Contains(p.Penalty.Statuses, resp.StatusCode)
+		}
+		return out
 	}
 	tb := &timedBody{rc: resp.Body, d: p.ReadTimeout}
 	resp.Body = tb
 	out := p.Classify(areq, resp, nil)
+	if c.st.penalty && out.Retryable() {
+		c.signalled = p.Penalty.Signals(resp)
+	}
 	if tb.disarm() && resp.Body == tb {
 		resp.Body = tb.rc // never read: hand back the body as it came
 	}

@@ -18,10 +18,13 @@ var (
 	// cannot be replayed.
 	ErrNotRetryable = errors.New("retrytransport: not retryable")
 	// ErrDeadline means the wait before the next attempt would have ended
-	// after the context's deadline, so it was not started.
+	// after the context's deadline (or less than the policy's
+	// TerminationBuffer before it), so it was not started.
 	ErrDeadline = errors.New("retrytransport: next attempt would pass the context deadline")
 	// ErrBudget means the policy's MaxTotalTime was spent, or the wait
-	// before the next attempt would have ended after it.
+	// before the next attempt would have ended after it (or less than its
+	// TerminationBuffer before it), or would have taken the request's
+	// waits past MaxTotalWait.
 	ErrBudget = errors.New("retrytransport: policy's MaxTotalTime spent")
 	// ErrServerDelay means the server asked, with Retry-After, for a longer
 	// wait than the policy's MaxDelay allows. It only appears in an Event:

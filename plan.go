@@ -18,8 +18,9 @@ import (
 // paid; or, with nothing paid, it returns why there is to be no retry: the
 // server asked for more than MaxDelay, a quota cannot pay within MaxDelay,
 // or the wait would end past the context's deadline or the policy's
-// MaxTotalTime.
-func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
+// MaxTotalTime (less its TerminationBuffer), or take the request's waits
+// past MaxTotalWait. A penalty (Policy.Penalty) adds to the wait.
+func (c *call) planRetry(ev *Event, resp *http.Response, penalty time.Duration) (reason error) {
 	st := c.st
 	p := &st.p
 	now := c.t.now()
@@ -51,18 +52,54 @@ func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 		c.giveBack()
 		return ratelimit.ErrQuotaExceeded
 	}
-	end := now.Add(delay)
-	if dl, ok := c.ctx.Deadline(); ok && end.After(dl) {
+	delay += penalty
+	if reason := c.tooLate(now, delay, true); reason != nil {
 		c.giveBack()
-		return ErrDeadline
-	}
-	if !c.budgetEnd.IsZero() && end.After(c.budgetEnd) {
-		c.giveBack()
-		return ErrBudget
+		return reason
 	}
 	ev.Delay = delay
 	ev.Quota = st.quotaLevel(c.quotaScope())
 	return nil
+}
+
+// tooLate returns why a wait of d from now may not be started, or nil: it
+// would end past the context's deadline (ErrDeadline) or the end of
+// MaxTotalTime (ErrBudget), or, for the wait before a retry, less than
+// TerminationBuffer before either; or it would take the request's waits
+// past MaxTotalWait (ErrBudget).
+func (c *call) tooLate(now time.Time, d time.Duration, retry bool) error {
+	p := &c.st.p
+	if p.MaxTotalWait > 0 && c.waited+d > p.MaxTotalWait {
+		return ErrBudget
+	}
+	end := now.Add(d)
+	if retry {
+		end = end.Add(p.TerminationBuffer)
+	}
+	if dl, ok := c.ctx.Deadline(); ok && end.After(dl) {
+		return ErrDeadline
+	}
+	if !c.budgetEnd.IsZero() && end.After(c.budgetEnd) {
+		return ErrBudget
+	}
+	return nil
+}
+
+// penalty returns the delay Policy.Penalty adds to the retry after the
+// last attempt, in the call's scope: the scope is penalised if the
+// attempt's response signalled it (c.signalled), or if an earlier
+// signal's period has not yet ended.
+func (c *call) penalty() time.Duration {
+	pen := &c.st.p.Penalty
+	now := c.t.now().UnixNano()
+	if c.signalled {
+		c.counters.penaltyUntil.Store(now + int64(pen.Period()))
+		return pen.Delay
+	}
+	if now < c.counters.penaltyUntil.Load() {
+		return pen.Delay
+	}
+	return 0
 }
 
 // quotaScope returns the scope whose retry quota the current attempt's
@@ -241,12 +278,8 @@ func (c *call) waitPart(part, whole time.Duration) error {
 	if part <= 0 {
 		return c.ctx.Err()
 	}
-	end := c.t.now().Add(whole)
-	if dl, ok := c.ctx.Deadline(); ok && end.After(dl) {
-		return ErrDeadline
-	}
-	if !c.budgetEnd.IsZero() && end.After(c.budgetEnd) {
-		return ErrBudget
+	if reason := c.tooLate(c.t.now(), whole, c.attempt > 0); reason != nil {
+		return reason
 	}
 	if err := c.t.sleep(c.ctx, part); err != nil {
 		return err

@@ -81,6 +81,7 @@ type scopeCounters struct {
 	attempts, retries, throttles, quotaRefusals, rateLimited atomic.Uint64
 	hedges                                                   atomic.Uint64
 	latency                                                  atomic.Pointer[latencyHist] // for Policy.Hedge.Quantile; nil until first used
+	penaltyUntil                                             atomic.Int64                // when Policy.Penalty's period ends, in UnixNano of the transport's clock
 
 	// used is the table's epoch when the scope was last used. It sits next
 	// to the counters each request writes anyway, so stamping it dirties no

@@ -129,6 +129,7 @@ type hostState struct {
 	budgetRequests ratelimit.RequestCounter // budget, if it counts requests; else nil
 	endpoints      *endpoints               // Policy.Endpoints in LocationMode's order; nil when the policy does not fail over
 	hedges         bool                     // the policy hedges (Policy.Hedge)
+	penalty        bool                     // the policy has a Penalty that can apply
 	err            error                    // why the policy cannot be used: New's configuration error
 	customClassify bool                     // Classify was set: it may read any response body
 	direct         bool                     // one attempt, no pacing, no time bounds: the base transport alone
@@ -157,6 +158,7 @@ func newHostState(p policy.Policy, now func() time.Time) *hostState {
 	st.budgetRequests, _ = st.budget.(ratelimit.RequestCounter)
 	st.endpoints, st.err = newEndpoints(&st.p)
 	st.hedges = st.p.Hedge.Enabled()
+	st.penalty = st.p.Penalty.Enabled()
 	st.direct = st.p.MaxAttempts == 1 && st.limiter == nil && st.fixed == nil &&
 		st.p.AttemptTimeout == 0 && st.p.MaxTotalTime == 0 && st.p.AttemptHeader == "" &&
 		st.endpoints == nil && !st.p.Hedge.Enabled()

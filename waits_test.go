@@ -1,0 +1,260 @@
+package retrytransport_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
+	"github.com/retrytransport/retrytransport/policy"
+)
+
+// answering returns a 127.0.0.1 server that answers request n (1-based)
+// with answer(n, w), and counts the requests.
+func answering(t *testing.T, answer func(n int, w http.ResponseWriter)) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		answer(int(n.Add(1)), w)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+// waitsTransport is a Transport with p over a real http.Transport, on a
+// fake clock started at the real time (so a real context deadline means
+// the same instant to both), with an observer of the stop reasons.
+func waitsTransport(t *testing.T, p policy.Policy) (*retrytransport.Transport, *faketime.Clock, *error) {
+	t.Helper()
+	clock := faketime.NewAt(time.Now())
+	stop := new(error)
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
+		retrytransport.WithObserver(func(ev retrytransport.Event) {
+			if ev.Final {
+				*stop = ev.Stop
+			}
+		}))
+	return tr, clock, stop
+}
+
+func TestMaxTotalWaitCapsTheWaits(t *testing.T) {
+	srv, n := answering(t, func(_ int, w http.ResponseWriter) {
+		w.Header().Set("x-ms-retry-after-ms", "4000")
+		w.WriteHeader(429)
+	})
+	tr, clock, stop := waitsTransport(t, policy.Policy{MaxAttempts: 20, MaxTotalWait: 10 * time.Second})
+	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// 4 s + 4 s; a third 4 s would make 12 s, past the cap.
+	if resp.StatusCode != 429 || n.Load() != 3 {
+		t.Errorf("status %d after %d attempts; want the 429 after 3", resp.StatusCode, n.Load())
+	}
+	if got := clock.Sleeps(); len(got) != 2 || got[0] != 4*time.Second || got[1] != 4*time.Second {
+		t.Errorf("sleeps %v; want [4s 4s]", got)
+	}
+	if !errors.Is(*stop, retrytransport.ErrBudget) {
+		t.Errorf("stop = %v; want ErrBudget", *stop)
+	}
+}
+
+// Unlike MaxTotalTime, MaxTotalWait does not count the attempts: slow
+// attempts do not use it up.
+func TestMaxTotalWaitIgnoresTheAttempts(t *testing.T) {
+	srv, n := answering(t, func(k int, w http.ResponseWriter) {
+		if k < 3 {
+			w.WriteHeader(503)
+			return
+		}
+		w.WriteHeader(200)
+	})
+	p := policy.Policy{MaxTotalWait: 2 * time.Second, Backoff: backoff.Constant{Interval: time.Second}}
+	clock := faketime.NewAt(time.Now())
+	// Each attempt takes 10 s on the clock the transport reads.
+	tr := retrytransport.New(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		clock.Advance(10 * time.Second)
+		return http.DefaultTransport.RoundTrip(r)
+	}), retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep))
+	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || n.Load() != 3 {
+		t.Errorf("status %d after %d attempts; want 200 at the third: 2 s of waits, 30 s of attempts", resp.StatusCode, n.Load())
+	}
+}
+
+func TestTerminationBuffer(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		p        policy.Policy
+		deadline bool
+		want     error
+	}{
+		{"Deadline", policy.Policy{TerminationBuffer: 2 * time.Second}, true, retrytransport.ErrDeadline},
+		{"MaxTotalTime", policy.Policy{TerminationBuffer: 2 * time.Second, MaxTotalTime: 10 * time.Second}, false, retrytransport.ErrBudget},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(503) })
+			tc.p.MaxAttempts = 10
+			tc.p.Backoff = backoff.Constant{Interval: 3 * time.Second}
+			tr, clock, stop := waitsTransport(t, tc.p)
+			req := newReq(t, "GET", srv.URL, "")
+			if tc.deadline {
+				ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
+				defer cancel()
+				req = req.WithContext(ctx)
+			}
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			// Retries start at 3 s and 6 s, with 7 s and 4 s left; one at
+			// 9 s would have 1 s left, less than the 2 s buffer.
+			if n.Load() != 3 {
+				t.Errorf("%d attempts; want 3 (sleeps %v)", n.Load(), clock.Sleeps())
+			}
+			if !errors.Is(*stop, tc.want) {
+				t.Errorf("stop = %v; want %v", *stop, tc.want)
+			}
+		})
+	}
+}
+
+func TestPenaltyAppliedAndReset(t *testing.T) {
+	srv, _ := answering(t, func(k int, w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(503)
+		if k == 1 {
+			io.WriteString(w, `{"code":"ServerBusy","message":"the server is busy"}`)
+		}
+	})
+	p := policy.Policy{
+		MaxAttempts: 5,
+		Backoff:     backoff.Constant{Interval: time.Second},
+		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 15 * time.Second},
+	}
+	tr, clock, _ := waitsTransport(t, p)
+	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// The signal at 0 s penalises the scope until 15 s: the retries after
+	// it (at 0 s and 11 s) wait 1 + 10 s; those at 22 s and 23 s, 1 s.
+	want := []time.Duration{11 * time.Second, 11 * time.Second, time.Second, time.Second}
+	if got := clock.Sleeps(); !equalDurations(got, want) {
+		t.Errorf("sleeps %v; want %v", got, want)
+	}
+}
+
+// The penalty is the scope's: a new request to the penalised scope pays
+// it from its first retry, and another scope does not.
+func TestPenaltyIsPerScope(t *testing.T) {
+	busy, _ := answering(t, func(_ int, w http.ResponseWriter) {
+		w.WriteHeader(503)
+		io.WriteString(w, `<Error><Code>ServerBusy</Code></Error>`)
+	})
+	plain, _ := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(503) })
+	p := policy.Policy{
+		MaxAttempts: 2,
+		Backoff:     backoff.Constant{Interval: time.Second},
+		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Minute},
+	}
+	tr, clock, _ := waitsTransport(t, p)
+	for _, u := range []string{busy.URL, plain.URL, busy.URL} {
+		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := []time.Duration{11 * time.Second, time.Second, 11 * time.Second}
+	if got := clock.Sleeps(); !equalDurations(got, want) {
+		t.Errorf("sleeps %v; want %v: the busy scope penalised, the other not", got, want)
+	}
+}
+
+// A status starts a penalty too, and a penalty's Delay is added to a
+// server's Retry-After.
+func TestPenaltyByStatus(t *testing.T) {
+	srv, _ := answering(t, func(_ int, w http.ResponseWriter) {
+		w.Header().Set("Retry-After", "2")
+		w.WriteHeader(503)
+	})
+	p := policy.Policy{MaxAttempts: 2, Penalty: policy.Penalty{Statuses: []int{503}, Delay: 5 * time.Second}}
+	tr, clock, _ := waitsTransport(t, p)
+	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := clock.Sleeps(); !equalDurations(got, []time.Duration{7 * time.Second}) {
+		t.Errorf("sleeps %v; want [7s]: Retry-After 2 s and the penalty's 5 s", got)
+	}
+}
+
+// A body that stalls while its code is read for a penalty does not hold
+// the request: the read is bounded by ReadTimeout, as classification's is.
+func TestPenaltyCodeReadIsBounded(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv, n := answering(t, func(_ int, w http.ResponseWriter) {
+		w.WriteHeader(503)
+		io.WriteString(w, `{"message":"`)
+		w.(http.Flusher).Flush()
+		<-release
+	})
+	p := policy.Policy{
+		MaxAttempts: 2,
+		ReadTimeout: 50 * time.Millisecond,
+		Classify: func(*http.Request, *http.Response, error) classify.Outcome {
+			return classify.Outcome{Kind: classify.Transient, Reason: "always"}
+		},
+		Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second},
+	}
+	tr, _, _ := waitsTransport(t, p)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+		if err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(leakBound):
+		t.Fatal("the request is held by a stalled body")
+	}
+	if n.Load() != 2 {
+		t.Errorf("%d attempts; want 2", n.Load())
+	}
+}
+
+func equalDurations(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
