@@ -77,6 +77,37 @@ func ExampleLoad_failover() {
 	// policy: hedge.quantile = 1; want a number 0 <= q < 1 (0: delay alone)
 }
 
+func ExampleLoad_penalty() {
+	// At most 30 s of waiting in all, as Cosmos DB's clients cap it; and,
+	// as Service Bus's clients do, no retry with less than a second left
+	// of the request's time, and 10 s more on each delay for 10 s after a
+	// ServerBusy error.
+	doc := `{
+	  "maxAttempts": 4,
+	  "maxTotalTime": "1m",
+	  "maxTotalWait": "30s",
+	  "terminationBuffer": "1s",
+	  "penalty": {"codes": ["ServerBusy"], "statuses": [503], "delay": "10s", "for": "10s"}
+	}`
+	p, err := policy.Load(strings.NewReader(doc))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("wait:", p.MaxTotalWait, "buffer:", p.TerminationBuffer)
+	fmt.Printf("penalty: %+v\n", p.Penalty)
+
+	_, err = policy.Load(strings.NewReader(`{"maxTotalWait": "-30s", "penalty": {"statuses": [99], "codes": [""], "after": "10s"}}`))
+	fmt.Println(err)
+	// Output:
+	// wait: 30s buffer: 1s
+	// penalty: {Codes:[ServerBusy] Statuses:[503] Delay:10s For:10s}
+	// policy: maxTotalWait = "-30s"; want a duration string >= 0, such as "1.5s"
+	// policy: penalty.statuses[0] = 99; want an HTTP status 100..599
+	// policy: penalty.codes[0] = ""; want a non-empty error code
+	// policy: penalty.after: unknown field; want one of codes, statuses, delay, for
+}
+
 func ExamplePolicy_MarshalJSON() {
 	b, err := policy.AzureInteractive().MarshalJSON()
 	fmt.Println(string(b), err)

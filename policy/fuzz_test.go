@@ -62,6 +62,13 @@ func FuzzLoad(f *testing.F) {
 		`{"endpoints": [], "locationMode": "PRIMARYONLY", "failoverMethods": ["GET", "PUT"], "hedge": {}}`,
 		`{"endpoints": ["ftp://h", "h/path", "h:99999", "user@h", ""], "locationMode": "nearest", "failoverMethods": ["GET /"], "hedge": {"quantile": 1, "delay": "-1s", "x": 1}, "budget": {"type": "budget"}, "quota": {"type": "bucket"}}`,
 		`{"locationMode": "SecondaryThenPrimary"}`,
+		`{"maxTotalTime": "30s", "maxTotalWait": "20s", "terminationBuffer": "1s", "penalty": {"codes": ["ServerBusy"], "statuses": [503, 429], "delay": "10s", "for": "10s"}}`,
+		`{"maxTotalWait": "1ns", "penalty": {"codes": [], "statuses": []}}`,
+		`{"terminationBuffer": "5s", "penalty": {"statuses": [100, 599], "for": "1h"}}`,
+		`{"maxTotalTime": "1s", "terminationBuffer": "1s", "maxTotalWait": "-1s", "penalty": {"delay": "1s"}}`,
+		`{"penalty": {"codes": ["", 7], "statuses": [99, 600, "503", 1.5], "delay": -1, "for": "x", "extra": 1}}`,
+		`{"penalty": {"codes": "ServerBusy", "statuses": 503}, "terminationBuffer": 1}`,
+		`{"penalty": []}`,
 	} {
 		f.Add([]byte(doc))
 	}

@@ -41,6 +41,10 @@ import (
 //	ignoreDelayHeaders  boolean
 //	attemptTimeout      duration
 //	maxTotalTime        duration
+//	maxTotalWait        duration
+//	terminationBuffer   duration
+//	penalty             object: codes (list of codes), statuses (list of
+//	                    statuses 100..599), delay, for (durations)
 //	classifier          object: throttlingStatuses, transientStatuses,
 //	                    fatalStatuses (lists of statuses 100..599),
 //	                    throttlingCodes, transientCodes (lists of codes)
@@ -221,6 +225,9 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 		{"ignoreDelayHeaders", func(v value) { p.IgnoreDelayHeaders = v.bool() }},
 		{"attemptTimeout", func(v value) { p.AttemptTimeout = v.duration() }},
 		{"maxTotalTime", func(v value) { p.MaxTotalTime = v.duration() }},
+		{"maxTotalWait", func(v value) { p.MaxTotalWait = v.duration() }},
+		{"terminationBuffer", func(v value) { p.TerminationBuffer = v.duration() }},
+		{"penalty", func(v value) { p.Penalty = v.penalty() }},
 		{"classifier", func(v value) { p.Classify = v.classifier() }},
 		{"quota", func(v value) { p.Quota = v.retryQuota() }},
 		{"disableQuota", func(v value) { p.DisableQuota = v.bool() }},
@@ -246,31 +253,12 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 // or nil for an empty one, which classifies as classify.Standard does.
 func (v value) classifier() classify.Func {
 	var c classify.Classifier
-	statuses := func(dst *[]int) func(value) {
-		return func(v value) {
-			for _, e := range v.elements("a list of HTTP statuses") {
-				*dst = append(*dst, int(e.int(100, 599, wantStatus)))
-			}
-		}
-	}
-	codes := func(dst *[]string) func(value) {
-		return func(v value) {
-			for _, e := range v.elements("a list of error codes") {
-				switch s, ok := e.string(wantCode); {
-				case ok && s == "":
-					e.fail(wantCode)
-				case ok:
-					*dst = append(*dst, s)
-				}
-			}
-		}
-	}
 	v.d.object(v.path, v.raw, "a classifier object",
-		field{"throttlingStatuses", statuses(&c.ThrottlingStatuses)},
-		field{"transientStatuses", statuses(&c.TransientStatuses)},
-		field{"fatalStatuses", statuses(&c.FatalStatuses)},
-		field{"throttlingCodes", codes(&c.ThrottlingCodes)},
-		field{"transientCodes", codes(&c.TransientCodes)},
+		field{"throttlingStatuses", func(v value) { c.ThrottlingStatuses = v.statuses() }},
+		field{"transientStatuses", func(v value) { c.TransientStatuses = v.statuses() }},
+		field{"fatalStatuses", func(v value) { c.FatalStatuses = v.statuses() }},
+		field{"throttlingCodes", func(v value) { c.ThrottlingCodes = v.codes() }},
+		field{"transientCodes", func(v value) { c.TransientCodes = v.codes() }},
 	)
 	if len(c.ThrottlingStatuses)+len(c.TransientStatuses)+len(c.FatalStatuses)+len(c.ThrottlingCodes)+len(c.TransientCodes) == 0 {
 		return nil

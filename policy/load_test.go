@@ -35,6 +35,8 @@ const fullDocument = `{
  "throttleBackoff": {"type": "equalJitter", "base": "2s"},
  "delayHeaders": ["Retry-After", "x-amz-retry-after"], "ignoreDelayHeaders": false,
  "serverDelayBound": "5s", "attemptTimeout": "2s", "maxTotalTime": "60s",
+ "maxTotalWait": "45s", "terminationBuffer": "500ms",
+ "penalty": {"codes": ["ServerBusy"], "statuses": [503, 429], "delay": "10s", "for": "15s"},
  "quota": {"capacity": 500, "retryCost": 5, "timeoutCost": 10, "throttleCost": 5,
            "successIncrement": 1, "refillPerSecond": 0.5, "wait": true, "maxScopes": 100},
  "budget": {"ratio": 0.1, "minPerSecond": -1, "window": "30s", "maxScopes": 50},
@@ -64,6 +66,9 @@ func TestLoadFullDocument(t *testing.T) {
 		ServerDelayBound:   5 * time.Second,
 		AttemptTimeout:     2 * time.Second,
 		MaxTotalTime:       time.Minute,
+		MaxTotalWait:       45 * time.Second,
+		TerminationBuffer:  500 * time.Millisecond,
+		Penalty:            policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503, 429}, Delay: 10 * time.Second, For: 15 * time.Second},
 		Quota:              &ratelimit.Quota{Capacity: 500, RetryCost: 5, TimeoutCost: 10, ThrottleCost: 5, SuccessIncrement: 1, RefillPerSecond: 0.5, Wait: true, MaxScopes: 100},
 		Budget:             &ratelimit.Budget{Ratio: 0.1, MinPerSecond: -1, Window: 30 * time.Second, MaxScopes: 50},
 		RetryNonIdempotent: true,
@@ -231,6 +236,53 @@ func TestLoadFailoverMethods(t *testing.T) {
 	}
 }
 
+func TestLoadPenaltyKeepsEmptyLists(t *testing.T) {
+	tests := []struct {
+		doc  string
+		want policy.Penalty
+	}{
+		{`null`, policy.Penalty{}},
+		{`{}`, policy.Penalty{}},
+		{`{"codes": null, "statuses": null}`, policy.Penalty{}},
+		{`{"codes": [], "statuses": []}`, policy.Penalty{Codes: []string{}, Statuses: []int{}}},
+		{`{"statuses": [100, 599], "delay": "1s"}`, policy.Penalty{Statuses: []int{100, 599}, Delay: time.Second}},
+		{`{"for": "1m", "delay": "10s", "codes": ["ServerBusy", "serverbusy"]}`, policy.Penalty{Codes: []string{"ServerBusy", "serverbusy"}, Delay: 10 * time.Second, For: time.Minute}},
+	}
+	for _, tt := range tests {
+		got, err := load(`{"penalty": ` + tt.doc + `}`)
+		if err != nil {
+			t.Errorf("Load(penalty %s) error = %v; want nil", tt.doc, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got.Penalty); diff != "" {
+			t.Errorf("Load(penalty %s).Penalty mismatch (-want +got):\n%s", tt.doc, diff)
+		}
+	}
+}
+
+// oldDocument is a policy as MarshalJSON wrote it before MaxTotalWait,
+// TerminationBuffer and Penalty existed.
+const oldDocument = `{"maxAttempts":4,"backoff":{"type":"constant","interval":"500ms","fastFirstRetry":true},"maxTotalTime":"2s","classifier":{"fatalStatuses":[501]},"quota":{"capacity":50},"endpoints":[],"failoverMethods":[],"hedge":{"delay":"100ms"}}`
+
+func TestLoadOldDocumentLeavesNewFieldsZero(t *testing.T) {
+	got, err := load(oldDocument)
+	if err != nil {
+		t.Fatalf("Load(%s) error = %v; want nil", oldDocument, err)
+	}
+	if got.MaxTotalWait != 0 || got.TerminationBuffer != 0 {
+		t.Errorf("Load(%s) = MaxTotalWait %v, TerminationBuffer %v; want 0, 0", oldDocument, got.MaxTotalWait, got.TerminationBuffer)
+	}
+	if diff := cmp.Diff(policy.Penalty{}, got.Penalty); diff != "" {
+		t.Errorf("Load(%s).Penalty mismatch (-want +got):\n%s", oldDocument, diff)
+	}
+	got.Classify = nil
+	b, err := got.MarshalJSON()
+	want := strings.Replace(oldDocument, `"classifier":{"fatalStatuses":[501]},`, "", 1)
+	if err != nil || string(b) != want {
+		t.Errorf("MarshalJSON(Load(%s)) without Classify = %s, %v; want %s, nil", oldDocument, b, err, want)
+	}
+}
+
 func TestLoadLocationModeInAnyCase(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -272,8 +324,8 @@ func TestLoadErrors(t *testing.T) {
 		{"JitterAboveOne", `{"backoff": {"type": "jittered", "fraction": 1.5}}`, `policy: backoff.fraction = 1.5; want a number 0..1 (0: the default)`},
 		{"NegativeCount", `{"backoff": {"type": "schedule", "numRetries": -1}}`, `policy: backoff.numRetries = -1; want an integer >= 0 (0: the default)`},
 		{"StrategyNotObject", `{"backoff": "fullJitter"}`, `policy: backoff = "fullJitter"; want a strategy object whose type is one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered`},
-		{"UnknownTopField", `{"maxAttempt": 3}`, `policy: maxAttempt: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, classifier, quota, disableQuota, budget, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, endpoints, locationMode, failoverMethods, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
-		{"CaseMatters", `{"MaxAttempts": 3}`, `policy: MaxAttempts: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, classifier, quota, disableQuota, budget, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, endpoints, locationMode, failoverMethods, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
+		{"UnknownTopField", `{"maxAttempt": 3}`, `policy: maxAttempt: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, maxTotalWait, terminationBuffer, penalty, classifier, quota, disableQuota, budget, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, endpoints, locationMode, failoverMethods, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
+		{"CaseMatters", `{"MaxAttempts": 3}`, `policy: MaxAttempts: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, maxTotalWait, terminationBuffer, penalty, classifier, quota, disableQuota, budget, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, endpoints, locationMode, failoverMethods, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
 		{"RepeatedField", `{"maxAttempts": 3, "maxAttempts": 4}`, `policy: maxAttempts: repeated field; want it once`},
 		{"UnknownPreset", `{"preset": "fast"}`, `policy: preset = "fast"; want one of standard, adaptive, none, standard-v2, sns-aws-managed, sns-customer-managed, azure-storage-exponential, azure-storage-linear, azure-storage-interactive, azure-storage-background, azure-interactive, azure-background`},
 		{"NotBoolean", `{"adaptive": "yes"}`, `policy: adaptive = "yes"; want true or false`},
@@ -317,6 +369,27 @@ func TestLoadErrors(t *testing.T) {
 		{"LimiterSmoothing", `{"limiter": {"smoothing": 1.1}}`, `policy: limiter.smoothing = 1.1; want a number 0..1 (0: the default)`},
 		{"RateNegative", `{"rateLimit": {"rate": -1}}`, `policy: rateLimit.rate = -1; want a number >= 0 (0: no limit)`},
 		{"BodyBufferNegative", `{"maxBodyBuffer": -1}`, `policy: maxBodyBuffer = -1; want a byte count >= 1, or 0 for the default`},
+		{"NegativeMaxTotalWait", `{"maxTotalWait": "-1s"}`, `policy: maxTotalWait = "-1s"; want a duration string >= 0, such as "1.5s"`},
+		{"MaxTotalWaitAsNumber", `{"maxTotalWait": 30}`, `policy: maxTotalWait = 30; want a duration string >= 0, such as "1.5s"`},
+		{"NegativeTerminationBuffer", `{"terminationBuffer": "-500ms"}`, `policy: terminationBuffer = "-500ms"; want a duration string >= 0, such as "1.5s"`},
+		{"TerminationBufferWithoutUnit", `{"terminationBuffer": "1"}`, `policy: terminationBuffer = "1"; want a duration string >= 0, such as "1.5s"`},
+		{"TerminationBufferNotShorter", `{"maxTotalTime": "2s", "terminationBuffer": "2s"}`, `policy: TerminationBuffer = 2s is not shorter than MaxTotalTime = 2s; no retry could start`},
+		{"PenaltyStatus99", `{"penalty": {"statuses": [503, 99], "delay": "1s"}}`, `policy: penalty.statuses[1] = 99; want an HTTP status 100..599`},
+		{"PenaltyStatus600", `{"penalty": {"statuses": [600], "delay": "1s"}}`, `policy: penalty.statuses[0] = 600; want an HTTP status 100..599`},
+		{"PenaltyStatusFraction", `{"penalty": {"statuses": [503.5]}}`, `policy: penalty.statuses[0] = 503.5; want an HTTP status 100..599`},
+		{"PenaltyStatusString", `{"penalty": {"statuses": ["503"]}}`, `policy: penalty.statuses[0] = "503"; want an HTTP status 100..599`},
+		{"PenaltyStatusesNotList", `{"penalty": {"statuses": 503}}`, `policy: penalty.statuses = 503; want a list of HTTP statuses`},
+		{"PenaltyEmptyCode", `{"penalty": {"codes": ["ServerBusy", ""], "delay": "1s"}}`, `policy: penalty.codes[1] = ""; want a non-empty error code`},
+		{"PenaltyCodeNotString", `{"penalty": {"codes": [7]}}`, `policy: penalty.codes[0] = 7; want a non-empty error code`},
+		{"PenaltyCodesNotList", `{"penalty": {"codes": "ServerBusy"}}`, `policy: penalty.codes = "ServerBusy"; want a list of error codes`},
+		{"PenaltyNegativeDelay", `{"penalty": {"codes": ["ServerBusy"], "delay": "-10s"}}`, `policy: penalty.delay = "-10s"; want a duration string >= 0, such as "1.5s"`},
+		{"PenaltyDelayAsNumber", `{"penalty": {"codes": ["ServerBusy"], "delay": 10}}`, `policy: penalty.delay = 10; want a duration string >= 0, such as "1.5s"`},
+		{"PenaltyNegativeFor", `{"penalty": {"codes": ["ServerBusy"], "delay": "10s", "for": "-1s"}}`, `policy: penalty.for = "-1s"; want a duration string >= 0, such as "1.5s"`},
+		{"PenaltyUnknown", `{"penalty": {"codes": ["ServerBusy"], "delay": "10s", "duration": "10s"}}`, `policy: penalty.duration: unknown field; want one of codes, statuses, delay, for`},
+		{"PenaltyCaseMatters", `{"penalty": {"Codes": ["ServerBusy"]}}`, `policy: penalty.Codes: unknown field; want one of codes, statuses, delay, for`},
+		{"PenaltyRepeated", `{"penalty": {"delay": "1s", "delay": "2s"}}`, `policy: penalty.delay: repeated field; want it once`},
+		{"PenaltyNotObject", `{"penalty": "10s"}`, `policy: penalty = "10s"; want a penalty object`},
+		{"PenaltyWithoutSignal", `{"penalty": {"codes": [], "delay": "10s"}}`, `policy: Penalty.Delay = 10s but no Codes or Statuses start it`},
 		{"Status", `{"classifier": {"fatalStatuses": [500, 600]}}`, `policy: classifier.fatalStatuses[1] = 600; want an HTTP status 100..599`},
 		{"EmptyCode", `{"classifier": {"throttlingCodes": [""]}}`, `policy: classifier.throttlingCodes[0] = ""; want a non-empty error code`},
 		{"StatusesNotList", `{"classifier": {"transientStatuses": 503}}`, `policy: classifier.transientStatuses = 503; want a list of HTTP statuses`},
@@ -338,6 +411,7 @@ func TestLoadErrors(t *testing.T) {
 
 func TestLoadReportsEveryError(t *testing.T) {
 	_, err := load(`{"maxAttempts": -1, "maxDelay": "x", "backoff": {"type": "nope"}, "extra": 1,
+		"maxTotalWait": "-1s", "penalty": {"statuses": [99, 600], "codes": [""], "for": 1, "x": 1},
 		"endpoints": ["ftp://h", "h", "h/x"], "hedge": {"quantile": 1, "maxHedges": -2}}`)
 	var fields []string
 	for _, e := range unwrapAll(err) {
@@ -348,9 +422,11 @@ func TestLoadReportsEveryError(t *testing.T) {
 		}
 		fields = append(fields, fe.Field)
 	}
-	want := []string{"maxAttempts", "maxDelay", "backoff.type", "extra", "endpoints[0]", "endpoints[2]", "hedge.quantile", "hedge.maxHedges"}
+	want := []string{"maxAttempts", "maxDelay", "backoff.type", "extra", "maxTotalWait",
+		"penalty.statuses[0]", "penalty.statuses[1]", "penalty.codes[0]", "penalty.for", "penalty.x",
+		"endpoints[0]", "endpoints[2]", "hedge.quantile", "hedge.maxHedges"}
 	if diff := cmp.Diff(want, fields); diff != "" {
-		t.Errorf("Load of seven bad members: fields of the errors mismatch (-want +got):\n%s", diff)
+		t.Errorf("Load of fourteen bad values: fields of the errors mismatch (-want +got):\n%s", diff)
 	}
 }
 

@@ -17,10 +17,11 @@ import (
 // Quota, Budget, Limiter and RateLimit holding the same settings. Zero
 // fields are left out, the members come in the order of the Policy fields,
 // and no preset is written: every setting is spelled out. An empty but
-// non-nil Endpoints or FailoverMethods is written as [], since an empty
-// FailoverMethods lets no request fail over where a nil one means GET and
-// HEAD. A *ratelimit.Quota in Quota is written without a type member, as
-// before budgets existed, and a *ratelimit.Budget with "type": "budget".
+// non-nil Endpoints, FailoverMethods, Penalty.Codes or Penalty.Statuses is
+// written as [], since an empty FailoverMethods lets no request fail over
+// where a nil one means GET and HEAD. A *ratelimit.Quota in Quota is
+// written without a type member, as before budgets existed, and a
+// *ratelimit.Budget with "type": "budget".
 //
 // A func cannot be written, so MarshalJSON returns an error naming the
 // field when one is set: Classify, Scope, a Rand of a strategy, or a Now of
@@ -67,6 +68,11 @@ func (e *encoder) policy(path string, p Policy) []byte {
 	o.bool("ignoreDelayHeaders", p.IgnoreDelayHeaders)
 	o.dur("attemptTimeout", p.AttemptTimeout)
 	o.dur("maxTotalTime", p.MaxTotalTime)
+	o.dur("maxTotalWait", p.MaxTotalWait)
+	o.dur("terminationBuffer", p.TerminationBuffer)
+	if !zeroPenalty(p.Penalty) {
+		o.member("penalty", e.penalty(join(path, "penalty"), p.Penalty))
+	}
 	o.fn("classify", p.Classify != nil)
 	if p.Quota != nil {
 		o.member("quota", e.quota(join(path, "quota"), p.Quota))
@@ -169,6 +175,15 @@ func (o *jsonObject) strs(name string, list []string) {
 		}
 	}
 	b, _ := json.Marshal(list) // a []string always marshals
+	o.member(name, b)
+}
+
+// ints appends list, leaving out a nil one but writing an empty one as [].
+func (o *jsonObject) ints(name string, list []int) {
+	if list == nil {
+		return
+	}
+	b, _ := json.Marshal(list) // an []int always marshals
 	o.member(name, b)
 }
 

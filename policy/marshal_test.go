@@ -53,6 +53,9 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 		IgnoreDelayHeaders: true,
 		AttemptTimeout:     2 * time.Second,
 		MaxTotalTime:       time.Minute,
+		MaxTotalWait:       90 * time.Second,
+		TerminationBuffer:  1500 * time.Millisecond,
+		Penalty:            policy.Penalty{Codes: []string{"ServerBusy", "Throttled"}, Statuses: []int{503, 429}, Delay: 10 * time.Second, For: 12500 * time.Millisecond},
 		Quota:              &ratelimit.Quota{Capacity: 500, RetryCost: 5, TimeoutCost: 10, ThrottleCost: 5, SuccessIncrement: 1, RefillPerSecond: 0.5, Wait: true, MaxScopes: 100},
 		DisableQuota:       true,
 		Budget:             &ratelimit.Budget{Ratio: 0.15, MinPerSecond: 2.5, Window: 30 * time.Second, MaxScopes: 20},
@@ -109,6 +112,21 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 			t.Errorf("Load(MarshalJSON(p with Hedge %+v)).Hedge = %+v; want it back", h, got)
 		}
 	}
+	for _, pen := range []policy.Penalty{
+		{}, {Codes: []string{"a"}}, {Statuses: []int{100, 599}}, {Delay: time.Nanosecond, Statuses: []int{503}},
+		{For: time.Hour}, {Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
+	} {
+		p.Penalty = pen
+		if diff := cmp.Diff(pen, roundTrip(t, p).Penalty); diff != "" {
+			t.Errorf("Load(MarshalJSON(p with Penalty %+v)).Penalty mismatch (-want +got):\n%s", pen, diff)
+		}
+	}
+	for _, d := range []time.Duration{0, time.Nanosecond, 59 * time.Second} {
+		p.MaxTotalWait, p.TerminationBuffer = d, d
+		if got := roundTrip(t, p); got.MaxTotalWait != d || got.TerminationBuffer != d {
+			t.Errorf("Load(MarshalJSON(p with MaxTotalWait and TerminationBuffer %v)) = %v, %v; want them back", d, got.MaxTotalWait, got.TerminationBuffer)
+		}
+	}
 }
 
 // TestMarshalJSONKeepsEmptyLists checks that an empty list comes back
@@ -120,6 +138,9 @@ func TestMarshalJSONKeepsEmptyLists(t *testing.T) {
 		{Endpoints: []string{}, FailoverMethods: []string{}},
 		{Endpoints: []string{"b.example.com"}, FailoverMethods: []string{}},
 		{Endpoints: []string{}},
+		{Penalty: policy.Penalty{Codes: []string{}, Statuses: []int{}}},
+		{Penalty: policy.Penalty{Codes: []string{}}},
+		{Penalty: policy.Penalty{Statuses: []int{}, Delay: time.Second, Codes: []string{"ServerBusy"}}},
 	} {
 		got := roundTrip(t, p)
 		if diff := cmp.Diff(p, got, policyOpts); diff != "" {
@@ -127,6 +148,9 @@ func TestMarshalJSONKeepsEmptyLists(t *testing.T) {
 		}
 		if (got.Endpoints == nil) != (p.Endpoints == nil) || (got.FailoverMethods == nil) != (p.FailoverMethods == nil) {
 			t.Errorf("Load(MarshalJSON(%#v)) = Endpoints %#v, FailoverMethods %#v; want nil exactly where p has nil", p, got.Endpoints, got.FailoverMethods)
+		}
+		if (got.Penalty.Codes == nil) != (p.Penalty.Codes == nil) || (got.Penalty.Statuses == nil) != (p.Penalty.Statuses == nil) {
+			t.Errorf("Load(MarshalJSON(%#v)) = Penalty.Codes %#v, Penalty.Statuses %#v; want nil exactly where p has nil", p, got.Penalty.Codes, got.Penalty.Statuses)
 		}
 	}
 }
@@ -150,6 +174,12 @@ func TestMarshalJSONWritesExactDocument(t *testing.T) {
 			`{"rateLimit":{"rate":1},"endpoints":["b","https://c:8443"],"locationMode":"PrimaryOnly","failoverMethods":["GET","PUT"],"hedge":{"delay":"50ms","quantile":0.9,"minDelay":"1ms","maxHedges":2},"maxDrain":1}`},
 		{policy.Policy{Endpoints: []string{}, LocationMode: policy.PrimaryThenSecondary, FailoverMethods: []string{}, Hedge: policy.Hedge{}}, `{"endpoints":[],"failoverMethods":[]}`},
 		{policy.Policy{Endpoints: []string{"ftp://h"}, Hedge: policy.Hedge{Delay: -time.Second, Quantile: 1, MaxHedges: -1}}, `{"endpoints":["ftp://h"],"hedge":{"delay":"-1s","quantile":1,"maxHedges":-1}}`},
+		{policy.Policy{MaxAttempts: 10, AttemptTimeout: time.Second, MaxTotalTime: time.Minute, MaxTotalWait: 30 * time.Second, TerminationBuffer: time.Second, Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503}, Delay: 10 * time.Second, For: 10 * time.Second}, Quota: &ratelimit.Quota{}},
+			`{"maxAttempts":10,"attemptTimeout":"1s","maxTotalTime":"1m0s","maxTotalWait":"30s","terminationBuffer":"1s","penalty":{"codes":["ServerBusy"],"statuses":[503],"delay":"10s","for":"10s"},"quota":{}}`},
+		{policy.Policy{Penalty: policy.Penalty{Codes: []string{}, Statuses: []int{}}}, `{"penalty":{"codes":[],"statuses":[]}}`},
+		{policy.Policy{Penalty: policy.Penalty{For: time.Second}}, `{"penalty":{"for":"1s"}}`},
+		{policy.Policy{MaxTotalWait: -time.Second, TerminationBuffer: -time.Millisecond, Penalty: policy.Penalty{Codes: []string{""}, Statuses: []int{99, 600}, Delay: -time.Second, For: -time.Second}},
+			`{"maxTotalWait":"-1s","terminationBuffer":"-1ms","penalty":{"codes":[""],"statuses":[99,600],"delay":"-1s","for":"-1s"}}`},
 	}
 	for _, tt := range tests {
 		b, err := tt.p.MarshalJSON()
@@ -200,6 +230,7 @@ func TestMarshalJSONRejectsWhatJSONCannotHold(t *testing.T) {
 		{"NegativeLocationMode", policy.Policy{LocationMode: -1}, "policy: cannot write locationMode as JSON: it is LocationMode(-1)"},
 		{"EndpointNotUTF8", policy.Policy{Endpoints: []string{"a", "b\xff"}}, `policy: cannot write endpoints[1] as JSON: it is not valid UTF-8: "b\xff"`},
 		{"MethodNotUTF8", policy.Policy{FailoverMethods: []string{"G\xffT"}}, `policy: cannot write failoverMethods[0] as JSON: it is not valid UTF-8: "G\xffT"`},
+		{"PenaltyCodeNotUTF8", policy.Policy{Penalty: policy.Penalty{Codes: []string{"ServerBusy", "\xffBusy"}, Delay: time.Second}}, `policy: cannot write penalty.codes[1] as JSON: it is not valid UTF-8: "\xffBusy"`},
 		{"HeaderNotUTF8", policy.Policy{AttemptHeader: "X-\xff"}, `policy: cannot write attemptHeader as JSON: it is not valid UTF-8: "X-\xff"`},
 		{"NilQuota", policy.Policy{Quota: (*ratelimit.Quota)(nil)}, "policy: cannot write quota as JSON: it is a nil *ratelimit.Quota"},
 		{"NilQuotaBudget", policy.Policy{Quota: (*ratelimit.Budget)(nil)}, "policy: cannot write quota as JSON: it is a nil *ratelimit.Budget"},
