@@ -11,15 +11,19 @@
 // # Presets
 //
 // Presets are functions that return a new Policy on every call (preset.go,
-// sns.go), each documenting its source:
+// preset_azure_services.go, sns.go), each documenting its source:
 //
 //   - AWS SDK retry modes (docs/aws.md): [Standard], [Adaptive], [None],
-//     and the SDKs' newer standard behaviour, [StandardV2].
+//     the SDKs' newer standard behaviour, [StandardV2], and the AWS SDK
+//     for Kotlin's strategies, [KotlinStandard] and [KotlinAdaptive].
 //   - Amazon SNS delivery policies (docs/sns.md): [SNSAWSManaged] and
 //     [SNSCustomerManaged].
 //   - Azure guidance (docs/azure.md): [AzureStorageExponential],
 //     [AzureStorageLinear], [AzureStorageInteractive],
-//     [AzureStorageBackground], [AzureInteractive] and [AzureBackground].
+//     [AzureStorageBackground], [AzureInteractive] and [AzureBackground];
+//     and per service [AzureCosmosDB] (with [AzureCosmosDBOptions] for the
+//     SDK's two settings), [AzureServiceBus], [AzureSearch] and
+//     [AzureActiveDirectory].
 //
 // [Preset] finds one by name, in any case, for configuration files and
 // command lines; [PresetNames] lists the names.

@@ -182,7 +182,7 @@ func ExamplePreset() {
 	fmt.Println(err)
 	// Output:
 	// 6 1m0s <nil>
-	// policy: preset = "fast"; want one of standard, adaptive, none, standard-v2, sns-aws-managed, sns-customer-managed, azure-storage-exponential, azure-storage-linear, azure-storage-interactive, azure-storage-background, azure-interactive, azure-background
+	// policy: preset = "fast"; want one of standard, adaptive, none, standard-v2, kotlin-standard, kotlin-adaptive, sns-aws-managed, sns-customer-managed, azure-storage-exponential, azure-storage-linear, azure-storage-interactive, azure-storage-background, azure-interactive, azure-background, azure-cosmos-db, azure-service-bus, azure-search, azure-active-directory
 }
 
 func ExampleLoadMap() {

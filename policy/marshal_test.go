@@ -37,6 +37,12 @@ func TestMarshalJSONRoundTripsEveryPreset(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Preset(%q) error = %v", name, err)
 			}
+			if p.Classify != nil { // a func has no JSON form: MarshalJSON must say so
+				if _, err := p.MarshalJSON(); err == nil {
+					t.Errorf("MarshalJSON(%s) with a Classify func = nil error; want one naming classify", name)
+				}
+				return
+			}
 			if diff := cmp.Diff(p, roundTrip(t, p), policyOpts); diff != "" {
 				t.Errorf("Load(MarshalJSON(%s)) mismatch (-want +got):\n%s", name, diff)
 			}

@@ -9,11 +9,14 @@ import (
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
-// This file holds the named presets. Each is a function that returns a new
-// value on every call. Most leave Quota nil, so that every transport
-// creates its own; the few that need a quota with other costs return a new
-// *ratelimit.Quota on every call, which transports given the same returned
-// value share, as Policy.Quota says.
+// This file holds the named presets of the AWS SDKs and of Azure's
+// Transient Fault Handling and Storage guidance, and the table of every
+// preset's name; preset_azure_services.go holds the Azure service presets
+// and sns.go the SNS ones. Each is a function that returns a new value on
+// every call. Most leave Quota nil, so that every transport creates its
+// own; the few that need a quota or a limiter with other settings return a
+// new one on every call, which transports given the same returned value
+// share, as Policy.Quota and Policy.Limiter say.
 
 // Standard returns AWS standard retry mode (docs/aws.md): 3 attempts, full
 // jitter backoff 2^(n-1) s capped at 20 s, Retry-After honoured up to 20 s,
@@ -73,6 +76,48 @@ func StandardV2() Policy {
 		Quota:            &ratelimit.Quota{RetryCost: 14, ThrottleCost: 5},
 		ServerDelayBound: 5 * time.Second,
 	}
+}
+
+// KotlinStandard returns the standard retry strategy of the AWS SDK for
+// Kotlin with its defaults (docs/aws.md):
+//
+//	MaxAttempts  3
+//	Backoff      backoff.ScaledJitter{InitialDelay: 10ms, ScaleFactor: 1.5,
+//	             MaxBackoff: 20s, Jitter: 1}, the SDK's delay provider:
+//	             retry n waits up to min(10ms·1.5^(n-1), 20s), cut by a
+//	             random share of up to all of it: at most 10ms, 15ms,
+//	             22.5ms, ...
+//	Quota        nil: the transport's own ratelimit.Quota, whose defaults
+//	             are the SDK's token bucket (500 tokens, retry cost 5,
+//	             timeout and throttle cost 10, +1 for each first-attempt
+//	             success, no refill over time, circuit-breaker mode)
+//
+// It is Standard with the SDK's smaller, slower-growing delays.
+func KotlinStandard() Policy {
+	return Policy{
+		MaxAttempts: DefaultMaxAttempts,
+		Backoff:     backoff.ScaledJitter{InitialDelay: 10 * time.Millisecond, ScaleFactor: 1.5, MaxBackoff: 20 * time.Second, Jitter: 1},
+	}
+}
+
+// KotlinAdaptive returns the adaptive retry strategy of the AWS SDK for
+// Kotlin as its guide configures it (docs/aws.md): KotlinStandard with 10
+// attempts and a client-side rate limiter with a minimum fill rate of 1
+// request per second and a smoothing of 0.75,
+// &ratelimit.Adaptive{MinFillRate: 1, Smoothing: 0.75}, its other
+// parameters the defaults (see ratelimit.Adaptive for where they depart
+// from the SDKs' arithmetic; set Reference for the SDKs' own).
+//
+// It returns a new *ratelimit.Adaptive on every call. A transport uses it
+// as given: two transports built with the same returned Policy share its
+// send rates, so call KotlinAdaptive once per transport unless that is what
+// you want.
+func KotlinAdaptive() Policy {
+	p := KotlinStandard()
+	p.MaxAttempts = 10
+	p.Adaptive = true
+	p.Limiter = &ratelimit.Adaptive{MinFillRate: 1, Smoothing: 0.75}
+	return p
 }
 
 // The Azure presets follow the Azure retry guidance (docs/azure.md).
@@ -175,6 +220,8 @@ func presets() []namedPreset {
 		{"adaptive", Adaptive},
 		{"none", None},
 		{"standard-v2", StandardV2},
+		{"kotlin-standard", KotlinStandard},
+		{"kotlin-adaptive", KotlinAdaptive},
 		{"sns-aws-managed", SNSAWSManaged},
 		{"sns-customer-managed", SNSCustomerManaged},
 		{"azure-storage-exponential", AzureStorageExponential},
@@ -183,14 +230,20 @@ func presets() []namedPreset {
 		{"azure-storage-background", AzureStorageBackground},
 		{"azure-interactive", AzureInteractive},
 		{"azure-background", AzureBackground},
+		{"azure-cosmos-db", AzureCosmosDB},
+		{"azure-service-bus", AzureServiceBus},
+		{"azure-search", AzureSearch},
+		{"azure-active-directory", AzureActiveDirectory},
 	}
 }
 
 // PresetNames returns the names that [Preset] knows, in this order:
-// standard, adaptive, none, standard-v2, sns-aws-managed,
-// sns-customer-managed, azure-storage-exponential, azure-storage-linear,
-// azure-storage-interactive, azure-storage-background, azure-interactive
-// and azure-background. Each is the name of the preset function in lower
+// standard, adaptive, none, standard-v2, kotlin-standard, kotlin-adaptive,
+// sns-aws-managed, sns-customer-managed, azure-storage-exponential,
+// azure-storage-linear, azure-storage-interactive,
+// azure-storage-background, azure-interactive, azure-background,
+// azure-cosmos-db, azure-service-bus, azure-search and
+// azure-active-directory. Each is the name of the preset function in lower
 // case with its words joined by "-". The slice is new on every call.
 func PresetNames() []string {
 	var names []string

@@ -1,7 +1,9 @@
 package policy_test
 
 import (
+	"bytes"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // presetWants holds every preset as its documentation describes it.
@@ -27,6 +30,16 @@ var presetWants = []struct {
 		ThrottleBackoff:  backoff.FullJitter{Base: time.Second},
 		Quota:            &ratelimit.Quota{RetryCost: 14, ThrottleCost: 5},
 		ServerDelayBound: 5 * time.Second,
+	}},
+	{"kotlin-standard", policy.KotlinStandard, policy.Policy{
+		MaxAttempts: 3,
+		Backoff:     backoff.ScaledJitter{InitialDelay: 10 * time.Millisecond, ScaleFactor: 1.5, MaxBackoff: 20 * time.Second, Jitter: 1},
+	}},
+	{"kotlin-adaptive", policy.KotlinAdaptive, policy.Policy{
+		MaxAttempts: 10,
+		Backoff:     backoff.ScaledJitter{InitialDelay: 10 * time.Millisecond, ScaleFactor: 1.5, MaxBackoff: 20 * time.Second, Jitter: 1},
+		Adaptive:    true,
+		Limiter:     &ratelimit.Adaptive{MinFillRate: 1, Smoothing: 0.75},
 	}},
 	{"sns-aws-managed", policy.SNSAWSManaged, policy.Policy{
 		MaxAttempts: 100_016,
@@ -73,6 +86,31 @@ var presetWants = []struct {
 		MaxTotalTime: 2 * time.Second,
 	}},
 	{"azure-background", policy.AzureBackground, policy.Policy{
+		MaxAttempts:  6,
+		Backoff:      backoff.Exponential{NoMinBackoff: true, MaxBackoff: 60 * time.Second, DeltaBackoff: 2 * time.Second},
+		MaxDelay:     60 * time.Second,
+		MaxTotalTime: 60 * time.Second,
+	}},
+	// The Classify of the last three is checked in preset_azure_services_test.go.
+	{"azure-cosmos-db", policy.AzureCosmosDB, policy.Policy{
+		MaxAttempts:  10,
+		Backoff:      backoff.Constant{Interval: 5 * time.Second},
+		MaxDelay:     30 * time.Second,
+		DelayHeaders: retryafter.MSRetryAfterMS,
+		MaxTotalWait: 30 * time.Second,
+	}},
+	{"azure-service-bus", policy.AzureServiceBus, policy.Policy{
+		MaxAttempts:       4,
+		Backoff:           backoff.Exponential{MinBackoff: 100 * time.Millisecond, MaxBackoff: 30 * time.Second, DeltaBackoff: 3 * time.Second},
+		MaxDelay:          30 * time.Second,
+		TerminationBuffer: 5 * time.Second,
+		Penalty:           policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
+	}},
+	{"azure-search", policy.AzureSearch, policy.Policy{
+		MaxAttempts: 4,
+		Backoff:     backoff.Exponential{MinBackoff: time.Second, MaxBackoff: 10 * time.Second, DeltaBackoff: 10 * time.Second, FastFirstRetry: true},
+	}},
+	{"azure-active-directory", policy.AzureActiveDirectory, policy.Policy{
 		MaxAttempts:  6,
 		Backoff:      backoff.Exponential{NoMinBackoff: true, MaxBackoff: 60 * time.Second, DeltaBackoff: 2 * time.Second},
 		MaxDelay:     60 * time.Second,
@@ -215,6 +253,103 @@ func withRand(s backoff.Strategy, r func() float64) backoff.Strategy {
 	case backoff.Exponential:
 		s.Rand = r
 		return s
+	case backoff.ScaledJitter:
+		s.Rand = r
+		return s
 	}
 	return s
+}
+
+// lowDraw and highDraw are the two ends of a Rand hook: 0, and the largest
+// float64 below 1. A strategy drawing them gives each end of its range, to
+// within a nanosecond or two of float64 rounding.
+func lowDraw() float64  { return 0 }
+func highDraw() float64 { return math.Nextafter(1, 0) }
+
+// nearDurations compares durations to within 2ns, the rounding of a
+// delay computed in float64 from a draw just below 1.
+var nearDurations = cmp.Comparer(func(a, b time.Duration) bool {
+	d := a - b
+	return -2 <= d && d <= 2
+})
+
+// delays returns the waits of s before retries 1 to n.
+func delays(s backoff.Strategy, n int) []time.Duration {
+	var got []time.Duration
+	for retry := 1; retry <= n; retry++ {
+		got = append(got, s.Delay(retry))
+	}
+	return got
+}
+
+// TestKotlinPresetDelays derives the waits of the Kotlin SDK's delay
+// provider (docs/aws.md) by hand: retry n's ceiling is 10ms·1.5^(n-1),
+// capped at 20s, and full jitter takes a draw's share of it off, so a draw
+// of 0 waits the whole ceiling and a draw just below 1 waits nothing.
+func TestKotlinPresetDelays(t *testing.T) {
+	ms := func(f float64) time.Duration { return time.Duration(f * float64(time.Millisecond)) }
+	ceilings := []time.Duration{ms(10), ms(15), ms(22.5), ms(33.75), ms(50.625), ms(75.9375),
+		ms(113.90625), ms(170.859375), ms(256.2890625)}
+	for _, tt := range []struct {
+		name string
+		p    policy.Policy
+	}{
+		{"KotlinStandard", policy.KotlinStandard()},
+		{"KotlinAdaptive", policy.KotlinAdaptive()},
+	} {
+		retries := tt.p.MaxAttempts - 1
+		low := delays(withRand(tt.p.Backoff, lowDraw), retries)
+		if diff := cmp.Diff(ceilings[:retries], low, nearDurations); diff != "" {
+			t.Errorf("%s().Backoff with Rand 0: delays of retries 1..%d mismatch (-want +got):\n%s", tt.name, retries, diff)
+		}
+		high := delays(withRand(tt.p.Backoff, highDraw), retries)
+		if diff := cmp.Diff(make([]time.Duration, retries), high, nearDurations); diff != "" {
+			t.Errorf("%s().Backoff with Rand just below 1: delays of retries 1..%d mismatch (-want +got):\n%s", tt.name, retries, diff)
+		}
+	}
+	// The ceiling reaches the 20s cap at retry 20: 10ms·1.5^18 = 14.779s,
+	// 10ms·1.5^19 = 22.17s.
+	s := withRand(policy.KotlinStandard().Backoff, lowDraw)
+	if got19, got20 := s.Delay(19), s.Delay(20); got19.Round(time.Millisecond) != 14_779*time.Millisecond || got20 != 20*time.Second {
+		t.Errorf("KotlinStandard().Backoff with Rand 0: Delay(19), Delay(20) = %v, %v; want 14.779s, 20s", got19, got20)
+	}
+}
+
+// A preset with a limiter of its own returns a new one on every call, so
+// that two transports built from two calls never share send rates.
+func TestKotlinAdaptiveReturnsFreshLimiter(t *testing.T) {
+	a, b := policy.KotlinAdaptive(), policy.KotlinAdaptive()
+	if a.Limiter == nil || a.Limiter == b.Limiter {
+		t.Fatalf("KotlinAdaptive().Limiter = %p, %p; want two different non-nil pointers", a.Limiter, b.Limiter)
+	}
+	a.Limiter.(*ratelimit.Adaptive).MinFillRate = 5
+	if c, _ := policy.Preset("kotlin-adaptive"); c.Limiter.(*ratelimit.Adaptive).MinFillRate != 1 || c.Limiter == a.Limiter {
+		t.Errorf("Preset(kotlin-adaptive).Limiter after changing an earlier one = %+v; want a new limiter with MinFillRate 1", c.Limiter)
+	}
+}
+
+// TestDataPresetsRoundTripJSON checks that the new presets without a func
+// field come back from their JSON whole: Policy.MarshalJSON, then Load.
+// The presets with a Classify of their own (azure-cosmos-db, azure-search,
+// azure-active-directory) cannot be written, as MarshalJSON documents.
+func TestDataPresetsRoundTripJSON(t *testing.T) {
+	for _, name := range []string{"kotlin-standard", "kotlin-adaptive", "azure-service-bus"} {
+		p, err := policy.Preset(name)
+		if err != nil {
+			t.Fatalf("Preset(%q) error = %v", name, err)
+		}
+		b, err := p.MarshalJSON()
+		if err != nil {
+			t.Errorf("Preset(%q).MarshalJSON() error = %v; want nil", name, err)
+			continue
+		}
+		got, err := policy.Load(bytes.NewReader(b))
+		if err != nil {
+			t.Errorf("Load(%s) error = %v; want nil", b, err)
+			continue
+		}
+		if diff := cmp.Diff(p, got, policyOpts); diff != "" {
+			t.Errorf("Load(MarshalJSON(%s)) mismatch (-want +got):\n%s", name, diff)
+		}
+	}
 }

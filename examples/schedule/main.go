@@ -1,9 +1,13 @@
 // Schedule prints the retry schedule of a policy: for each attempt, the
 // wait before it and the time waited since the first attempt, each as the
-// range the backoff's jitter allows. It reads a preset of package policy or
-// a JSON policy file, and can write an SVG chart of the four backoff
-// functions of Amazon SNS delivery policies (docs/sns.md) in the case SNS's
-// guide draws: 10 retries from 5 s to 260 s.
+// range the backoff's jitter allows. It marks the waits that MaxDelay cuts
+// and the attempts that MaxTotalTime (less a TerminationBuffer) or
+// MaxTotalWait stop, and prints a second table for a ThrottleBackoff and
+// one for a Penalty, as if every failure were a throttle or signalled the
+// penalty. It reads a preset of package policy or a JSON policy file, and
+// can write an SVG chart of the four backoff functions of Amazon SNS
+// delivery policies (docs/sns.md) in the case SNS's guide draws: 10
+// retries from 5 s to 260 s.
 //
 // Run it from the module root:
 //
@@ -25,8 +29,10 @@
 //	-svg path     write the chart of the four SNS backoff functions to path
 //
 // The times are those of the policy alone: the attempts themselves take
-// time too, which brings a MaxTotalTime budget closer than the table shows.
-// It uses no network.
+// time too, which brings a MaxTotalTime budget closer than the table shows,
+// while MaxTotalWait counts the waits alone, as the table does. Delays a
+// server asks for (Retry-After, x-ms-retry-after-ms, ...) replace the
+// backoff and are not shown. It uses no network.
 package main
 
 import (

@@ -613,3 +613,212 @@ func TestRunErrors(t *testing.T) {
 		t.Errorf("run(-preset fast) error = %v; want a *policy.FieldError for preset", err)
 	}
 }
+
+// The tables of the Azure service presets, derived by hand in
+// policy/preset_azure_services_test.go from the numbers of docs/azure.md.
+func TestRunAzureServicePresets(t *testing.T) {
+	tests := []struct {
+		name   string
+		header string
+		table  []string
+		total  string
+	}{
+		{
+			// 429s without x-ms-retry-after-ms wait the SDK's 5 s; an
+			// eighth wait would take the waits past 30 s.
+			name:   "azure-cosmos-db",
+			header: "Policy azure-cosmos-db: 10 attempts at most, MaxDelay 30s, no MaxTotalTime, MaxTotalWait 30s\n",
+			table: []string{
+				"attempt  wait min  wait max  total min  total max  notes",
+				"1        -         -         0s         0s",
+				"2        5s        5s        5s         5s",
+				"3        5s        5s        10s        10s",
+				"4        5s        5s        15s        15s",
+				"5        5s        5s        20s        20s",
+				"6        5s        5s        25s        25s",
+				"7        5s        5s        30s        30s",
+				"8        5s        5s        35s        35s        over MaxTotalWait: not attempted",
+			},
+			total: "In all: 7 attempts, waiting 30s.",
+		},
+		{
+			// 0.1s, then 0.1s + [2.4s, 3.6s) and 0.1s + [7.2s, 10.8s).
+			name:   "azure-service-bus",
+			header: "Policy azure-service-bus: 4 attempts at most, MaxDelay 30s, no MaxTotalTime, TerminationBuffer 5s (of a context deadline)\n",
+			table: []string{
+				"attempt  wait min  wait max  total min  total max  notes",
+				"1        -         -         0s         0s",
+				"2        100ms     100ms     100ms      100ms",
+				"3        2.5s      3.7s      2.6s       3.8s",
+				"4        7.3s      10.9s     9.9s       14.7s",
+			},
+			total: "In all: 4 attempts, waiting 9.9s to 14.7s.",
+		},
+		{
+			// Fast first retry, then min(1s + [8s, 12s), 10s) and 10s.
+			name:   "azure-search",
+			header: "Policy azure-search: 4 attempts at most, MaxDelay 20s, no MaxTotalTime\n",
+			table: []string{
+				"attempt  wait min  wait max  total min  total max  notes",
+				"1        -         -         0s         0s",
+				"2        0s        0s        0s         0s",
+				"3        9s        10s       9s         10s",
+				"4        10s       10s       19s        20s",
+			},
+			total: "In all: 4 attempts, waiting 19s to 20s.",
+		},
+		{
+			// 0, then 1, 3, 7 and 15 times [1.6s, 2.4s), within 60 s.
+			name:   "azure-active-directory",
+			header: "Policy azure-active-directory: 6 attempts at most, MaxDelay 1m, MaxTotalTime 1m\n",
+			table: []string{
+				"attempt  wait min  wait max  total min  total max  notes",
+				"1        -         -         0s         0s",
+				"2        0s        0s        0s         0s",
+				"3        1.6s      2.4s      1.6s       2.4s",
+				"4        4.8s      7.2s      6.4s       9.6s",
+				"5        11.2s     16.8s     17.6s      26.4s",
+				"6        24s       36s       41.6s      1m2.4s     may exceed budget",
+			},
+			total: "In all: 6 attempts, waiting 41.6s to 1m2.4s.",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := runOK(t, "-preset", tt.name)
+			if !strings.HasPrefix(out, tt.header) {
+				t.Errorf("run(-preset %s) header = %q; want %q", tt.name, out[:strings.IndexByte(out, '\n')+1], tt.header)
+			}
+			if diff := cmp.Diff(tt.table, tableLines(t, out)); diff != "" {
+				t.Errorf("run(-preset %s) table mismatch (-want +got):\n%s\noutput:\n%s", tt.name, diff, out)
+			}
+			if !strings.Contains(out, tt.total) {
+				t.Errorf("run(-preset %s) lacks %q:\n%s", tt.name, tt.total, out)
+			}
+		})
+	}
+	out := runOK(t, "-preset", "azure-cosmos-db")
+	for _, want := range []string{
+		"Server delays: only x-ms-retry-after-ms, each in place of the backoff, up to MaxDelay.",
+		"MaxTotalWait, 30s, leaves no room for the wait before attempt 8: the transport does not start it.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run(-preset azure-cosmos-db) lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// Service Bus adds 10 s to every wait after a ServerBusy error; when every
+// failure is one, every wait is 10 s longer.
+func TestRunServiceBusPenaltyTable(t *testing.T) {
+	out := runOK(t, "-preset", "azure-service-bus")
+	const head = "If every failure signals the Penalty (error code ServerBusy), each wait is 10s longer:"
+	i := strings.Index(out, head)
+	if i < 0 {
+		t.Fatalf("run(-preset azure-service-bus) has no Penalty table:\n%s", out)
+	}
+	want := []string{
+		"attempt  wait min  wait max  total min  total max  notes",
+		"1        -         -         0s         0s",
+		"2        10.1s     10.1s     10.1s      10.1s",
+		"3        12.5s     13.7s     22.6s      23.8s",
+		"4        17.3s     20.9s     39.9s      44.7s",
+	}
+	if diff := cmp.Diff(want, tableLines(t, out[i:])); diff != "" {
+		t.Errorf("run(-preset azure-service-bus) Penalty table mismatch (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(out[i:], "In all: 4 attempts, waiting 39.9s to 44.7s.") {
+		t.Errorf("run(-preset azure-service-bus) Penalty table lacks its summary:\n%s", out[i:])
+	}
+	if strings.Contains(runOK(t, "-preset", "azure-search"), "Penalty") {
+		t.Error("run(-preset azure-search) prints a Penalty table for a policy without one")
+	}
+}
+
+// The Kotlin SDK's delay provider: ceilings of 10ms·1.5^(n-1), full jitter.
+func TestRunKotlinPresets(t *testing.T) {
+	out := runOK(t, "-preset", "kotlin-adaptive")
+	if !strings.HasPrefix(out, "Policy kotlin-adaptive: 10 attempts at most, MaxDelay 20s, no MaxTotalTime, adaptive rate limiter (can add waits)\n") {
+		t.Errorf("run(-preset kotlin-adaptive) header lacks 10 attempts or the limiter:\n%s", out)
+	}
+	lines := tableLines(t, out)
+	if len(lines) != 11 {
+		t.Fatalf("run(-preset kotlin-adaptive) printed %d rows; want 10", len(lines)-1)
+	}
+	for i, want := range []string{"10ms", "15ms", "22.5ms", "33.75ms", "50.63ms", "75.94ms", "113.9ms", "170.9ms", "256.3ms"} {
+		if f := strings.Fields(lines[i+2]); len(f) < 3 || f[2] != want {
+			t.Errorf("run(-preset kotlin-adaptive) attempt %d waits at most %q; want %s", i+2, lines[i+2], want)
+		}
+	}
+	if got := tableLines(t, runOK(t, "-preset", "kotlin-standard")); len(got) != 4 || !strings.Contains(got[3], "15ms") {
+		t.Errorf("run(-preset kotlin-standard) table = %q; want 3 attempts, the last waiting up to 15ms", got)
+	}
+}
+
+func TestRunTerminationBufferCutsTheBudget(t *testing.T) {
+	p := policy.Policy{
+		MaxAttempts:       5,
+		Backoff:           backoff.Constant{Interval: 10 * time.Second},
+		MaxTotalTime:      35 * time.Second,
+		TerminationBuffer: 10 * time.Second,
+	}
+	var out bytes.Buffer
+	printPolicy(&out, "buffered", p, 0)
+	for _, want := range []string{
+		"Policy buffered: 5 attempts at most, MaxDelay 20s, MaxTotalTime 35s, TerminationBuffer 10s\n",
+		// Attempt 4 would start at 30 s, with 5 s left: less than 10 s.
+		"4        10s       10s       30s        30s        over budget: not attempted",
+		"MaxTotalTime, 35s, less its TerminationBuffer, 10s, is spent before attempt 4: the transport does not start it.",
+		"In all: 3 attempts, waiting 20s.",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printPolicy(TerminationBuffer 10s of 35s) lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestCutoffOf(t *testing.T) {
+	tests := []struct {
+		name string
+		p    policy.Policy
+		want cutoff
+	}{
+		{"None", policy.Policy{}, cutoff{}},
+		{"MaxTotalTime", policy.Policy{MaxTotalTime: 30 * time.Second}, cutoff{at: 30 * time.Second, field: "MaxTotalTime", value: 30 * time.Second}},
+		{"Buffer", policy.Policy{MaxTotalTime: 30 * time.Second, TerminationBuffer: 5 * time.Second},
+			cutoff{at: 25*time.Second + 1, field: "MaxTotalTime", value: 30 * time.Second, buffer: 5 * time.Second}},
+		{"BufferAlone", policy.Policy{TerminationBuffer: 5 * time.Second}, cutoff{}},
+		{"MaxTotalWait", policy.Policy{MaxTotalWait: 30 * time.Second}, cutoff{at: 30*time.Second + 1, field: "MaxTotalWait", value: 30 * time.Second}},
+		{"WaitFirst", policy.Policy{MaxTotalTime: time.Minute, MaxTotalWait: 30 * time.Second},
+			cutoff{at: 30*time.Second + 1, field: "MaxTotalWait", value: 30 * time.Second}},
+		{"TimeFirst", policy.Policy{MaxTotalTime: 20 * time.Second, MaxTotalWait: 30 * time.Second},
+			cutoff{at: 20 * time.Second, field: "MaxTotalTime", value: 20 * time.Second}},
+		{"HugeWait", policy.Policy{MaxTotalWait: math.MaxInt64}, cutoff{at: math.MaxInt64, field: "MaxTotalWait", value: math.MaxInt64}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, cutoffOf(tt.p), cmp.AllowUnexported(cutoff{})); diff != "" {
+				t.Errorf("cutoffOf(%s) mismatch (-want +got):\n%s", tt.name, diff)
+			}
+		})
+	}
+	// An attempt after exactly MaxTotalWait of waiting is made; one after
+	// a nanosecond more is not.
+	c := cutoffOf(policy.Policy{MaxTotalWait: 30 * time.Second})
+	if got := c.mark(span{30 * time.Second, 30 * time.Second}); got != withinBudget {
+		t.Errorf("mark(30s) under MaxTotalWait 30s = %d; want withinBudget", got)
+	}
+	if got := c.mark(span{29 * time.Second, 31 * time.Second}); got != mayOverrun {
+		t.Errorf("mark(29s..31s) under MaxTotalWait 30s = %d; want mayOverrun", got)
+	}
+	if got := c.mark(span{30*time.Second + 1, 31 * time.Second}); got != overBudget {
+		t.Errorf("mark(30s+1ns..31s) under MaxTotalWait 30s = %d; want overBudget", got)
+	}
+}
+
+func TestSignals(t *testing.T) {
+	pen := policy.Penalty{Codes: []string{"ServerBusy", "Busy"}, Statuses: []int{503}, Delay: time.Second}
+	if got, want := signals(pen), "error code ServerBusy or error code Busy or status 503"; got != want {
+		t.Errorf("signals(%+v) = %q; want %q", pen, got, want)
+	}
+}

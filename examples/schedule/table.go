@@ -14,6 +14,7 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // exactAttempts is how many attempts build computes one by one. Later
@@ -23,15 +24,6 @@ const exactAttempts = 1_000_000
 
 // span is a range of durations, from lo to hi.
 type span struct{ lo, hi time.Duration }
-
-// budgetMark says how an attempt stands with the policy's MaxTotalTime.
-type budgetMark int
-
-const (
-	withinBudget budgetMark = iota
-	mayOverrun              // the longest waits reach MaxTotalTime
-	overBudget              // even the shortest waits reach it: never attempted
-)
 
 // row is one attempt of a schedule.
 type row struct {
@@ -48,9 +40,10 @@ type table struct {
 	// exact is false when the waits are single samples of a strategy that
 	// boundsOf cannot bound.
 	exact bool
-	rows  []row // the first attempts, as many as build's limit lets in
-	last  row   // the final attempt, or the first over budget
-	made  row   // the last attempt made: last, or the one before it
+	stop  cutoff // the policy's limit on time, which marks the rows
+	rows  []row  // the first attempts, as many as build's limit lets in
+	last  row    // the final attempt, or the first over budget
+	made  row    // the last attempt made: last, or the one before it
 	// estimatedAfter, when positive, is the attempt after which the
 	// waits are taken to equal its own (see exactAttempts).
 	estimatedAfter int
@@ -61,26 +54,32 @@ type table struct {
 // the transport does. p has its defaults resolved (Policy.WithDefaults). It
 // keeps the first limit rows, or all of them if limit is 0, and stops at
 // MaxAttempts or at the first attempt that even the shortest waits push
-// past MaxTotalTime: the transport starts no attempt once the budget is
-// spent.
+// past the policy's cutoff (MaxTotalTime, less TerminationBuffer, or
+// MaxTotalWait): the transport starts no attempt past it.
 func build(p policy.Policy, s backoff.Strategy, limit int) table {
+	return buildPenalized(p, s, 0, limit)
+}
+
+// buildPenalized is build with extra added to every wait, on top of
+// MaxDelay, as a Penalty adds its Delay while it lasts.
+func buildPenalized(p policy.Policy, s backoff.Strategy, extra time.Duration, limit int) table {
 	b := boundsOf(s)
-	t := table{exact: b.exact}
+	t := table{exact: b.exact, stop: cutoffOf(p)}
 	r := row{attempt: 1}
 	t.rows = append(t.rows, r)
 	t.made = r
 	for r.attempt < p.MaxAttempts && r.budget != overBudget {
 		if r.attempt == exactAttempts {
-			r = extrapolate(p, s, r)
+			r = extrapolate(p, t.stop, s, r)
 			t.estimatedAfter = exactAttempts
 			if r.budget == overBudget {
 				// The attempt before it is made: one wait earlier.
 				t.made = row{attempt: r.attempt - 1, wait: r.wait,
 					total: span{r.total.lo - r.wait.lo, r.total.hi - r.wait.hi}}
-				t.made.budget = markBudget(p.MaxTotalTime, t.made.total)
+				t.made.budget = t.stop.mark(t.made.total)
 			}
 		} else {
-			r = next(p, s, b, r)
+			r = next(p, t.stop, s, b, extra, r)
 			if limit == 0 || len(t.rows) < limit {
 				t.rows = append(t.rows, r)
 			}
@@ -93,8 +92,9 @@ func build(p policy.Policy, s backoff.Strategy, limit int) table {
 	return t
 }
 
-// next returns the attempt after prev.
-func next(p policy.Policy, s backoff.Strategy, b bounds, prev row) row {
+// next returns the attempt after prev, whose wait is extra longer than the
+// backoff cut to MaxDelay.
+func next(p policy.Policy, stop cutoff, s backoff.Strategy, b bounds, extra time.Duration, prev row) row {
 	n := prev.attempt // the retry number of the wait before attempt n+1
 	r := row{attempt: n + 1, phase: phase(s, n)}
 	r.wait.hi = b.hi.Delay(n)
@@ -103,41 +103,27 @@ func next(p policy.Policy, s backoff.Strategy, b bounds, prev row) row {
 		r.wait.lo = b.lo.Delay(n)
 	}
 	r.capped = r.wait.hi > p.MaxDelay
-	r.wait = span{min(r.wait.lo, p.MaxDelay), min(r.wait.hi, p.MaxDelay)}
+	r.wait = span{addSat(min(r.wait.lo, p.MaxDelay), extra), addSat(min(r.wait.hi, p.MaxDelay), extra)}
 	r.total = span{addSat(prev.total.lo, r.wait.lo), addSat(prev.total.hi, r.wait.hi)}
-	r.budget = markBudget(p.MaxTotalTime, r.total)
+	r.budget = stop.mark(r.total)
 	return r
 }
 
-// extrapolate returns the final attempt, or the first over budget, taking
+// extrapolate returns the final attempt, or the first over stop, taking
 // every wait after prev to equal prev's.
-func extrapolate(p policy.Policy, s backoff.Strategy, prev row) row {
+func extrapolate(p policy.Policy, stop cutoff, s backoff.Strategy, prev row) row {
 	k := p.MaxAttempts - prev.attempt
-	if budget := p.MaxTotalTime; budget > 0 && prev.wait.lo > 0 {
-		// The fewest further waits of prev.wait.lo that reach the budget.
-		need := (budget - prev.total.lo + prev.wait.lo - 1) / prev.wait.lo
+	if stop.at > 0 && prev.wait.lo > 0 {
+		// The fewest further waits of prev.wait.lo that reach the cutoff.
+		need := (stop.at - prev.total.lo + prev.wait.lo - 1) / prev.wait.lo
 		k = int(min(int64(k), int64(need)))
 	}
 	r := prev
 	r.attempt += k
 	r.phase = phase(s, r.attempt-1)
 	r.total = span{addSat(prev.total.lo, mulSat(prev.wait.lo, k)), addSat(prev.total.hi, mulSat(prev.wait.hi, k))}
-	r.budget = markBudget(p.MaxTotalTime, r.total)
+	r.budget = stop.mark(r.total)
 	return r
-}
-
-// markBudget places an attempt that starts after total of waiting against
-// budget, the policy's MaxTotalTime (0 for none). An attempt due when the
-// budget ends is not made.
-func markBudget(budget time.Duration, total span) budgetMark {
-	switch {
-	case budget <= 0 || total.hi < budget:
-		return withinBudget
-	case total.lo < budget:
-		return mayOverrun
-	default:
-		return overBudget
-	}
 }
 
 // phase returns the SNS phase (docs/sns.md) of retry n if s is a
@@ -156,13 +142,22 @@ func phase(s backoff.Strategy, n int) string {
 }
 
 // printPolicy prints the header and the schedule of p, named name, to w:
-// one table for Backoff and, if set, one for ThrottleBackoff, each with at
-// most limit rows (0: all).
+// one table for Backoff and, if set, one for ThrottleBackoff and one for
+// Backoff under the Penalty, each with at most limit rows (0: all).
 func printPolicy(w io.Writer, name string, p policy.Policy, limit int) {
 	p = p.WithDefaults()
 	budget := "no MaxTotalTime"
 	if p.MaxTotalTime > 0 {
 		budget = "MaxTotalTime " + fmtDur(p.MaxTotalTime)
+	}
+	if b := p.TerminationBuffer; b > 0 {
+		budget += ", TerminationBuffer " + fmtDur(b)
+		if p.MaxTotalTime <= 0 {
+			budget += " (of a context deadline)"
+		}
+	}
+	if p.MaxTotalWait > 0 {
+		budget += ", MaxTotalWait " + fmtDur(p.MaxTotalWait)
 	}
 	pacing := ""
 	if f, ok := p.RateLimit.(*ratelimit.Fixed); ok && f.Rate > 0 && !math.IsInf(f.Rate, 1) {
@@ -175,12 +170,24 @@ func printPolicy(w io.Writer, name string, p policy.Policy, limit int) {
 		pacing += ", adaptive rate limiter (can add waits)"
 	}
 	fmt.Fprintf(w, "Policy %s: %s at most, MaxDelay %s, %s%s\n", name, count(p.MaxAttempts, "attempt"), fmtDur(p.MaxDelay), budget, pacing)
-	fmt.Fprintf(w, "Backoff: %s\n\n", describe(p.Backoff))
+	fmt.Fprintf(w, "Backoff: %s\n", describe(p.Backoff))
+	switch {
+	case p.IgnoreDelayHeaders:
+		fmt.Fprintln(w, "Server delays: ignored; the backoff always applies.")
+	case p.DelayHeaders != retryafter.AllSources:
+		fmt.Fprintf(w, "Server delays: only %s, each in place of the backoff, up to MaxDelay.\n", p.DelayHeaders)
+	}
+	fmt.Fprintln(w)
 	t := build(p, p.Backoff, limit)
 	printTable(w, p, t)
 	if p.ThrottleBackoff != nil {
 		fmt.Fprintf(w, "\nIf every failure is a throttle, ThrottleBackoff: %s\n\n", describe(p.ThrottleBackoff))
 		printTable(w, p, build(p, p.ThrottleBackoff, limit))
+	}
+	if pen := p.Penalty; pen.Enabled() {
+		// A signal in every failure renews the penalty before each wait.
+		fmt.Fprintf(w, "\nIf every failure signals the Penalty (%s), each wait is %s longer:\n\n", signals(pen), fmtDur(pen.Delay))
+		printTable(w, p, buildPenalized(p, p.Backoff, pen.Delay, limit))
 	}
 	fmt.Fprintln(w, "\nJitter picks each wait between its min and max. The times leave out the attempts themselves.")
 }
@@ -205,7 +212,7 @@ func printTable(w io.Writer, p policy.Policy, t table) {
 		if r.attempt > 1 {
 			wlo, whi = d(r.wait.lo), d(r.wait.hi)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", commas(r.attempt), wlo, whi, d(r.total.lo), d(r.total.hi), notes(r))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", commas(r.attempt), wlo, whi, d(r.total.lo), d(r.total.hi), notes(r, t.stop))
 		capped = capped || r.capped
 	}
 	tw.Flush()
@@ -220,7 +227,7 @@ func printTable(w io.Writer, p policy.Policy, t table) {
 		}
 		fmt.Fprintf(w, "… %s %s; the last, attempt %s, waits %s",
 			commas(t.last.attempt-shown), more, commas(t.last.attempt), spanText(t.last.wait, approx))
-		if n := notes(t.last); n != "" {
+		if n := notes(t.last, t.stop); n != "" {
 			fmt.Fprintf(w, " (%s)", n)
 		}
 		fmt.Fprintln(w)
@@ -233,14 +240,13 @@ func printTable(w io.Writer, p policy.Policy, t table) {
 		fmt.Fprintf(w, "cap: the backoff exceeds MaxDelay, %s, which cuts it.\n", fmtDur(p.MaxDelay))
 	}
 	if t.last.budget == overBudget {
-		fmt.Fprintf(w, "MaxTotalTime, %s, is spent before attempt %s: the transport does not start it.\n",
-			fmtDur(p.MaxTotalTime), commas(t.last.attempt))
+		fmt.Fprintln(w, t.stop.summary(t.last.attempt))
 	}
 	fmt.Fprintf(w, "In all: %s, waiting %s.\n", count(t.made.attempt, "attempt"), longSpanText(t.made.total, approx))
 }
 
-// notes returns the notes column of r.
-func notes(r row) string {
+// notes returns the notes column of r, a row of a table cut by stop.
+func notes(r row, stop cutoff) string {
 	var n []string
 	if r.phase != "" {
 		n = append(n, r.phase)
@@ -248,13 +254,22 @@ func notes(r row) string {
 	if r.capped {
 		n = append(n, "cap")
 	}
-	switch r.budget {
-	case mayOverrun:
-		n = append(n, "may exceed budget")
-	case overBudget:
-		n = append(n, "over budget: not attempted")
+	if b := stop.note(r.budget); b != "" {
+		n = append(n, b)
 	}
 	return strings.Join(n, ", ")
+}
+
+// signals describes what starts pen: its error codes and statuses.
+func signals(pen policy.Penalty) string {
+	var s []string
+	for _, c := range pen.Codes {
+		s = append(s, "error code "+c)
+	}
+	for _, st := range pen.Statuses {
+		s = append(s, "status "+strconv.Itoa(st))
+	}
+	return strings.Join(s, " or ")
 }
 
 // describe returns s in policy.Load's JSON schema, as Policy.MarshalJSON
