@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
@@ -22,17 +21,12 @@ type call struct {
 	ctx       context.Context
 	scope     string         // the current attempt's scope: its endpoint's
 	route     *route         // where its attempts go, for a request that may fail over; nil otherwise
-	hedging   bool           // its attempts may be hedged (Policy.Hedge)
-	hedges    int            // hedged copies sent so far
-	wonScope  string         // the quota scope of the hedge whose result the last attempt took, if not the attempt's; else ""
-	signalled bool           // the last response classified signals the policy's Penalty
 	counters  *scopeCounters // the current attempt scope's
 	rec       *recorder      // records a body without GetBody; nil otherwise
 	watch     *connWatch     // for a request that is not idempotent; nil otherwise
 	budgetEnd time.Time      // end of Policy.MaxTotalTime; zero for none
 
 	max        int                   // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
-	sdk        bool                  // the SDK will retry what this call does not
 	waited     time.Duration         // time spent waiting before attempts so far
 	mark       *Attempts             // the next retry's, in its context; nil before the first retry
 	attempt    int                   // attempts sent so far
@@ -41,10 +35,15 @@ type call struct {
 	ev         *Event                // the decision to retry after the last attempt
 	cost       int                   // quota tokens paid for the next attempt
 	budgetCost int                   // budget tokens paid for it
-	paced      bool                  // the next attempt holds a send token of the scope's limiters
 	turn       ratelimit.Reservation // the next attempt's place in the adaptive limiter's queue while paced; zero otherwise
 	body       attemptBody           // what the base transport took of the last attempt's body; nil if not watched
 	length     lengthCheck           // whether the body's length matches ContentLength, once known
+
+	// Together, so that they share a word.
+	hedges  int32 // hedged copies sent so far
+	sdk     bool  // the SDK will retry what this call does not
+	paced   bool  // the next attempt holds a send token of the scope's limiters
+	hedging bool  // its attempts may be hedged (Policy.Hedge)
 }
 
 // roundTrip is the attempt loop: before each attempt, pace it and give it
@@ -56,21 +55,10 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 	// copied, which costs the happy path more than the rest of this setup.
 	var c call
 	c.t, c.st, c.req, c.ctx, c.scope = t, st, req, req.Context(), st.scope(req)
-	if st.endpoints != nil && st.p.MayFailOver(req) {
-		c.route = &route{e: st.endpoints, home: c.scope}
-		c.route.sentTo = c.route.current()
-		c.scope = st.endpointScope(req, c.route.sentTo, c.scope)
-	}
-	if st.hedges {
-		c.hedging = st.mayHedge(req)
+	if st.extras {
+		c.setUpExtras()
 	}
 	c.counters = t.stats.get(c.scope, st)
-	if st.requests != nil {
-		st.requests.Request(c.home())
-	}
-	if st.budgetRequests != nil {
-		st.budgetRequests.Request(c.home())
-	}
 	c.max = p.MaxAttempts
 	retries := c.max > 1
 	if retries && hasBody(req) && req.GetBody == nil {
@@ -133,17 +121,10 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 		if out.Kind == classify.Success && err == nil {
 			if c.attempt > 1 {
 				c.refund()
-			} else {
-				if st.quota != nil {
-					if c.wonScope != "" { // a hedge to another endpoint won
-						st.quota.Success(c.wonScope)
-					} else {
-						st.quota.Success(c.quotaScope())
-					}
-				}
-				if st.budget != nil {
-					st.budget.Success(c.home())
-				}
+			} else if st.extras {
+				c.succeeded()
+			} else if st.quota != nil {
+				st.quota.Success(c.scope)
 			}
 			if c.attempt > 1 || c.waited > 0 || t.final != nil {
 				return c.end(resp, nil, out, nil)
@@ -171,6 +152,9 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 		c.limitForSDK() // only now: the happy path never looks for the mark
 	}
 	ev := c.event(resp, err, out)
+	if c.route != nil {
+		c.routed(&ev)
+	}
 	var reason error
 	switch {
 	case !idempotent && !unprocessed(out, resp, err, c.watch, c.body),
@@ -184,7 +168,7 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 	if reason == nil {
 		var penalty time.Duration
 		if st.penalty {
-			penalty = c.penalty() // in the scope that signalled: before moveOn
+			penalty = c.penalty(resp) // in the scope that signalled: before moveOn
 		}
 		c.moveOn()
 		reason = c.planRetry(&ev, resp, penalty)
@@ -275,25 +259,15 @@ func (c *call) outcome(areq *http.Request, resp *http.Response, err error) class
 }
 
 // classify classifies an attempt that got resp, bounding in time the reads
-// of its body that classification makes (Policy.ReadTimeout), and, for a
-// policy with a Penalty, whether a retryable response signals it (under
-// the same bound: a code is read from the body).
+// of its body that classification makes (Policy.ReadTimeout).
 func (c *call) classify(areq *http.Request, resp *http.Response) classify.Outcome {
 	p := &c.st.p
-	c.signalled = false
 	if !c.st.mayBeRead(resp) {
-		out := p.Classify(areq, resp, nil)
-		if c.st.penalty && out.Retryable() { // a body not to be read: the status alone
-			c.signalled = slices.Contains(p.Penalty.Statuses, resp.StatusCode)
-		}
-		return out
+		return p.Classify(areq, resp, nil)
 	}
 	tb := &timedBody{rc: resp.Body, d: p.ReadTimeout}
 	resp.Body = tb
 	out := p.Classify(areq, resp, nil)
-	if c.st.penalty && out.Retryable() {
-		c.signalled = p.Penalty.Signals(resp)
-	}
 	if tb.disarm() && resp.Body == tb {
 		resp.Body = tb.rc // never read: hand back the body as it came
 	}
@@ -464,6 +438,9 @@ func (c *call) abandon(reason error) (*http.Response, error) {
 			closeReader(c.req.Body) // with a recorder, finish closes it
 		}
 		ev := c.event(nil, nil, classify.Outcome{})
+		if c.route != nil {
+			c.routed(&ev)
+		}
 		ev.Stop = reason
 		c.t.emitFinal(c.st, ev, true)
 		return nil, fmt.Errorf("retrytransport: before the first attempt: %w", reason)
@@ -503,6 +480,9 @@ func (c *call) stop(ev Event, resp *http.Response, err error, reason error) (*ht
 func (c *call) end(resp *http.Response, err error, out classify.Outcome, stop error) (*http.Response, error) {
 	if c.attempt > 1 || c.t.final != nil {
 		ev := c.event(resp, err, out)
+		if c.route != nil {
+			c.routed(&ev)
+		}
 		ev.Stop = stop
 		c.t.emitFinal(c.st, ev, c.attempt > 1)
 	}
@@ -521,18 +501,60 @@ func (c *call) remember(resp *http.Response, err error) (*http.Response, error) 
 // event returns the Event of the attempt that just ended (attempt 0: none
 // yet) with resp or err, classified as out.
 func (c *call) event(resp *http.Response, err error, out classify.Outcome) Event {
-	ev := Event{Request: c.req, Scope: c.scope, Endpoint: c.req.URL.Host, Attempt: c.attempt, Hedges: c.hedges,
+	ev := Event{Request: c.req, Scope: c.scope, Attempt: c.attempt, Hedges: int(c.hedges),
 		Outcome: out, Err: err, Quota: -1, Waited: c.waited}
-	if r := c.route; r != nil && r.sentTo != 0 {
-		ev.Endpoint = c.st.endpoints.alt[r.sentTo-1].Host
-		if r.sentTo != r.current() {
-			ev.Scope = c.st.endpointScope(c.req, r.sentTo, r.home)
-		}
-	}
 	if resp != nil {
 		ev.StatusCode = resp.StatusCode
 	}
 	return ev
+}
+
+// routed sets ev's Endpoint, and Scope, to those of the endpoint that the
+// result came from, for a request that may fail over (c.route is not nil).
+// It is apart from event so that event stays small enough to be inlined.
+func (c *call) routed(ev *Event) {
+	r := c.route
+	if r.sentTo == 0 {
+		ev.Endpoint = c.req.URL.Host
+		return
+	}
+	ev.Endpoint = c.st.endpoints.alt[r.sentTo-1].Host
+	if r.sentTo != r.current() {
+		ev.Scope = c.st.endpointScope(c.req, r.sentTo, r.home)
+	}
+}
+
+// setUpExtras sets the call up for the features that the happy path of a
+// plain policy skips (hostState.extras): failover, hedging, and the
+// retry quotas that count requests.
+func (c *call) setUpExtras() {
+	st, req := c.st, c.req
+	if st.endpoints != nil && st.p.MayFailOver(req) {
+		c.route = &route{e: st.endpoints, home: c.scope}
+		c.route.sentTo = c.route.current()
+		c.scope = st.endpointScope(req, c.route.sentTo, c.scope)
+	}
+	if st.hedges {
+		c.hedging = st.mayHedge(req)
+	}
+	if st.requests != nil {
+		st.requests.Request(c.home())
+	}
+	if st.budgetRequests != nil {
+		st.budgetRequests.Request(c.home())
+	}
+}
+
+// succeeded tells the retry quotas that the request's first attempt
+// succeeded, for a policy with extras.
+func (c *call) succeeded() {
+	st := c.st
+	if st.quota != nil {
+		st.quota.Success(c.successScope())
+	}
+	if st.budget != nil {
+		st.budget.Success(c.home())
+	}
 }
 
 // endpoint returns the endpoint of the current attempt: 0 for the

@@ -36,11 +36,12 @@ type Event struct {
 	// Scope is the key of the request's retry quota bucket: the URL's
 	// host:port unless the policy's Scope function says otherwise.
 	Scope string
-	// Endpoint is the host (host:port, as in url.URL.Host) the attempt
-	// was sent to: the request URL's own, or an alternate of the policy's
-	// Endpoints it failed over to. In a final Event it is the last
-	// attempt's; for a request refused before its first attempt, the one
-	// it would have gone to.
+	// Endpoint is, for a request that may fail over (policy.Policy.
+	// Endpoints), the host (host:port, as in url.URL.Host) the attempt was
+	// sent to: the request URL's own, or an alternate it failed over to. In
+	// a final Event it is the last attempt's; for a request refused before
+	// its first attempt, the one it would have gone to. It is empty for
+	// every other request, which always goes to the request URL's host.
 	Endpoint string
 	// Attempt is the attempt that just ended; 1 is the first. In a final
 	// Event it is the number of attempts sent; 0 means the request was

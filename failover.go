@@ -76,6 +76,7 @@ type route struct {
 	failed      uint64 // bit i: endpoint i failed an attempt of this request
 	primaryOnly bool   // a secondary answered 404: the rest go to the primary
 	toPrimary   bool   // the current attempt got that 404: the next goes to the primary
+	wonScope    string // the quota scope of the hedge whose result the last attempt took, if not the attempt's; else ""
 }
 
 // current returns the endpoint of the current attempt: 0 for the primary.

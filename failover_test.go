@@ -185,13 +185,13 @@ func TestLocationModes(t *testing.T) {
 				if ev.Final {
 					continue
 				}
-				got += map[string]string{primary.host(): "P", secondary.host(): "S"}[ev.Endpoint]
+				got += map[string]string{"": "P", primary.host(): "P", secondary.host(): "S"}[ev.Endpoint]
 			}
 			if last := (*evs)[len(*evs)-1]; last.Stop == nil {
 				t.Fatalf("last event %+v; want a stop", last)
 			}
 			// The last attempt's event is the final one; add it.
-			got += map[string]string{primary.host(): "P", secondary.host(): "S"}[(*evs)[len(*evs)-1].Endpoint]
+			got += map[string]string{"": "P", primary.host(): "P", secondary.host(): "S"}[(*evs)[len(*evs)-1].Endpoint]
 			if got != tc.want {
 				t.Errorf("attempts went to %s, want %s", got, tc.want)
 			}

@@ -294,9 +294,11 @@ func (c *call) won(e *entrant, out classify.Outcome) (*http.Response, classify.O
 	if c.route != nil {
 		c.route.sentTo = e.endpoint
 	}
-	c.wonScope = ""
-	if e.qscope != c.quotaScope() {
-		c.wonScope = e.qscope
+	if c.route != nil {
+		c.route.wonScope = ""
+		if e.qscope != c.quotaScope() {
+			c.route.wonScope = e.qscope
+		}
 	}
 	if e.resp == nil || !needsContext(e.resp) {
 		e.cancel()

@@ -85,14 +85,13 @@ func (c *call) tooLate(now time.Time, d time.Duration, retry bool) error {
 	return nil
 }
 
-// penalty returns the delay Policy.Penalty adds to the retry after the
-// last attempt, in the call's scope: the scope is penalised if the
-// attempt's response signalled it (c.signalled), or if an earlier
-// signal's period has not yet ended.
-func (c *call) penalty() time.Duration {
+// penalty returns the delay Policy.Penalty adds to the retry after an
+// attempt in the call's scope that got resp: the scope is penalised if
+// resp signals it, or if an earlier signal's period has not yet ended.
+func (c *call) penalty(resp *http.Response) time.Duration {
 	pen := &c.st.p.Penalty
 	now := c.t.now().UnixNano()
-	if c.signalled {
+	if c.signals(resp) {
 		c.counters.penaltyUntil.Store(now + int64(pen.Period()))
 		return pen.Delay
 	}
@@ -100,6 +99,22 @@ func (c *call) penalty() time.Duration {
 		return pen.Delay
 	}
 	return 0
+}
+
+// signals reports whether resp signals the policy's Penalty, reading its
+// error code, if need be, within ReadTimeout, as classification does.
+func (c *call) signals(resp *http.Response) bool {
+	pen := &c.st.p.Penalty
+	if resp == nil || !hasReadableBody(resp) || len(pen.Codes) == 0 {
+		return pen.Signals(resp) // the status alone: no body to read
+	}
+	tb := &timedBody{rc: resp.Body, d: c.st.p.ReadTimeout}
+	resp.Body = tb
+	ok := pen.Signals(resp)
+	if tb.disarm() && resp.Body == tb {
+		resp.Body = tb.rc
+	}
+	return ok
 }
 
 // quotaScope returns the scope whose retry quota the current attempt's
@@ -112,6 +127,15 @@ func (c *call) quotaScope() string {
 		return c.home()
 	}
 	return c.scope
+}
+
+// successScope returns the scope whose retry quota a first attempt's
+// success credits: the quota scope of the copy whose result it took.
+func (c *call) successScope() string {
+	if c.route != nil && c.route.wonScope != "" { // a hedge to another endpoint won
+		return c.route.wonScope
+	}
+	return c.quotaScope()
 }
 
 // refund refunds what the retry quotas were paid for a retry that

@@ -79,14 +79,17 @@ func fallbacks(v any, scope string) uint64 {
 type scopeCounters struct {
 	st                                                       *hostState
 	attempts, retries, throttles, quotaRefusals, rateLimited atomic.Uint64
-	hedges                                                   atomic.Uint64
-	latency                                                  atomic.Pointer[latencyHist] // for Policy.Hedge.Quantile; nil until first used
-	penaltyUntil                                             atomic.Int64                // when Policy.Penalty's period ends, in UnixNano of the transport's clock
 
 	// used is the table's epoch when the scope was last used. It sits next
 	// to the counters each request writes anyway, so stamping it dirties no
 	// other cache line.
 	used atomic.Uint64
+
+	// The state of the features a request uses only when it retries or
+	// hedges, after what every request touches.
+	hedges       atomic.Uint64
+	latency      atomic.Pointer[latencyHist] // for Policy.Hedge.Quantile; nil until first used
+	penaltyUntil atomic.Int64                // when Policy.Penalty's period ends, in UnixNano of the transport's clock
 }
 
 // statsTable maps scopes to their counters, and keeps at most

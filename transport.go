@@ -130,6 +130,7 @@ type hostState struct {
 	endpoints      *endpoints               // Policy.Endpoints in LocationMode's order; nil when the policy does not fail over
 	hedges         bool                     // the policy hedges (Policy.Hedge)
 	penalty        bool                     // the policy has a Penalty that can apply
+	extras         bool                     // any of endpoints, hedges, budget or requests: the happy path must look at them
 	err            error                    // why the policy cannot be used: New's configuration error
 	customClassify bool                     // Classify was set: it may read any response body
 	direct         bool                     // one attempt, no pacing, no time bounds: the base transport alone
@@ -159,6 +160,7 @@ func newHostState(p policy.Policy, now func() time.Time) *hostState {
 	st.endpoints, st.err = newEndpoints(&st.p)
 	st.hedges = st.p.Hedge.Enabled()
 	st.penalty = st.p.Penalty.Enabled()
+	st.extras = st.endpoints != nil || st.hedges || st.budget != nil || st.requests != nil
 	st.direct = st.p.MaxAttempts == 1 && st.limiter == nil && st.fixed == nil &&
 		st.p.AttemptTimeout == 0 && st.p.MaxTotalTime == 0 && st.p.AttemptHeader == "" &&
 		st.endpoints == nil && !st.p.Hedge.Enabled()
