@@ -155,6 +155,9 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 	if c.route != nil {
 		c.routed(&ev)
 	}
+	if st.penalty { // whether or not a retry follows: the server said it is busy
+		c.notePenalty(resp)
+	}
 	var reason error
 	switch {
 	case !idempotent && !unprocessed(out, resp, err, c.watch, c.body),
@@ -166,11 +169,11 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 		reason = ErrExhausted
 	}
 	if reason == nil {
-		var penalty time.Duration
-		if st.penalty {
-			penalty = c.penalty(resp) // in the scope that signalled: before moveOn
-		}
 		c.moveOn()
+		var penalty time.Duration
+		if st.penalty { // the scope the retry goes to
+			penalty = c.counters.penalised(c.t.now(), st.p.Penalty.Delay)
+		}
 		reason = c.planRetry(&ev, resp, penalty)
 		if errors.Is(reason, ratelimit.ErrQuotaExceeded) {
 			c.counters.quotaRefusals.Add(1)

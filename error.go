@@ -25,7 +25,7 @@ var (
 	// before the next attempt would have ended after it (or less than its
 	// TerminationBuffer before it), or would have taken the request's
 	// waits past MaxTotalWait.
-	ErrBudget = errors.New("retrytransport: policy's MaxTotalTime spent")
+	ErrBudget = errors.New("retrytransport: policy's time budget spent (MaxTotalTime or MaxTotalWait)")
 	// ErrServerDelay means the server asked, with Retry-After, for a longer
 	// wait than the policy's MaxDelay allows. It only appears in an Event:
 	// the caller gets the server's response.
@@ -104,7 +104,7 @@ func reasonText(r error) string {
 	case ErrDeadline:
 		return "deadline too near"
 	case ErrBudget:
-		return "MaxTotalTime spent"
+		return "MaxTotalTime or MaxTotalWait spent"
 	case ErrServerDelay:
 		return "Retry-After above the policy's MaxDelay"
 	case ErrSDKRetries:

@@ -3,6 +3,7 @@ package retrytransport
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -52,7 +53,7 @@ func (c *call) planRetry(ev *Event, resp *http.Response, penalty time.Duration) 
 		c.giveBack()
 		return ratelimit.ErrQuotaExceeded
 	}
-	delay += penalty
+	delay = addSaturating(delay, penalty)
 	if reason := c.tooLate(now, delay, true); reason != nil {
 		c.giveBack()
 		return reason
@@ -60,6 +61,15 @@ func (c *call) planRetry(ev *Event, resp *http.Response, penalty time.Duration) 
 	ev.Delay = delay
 	ev.Quota = st.quotaLevel(c.quotaScope())
 	return nil
+}
+
+// addSaturating returns a + b for non-negative durations, or the longest
+// duration if that overflows.
+func addSaturating(a, b time.Duration) time.Duration {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxInt64
 }
 
 // tooLate returns why a wait of d from now may not be started, or nil: it
@@ -85,20 +95,19 @@ func (c *call) tooLate(now time.Time, d time.Duration, retry bool) error {
 	return nil
 }
 
-// penalty returns the delay Policy.Penalty adds to the retry after an
-// attempt in the call's scope that got resp: the scope is penalised if
-// resp signals it, or if an earlier signal's period has not yet ended.
-func (c *call) penalty(resp *http.Response) time.Duration {
-	pen := &c.st.p.Penalty
-	now := c.t.now().UnixNano()
-	if c.signals(resp) {
-		c.counters.penaltyUntil.Store(now + int64(pen.Period()))
-		return pen.Delay
+// notePenalty starts, or starts again, the Policy.Penalty of the scope
+// whose server answered resp, if resp signals it: the scope of the copy
+// whose result the attempt took, which, for a hedge, may be another
+// endpoint's.
+func (c *call) notePenalty(resp *http.Response) {
+	if !c.signals(resp) {
+		return
 	}
-	if now < c.counters.penaltyUntil.Load() {
-		return pen.Delay
+	counters := c.counters
+	if r := c.route; r != nil && r.sentTo != r.current() {
+		counters = c.t.stats.get(c.st.endpointScope(c.req, r.sentTo, r.home), c.st)
 	}
-	return 0
+	counters.penalise(c.t.now(), c.st.p.Penalty.Period())
 }
 
 // signals reports whether resp signals the policy's Penalty, reading its

@@ -9,9 +9,10 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 )
 
-// Penalty adds a fixed delay to every retry of a scope for a while after
-// one of its attempts got a response that signals an overloaded server: an
-// error code (as classify.Code finds it) or a status. Service Bus's clients
+// Penalty adds a fixed delay to every retry that goes to a scope for a
+// while after one of its attempts got a response that signals an
+// overloaded server, whether or not that response is retried: an error
+// code (as classify.Code finds it) or a status. Service Bus's clients
 // do this after a ServerBusy error: 10 s more on each computed delay, for
 // 10 s (docs/azure.md). The delay is added to the backoff or the server's
 // delay, on top of MaxDelay; each new signal starts the period again.

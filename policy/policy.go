@@ -302,6 +302,12 @@ func (p Policy) WithDefaults() Policy {
 	if p.MaxTotalTime < 0 {
 		p.MaxTotalTime = 0
 	}
+	if p.MaxTotalWait < 0 {
+		p.MaxTotalWait = 0
+	}
+	if p.TerminationBuffer < 0 {
+		p.TerminationBuffer = 0
+	}
 	return p
 }
 

@@ -117,10 +117,13 @@ func AzureCosmosDB() Policy { return AzureCosmosDBOptions{}.Policy() }
 //	Penalty            after a response with the error code ServerBusy,
 //	                   every wait of the scope is 10 s longer, for 10 s
 //
-// Classify is nil (classify.Standard), the guide's rules for REST services;
-// Service Bus's own clients retry what the service marks transient.
+// Classify is classify.Standard, the guide's rules for REST services, with
+// ServerBusy a throttling code: the service turned the request away
+// without acting on it, so a send (a POST) is retried as well, as the
+// client retries a ServerBusyException.
 func AzureServiceBus() Policy {
 	return Policy{
+		Classify:          classify.Classifier{ThrottlingCodes: []string{"ServerBusy"}}.Classify,
 		MaxAttempts:       4,
 		Backoff:           backoff.Exponential{MinBackoff: 100 * time.Millisecond, MaxBackoff: 30 * time.Second, DeltaBackoff: 3 * time.Second},
 		MaxDelay:          30 * time.Second,

@@ -333,7 +333,7 @@ func TestKotlinAdaptiveReturnsFreshLimiter(t *testing.T) {
 // The presets with a Classify of their own (azure-cosmos-db, azure-search,
 // azure-active-directory) cannot be written, as MarshalJSON documents.
 func TestDataPresetsRoundTripJSON(t *testing.T) {
-	for _, name := range []string{"kotlin-standard", "kotlin-adaptive", "azure-service-bus"} {
+	for _, name := range []string{"kotlin-standard", "kotlin-adaptive"} {
 		p, err := policy.Preset(name)
 		if err != nil {
 			t.Fatalf("Preset(%q) error = %v", name, err)

@@ -1,0 +1,446 @@
+package retrytransport_test
+
+// Faults of MaxTotalWait, TerminationBuffer, Penalty and the Azure service
+// presets that a review found: each test failed before its fix.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jarcoal/httpmock"
+	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
+	"github.com/retrytransport/retrytransport/policy"
+)
+
+// reviewResp returns a response to r with status and body.
+func reviewResp(r *http.Request, status int, body string) *http.Response {
+	resp := httpmock.NewStringResponse(status, body)
+	resp.Request = r
+	return resp
+}
+
+// reviewTransport is a Transport over base with p on a fake clock started
+// at the real time, whose observer records the final Event's Stop.
+func reviewTransport(t *testing.T, base http.RoundTripper, p policy.Policy) (*retrytransport.Transport, *faketime.Clock, func() error) {
+	t.Helper()
+	clock := faketime.NewAt(time.Now())
+	var mu sync.Mutex
+	var stop error
+	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
+		retrytransport.WithObserver(func(ev retrytransport.Event) {
+			if ev.Final {
+				mu.Lock()
+				stop = ev.Stop
+				mu.Unlock()
+			}
+		}))
+	return tr, clock, func() error { mu.Lock(); defer mu.Unlock(); return stop }
+}
+
+// reviewGet sends a GET to url through tr and closes the response.
+func reviewGet(t *testing.T, tr http.RoundTripper, url string) *http.Response {
+	t.Helper()
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip(GET %s): %v", url, err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+// With failover, the penalty is that of the scope a retry goes to: "every
+// request to that scope pays it on its retries until the period ends"
+// (README), and a retry to an endpoint that is not busy does not.
+func TestPenaltyFollowsTheScopeARetryGoesTo(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.URL.Host == "primary.test" {
+			return reviewResp(r, 503, `{"code":"ServerBusy"}`), nil
+		}
+		return reviewResp(r, 500, ""), nil
+	})
+	p := policy.Policy{
+		MaxAttempts: 3,
+		Endpoints:   []string{"secondary.test"},
+		Backoff:     backoff.Constant{Interval: time.Second},
+		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
+	}
+	tr, clock, _ := reviewTransport(t, base, p)
+	reviewGet(t, tr, "http://primary.test/")
+	// Attempt 1 on the primary: ServerBusy, the primary is penalised for an
+	// hour; retry 1 goes to the secondary, not busy, and waits 1 s. Attempt
+	// 2 on the secondary: a plain 500; retry 2 goes back to the penalised
+	// primary and waits 1 + 10 s.
+	want := []time.Duration{time.Second, 11 * time.Second}
+	if got := clock.Sleeps(); !equalDurations(got, want) {
+		t.Errorf("sleeps %v; want %v: retry 2 goes to the primary, penalised until an hour after its ServerBusy", got, want)
+	}
+}
+
+// Two signals in one scope, the later one noted first: the earlier one,
+// whose code took longer to read, must not move the period's end back.
+func TestPenaltyPeriodNotShortenedByALateSignal(t *testing.T) {
+	slowR, slowW := io.Pipe()
+	reading := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	calls := map[string]int{}
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		who := r.Header.Get("X-Who")
+		mu.Lock()
+		calls[who]++
+		n := calls[who]
+		mu.Unlock()
+		if n > 1 {
+			return reviewResp(r, 200, "ok"), nil
+		}
+		switch who {
+		case "A": // its error code arrives late
+			resp := reviewResp(r, 503, "")
+			resp.Body = readNotify{r: slowR, c: slowR, first: func() { once.Do(func() { close(reading) }) }}
+			return resp, nil
+		case "B":
+			return reviewResp(r, 503, `{"code":"ServerBusy"}`), nil
+		}
+		return reviewResp(r, 500, ""), nil // C: no signal
+	})
+	p := policy.Policy{
+		MaxAttempts: 2,
+		ReadTimeout: time.Minute, // a bound on a bug; the test releases the body
+		Backoff:     backoff.Constant{Interval: time.Second},
+		// A classifier that does not read the body, so the penalty's read is the first.
+		Classify: func(*http.Request, *http.Response, error) classify.Outcome {
+			return classify.Outcome{Kind: classify.Transient, Reason: "review"}
+		},
+		Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Delay: time.Second, For: 100 * time.Second},
+	}
+	tr, clock, _ := reviewTransport(t, base, p)
+	t0 := clock.Now()
+	send := func(who string) {
+		req := newReq(t, "GET", "http://busy.test/", "")
+		req.Header.Set("X-Who", who)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Errorf("RoundTrip(%s): %v", who, err)
+			return
+		}
+		resp.Body.Close()
+	}
+	aDone := make(chan struct{})
+	go func() { defer close(aDone); send("A") }() // A's signal: t0, read late
+	<-reading
+	clock.Advance(5 * time.Second)
+	send("B") // B's signal: t0+5s, so the period runs to t0+105s
+	io.WriteString(slowW, `{"code":"ServerBusy"}`)
+	slowW.Close()
+	<-aDone
+	// At t0+102s the period of B's signal has not ended.
+	clock.Advance(t0.Add(102 * time.Second).Sub(clock.Now()))
+	before := len(clock.Sleeps())
+	send("C")
+	got := clock.Sleeps()[before:]
+	if !equalDurations(got, []time.Duration{2 * time.Second}) {
+		t.Errorf("C's sleeps %v at t0+102s; want [2s] (1 s + the 1 s penalty): the last signal, at t0+5s, penalises the scope until t0+105s", got)
+	}
+}
+
+// readNotify is a body that calls first on its first Read.
+type readNotify struct {
+	r     io.Reader
+	c     io.Closer
+	first func()
+}
+
+func (b readNotify) Read(p []byte) (int, error) { b.first(); return b.r.Read(p) }
+func (b readNotify) Close() error               { return b.c.Close() }
+
+// A clock without a monotonic reading that steps back an hour must not
+// make a 10 s penalty last an hour longer: a clock read before the period
+// began ends it.
+func TestPenaltyClockBackwardsDoesNotProlongThePeriod(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		switch k {
+		case 1:
+			return reviewResp(r, 503, `{"code":"ServerBusy"}`), nil
+		case 3:
+			return reviewResp(r, 503, ""), nil
+		}
+		return reviewResp(r, 200, "ok"), nil
+	})
+	p := policy.Policy{
+		MaxAttempts: 2,
+		Backoff:     backoff.Constant{Interval: time.Second},
+		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
+	}
+	tr, clock, _ := reviewTransport(t, base, p)
+	reviewGet(t, tr, "http://busy.test/") // signal; retry waits 11 s
+	clock.Advance(-time.Hour)
+	clock.Advance(time.Minute) // a minute of forward time since
+	before := len(clock.Sleeps())
+	reviewGet(t, tr, "http://busy.test/")
+	if got := clock.Sleeps()[before:]; !equalDurations(got, []time.Duration{time.Second}) {
+		t.Errorf("sleeps %v a minute after a 10 s penalty began (clock stepped back 1h); want [1s]", got)
+	}
+}
+
+// A Penalty.For long enough to mean "for good" must not overflow the
+// period's end into the past.
+func TestPenaltyLongForDoesNotOverflow(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		switch k {
+		case 1:
+			return reviewResp(r, 503, ""), nil // signals
+		case 3:
+			return reviewResp(r, 500, ""), nil // no signal
+		}
+		return reviewResp(r, 200, "ok"), nil
+	})
+	p := policy.Policy{
+		MaxAttempts: 2,
+		Backoff:     backoff.Constant{Interval: time.Second},
+		Penalty:     policy.Penalty{Statuses: []int{503}, Delay: 10 * time.Second, For: math.MaxInt64},
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	tr, clock, _ := reviewTransport(t, base, p)
+	reviewGet(t, tr, "http://busy.test/")
+	reviewGet(t, tr, "http://busy.test/")
+	want := []time.Duration{11 * time.Second, 11 * time.Second}
+	if got := clock.Sleeps(); !equalDurations(got, want) {
+		t.Errorf("sleeps %v; want %v: Penalty.For = %v has not run out", got, want, time.Duration(math.MaxInt64))
+	}
+}
+
+// A large Penalty.Delay must not overflow the wait (backoff + penalty) into
+// a negative one that passes the deadline check.
+func TestPenaltyLongDelayDoesNotOverflow(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return reviewResp(r, 503, ""), nil })
+	p := policy.Policy{
+		MaxAttempts: 2,
+		Backoff:     backoff.Constant{Interval: time.Second},
+		Penalty:     policy.Penalty{Statuses: []int{503}, Delay: math.MaxInt64},
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	var evDelay time.Duration
+	clock := faketime.NewAt(time.Now())
+	var attempts int
+	counting := roundTripFunc(func(r *http.Request) (*http.Response, error) { attempts++; return base(r) })
+	tr := retrytransport.New(counting, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
+		retrytransport.WithObserver(func(ev retrytransport.Event) {
+			if !ev.Final {
+				evDelay = ev.Delay
+			}
+		}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := tr.RoundTrip(newReq(t, "GET", "http://busy.test/", "").WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if attempts != 1 || evDelay < 0 {
+		t.Errorf("%d attempts, retry Event.Delay %v, sleeps %v; want 1 attempt: a wait of 1s + %v would pass the 1 min deadline",
+			attempts, evDelay, clock.Sleeps(), time.Duration(math.MaxInt64))
+	}
+}
+
+// A ServerBusy that ends a request (its last attempt) starts the penalty
+// too: Service Bus's client enters its server-busy mode on any ServerBusy
+// error, and the next request's retry waits the 10 s more.
+func TestPenaltyStartedByAFinalAttempt(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		switch k {
+		case 1:
+			return reviewResp(r, 503, ""), nil
+		case 2: // request 1's last attempt: ServerBusy
+			return reviewResp(r, 503, `<Error><Code>ServerBusy</Code></Error>`), nil
+		case 3:
+			return reviewResp(r, 503, ""), nil
+		}
+		return reviewResp(r, 200, "ok"), nil
+	})
+	p := policy.Policy{
+		MaxAttempts: 2,
+		Backoff:     backoff.Constant{Interval: time.Second},
+		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Minute},
+	}
+	tr, clock, _ := reviewTransport(t, base, p)
+	reviewGet(t, tr, "http://busy.test/")
+	reviewGet(t, tr, "http://busy.test/")
+	want := []time.Duration{time.Second, 11 * time.Second}
+	if got := clock.Sleeps(); !equalDurations(got, want) {
+		t.Errorf("sleeps %v; want %v: request 2 retries within a minute of the scope's ServerBusy", got, want)
+	}
+}
+
+// Cosmos DB: a 429 whose x-ms-retry-after-ms asks for no wait (0) is
+// retried at once, as a server's zero delay is everywhere in this library;
+// the SDK waits 5 s, a departure docs/azure.md states.
+func TestCosmosDBZeroRetryAfterIsRetriedAtOnce(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		if k == 1 {
+			resp := reviewResp(r, 429, "")
+			resp.Header.Set("x-ms-retry-after-ms", "0")
+			return resp, nil
+		}
+		return reviewResp(r, 200, "ok"), nil
+	})
+	tr, clock, _ := reviewTransport(t, base, policy.AzureCosmosDB())
+	reviewGet(t, tr, "http://cosmos.test/")
+	if got := clock.Sleeps(); !equalDurations(got, []time.Duration{0}) {
+		t.Errorf("sleeps %v; want [0s]: x-ms-retry-after-ms: 0 asks for no wait", got)
+	}
+}
+
+// When MaxTotalWait stops the retries, the caller's error names it, not
+// only MaxTotalTime, which the policy does not set.
+func TestMaxTotalWaitStopNamesIt(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return nil, errors.New("connection refused") })
+	p := policy.Policy{MaxAttempts: 5, MaxTotalWait: time.Second, Backoff: backoff.Constant{Interval: 2 * time.Second}}
+	tr, _, _ := reviewTransport(t, base, p)
+	_, err := tr.RoundTrip(newReq(t, "GET", "http://down.test/", ""))
+	if !errors.Is(err, retrytransport.ErrBudget) {
+		t.Fatalf("err = %v; want ErrBudget", err)
+	}
+	if !strings.Contains(err.Error(), "MaxTotalWait") {
+		t.Errorf("err = %q; want it to name MaxTotalWait, which stopped it", err)
+	}
+}
+
+// A negative TerminationBuffer is normalised to none, as a negative
+// MaxTotalTime or AttemptTimeout is: it must not move the end of a wait
+// earlier, letting a wait that ends past the context's deadline start.
+func TestNegativeTerminationBufferDoesNotPassTheDeadline(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return reviewResp(r, 503, ""), nil })
+	p := policy.Policy{MaxAttempts: 2, TerminationBuffer: -time.Hour, Backoff: backoff.Constant{Interval: 30 * time.Second}}
+	tr, clock, stop := reviewTransport(t, base, p)
+	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
+	defer cancel()
+	resp, err := tr.RoundTrip(newReq(t, "GET", "http://svc.test/", "").WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := clock.Sleeps(); len(got) != 0 || !errors.Is(stop(), retrytransport.ErrDeadline) {
+		t.Errorf("sleeps %v, stop %v; want no sleep and ErrDeadline: a 30 s wait ends past a 10 s deadline", got, stop())
+	}
+}
+
+// With hedging and failover, a penalty signalled by the hedge's response
+// (from the secondary) is the secondary's, the scope that said ServerBusy,
+// as takeCopy counts the same result's throttles in the hedge's scope.
+func TestPenaltyFromAHedgeIsItsEndpoints(t *testing.T) {
+	hedgeArrived := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	calls := map[string]int{}
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		key := r.Method + " " + r.URL.Host
+		mu.Lock()
+		calls[key]++
+		n := calls[key]
+		mu.Unlock()
+		switch {
+		case key == "GET primary.test" && n == 1:
+			<-hedgeArrived // fails once the hedge is out
+			return nil, errors.New("read: connection reset by peer")
+		case key == "GET secondary.test" && n == 1: // the hedge
+			once.Do(func() { close(hedgeArrived) })
+			return reviewResp(r, 503, `{"code":"ServerBusy"}`), nil
+		case key == "POST secondary.test" && n == 1:
+			return reviewResp(r, 500, ""), nil
+		}
+		return reviewResp(r, 200, "ok"), nil
+	})
+	p := policy.Policy{
+		MaxAttempts:        2,
+		Endpoints:          []string{"secondary.test"},
+		Hedge:              policy.Hedge{Delay: time.Millisecond, MaxHedges: 1},
+		RetryNonIdempotent: true,
+		Backoff:            backoff.Constant{Interval: time.Second},
+		Penalty:            policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
+	}
+	tr, clock, _ := reviewTransport(t, base, p)
+	reviewGet(t, tr, "http://primary.test/")
+	before := clock.Sleeps()
+	// A request to the secondary itself (not hedged, no failover: POST).
+	resp, err := tr.RoundTrip(newReq(t, "POST", "http://secondary.test/", "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var retryWait []time.Duration
+	for _, d := range clock.Sleeps()[len(before):] {
+		if d != time.Millisecond { // leave out hedge delays
+			retryWait = append(retryWait, d)
+		}
+	}
+	if !equalDurations(retryWait, []time.Duration{11 * time.Second}) {
+		t.Errorf("POST to secondary.test retried after %v (all sleeps %v); want [11s]: secondary.test answered ServerBusy within the hour", retryWait, clock.Sleeps())
+	}
+}
+
+// AzureServiceBus: a ServerBusy answer to a POST (a message send, Service
+// Bus's main operation over REST) is retried, 10 s later than otherwise:
+// after a ServerBusyException the client waits 10 s more and retries, and
+// the service turned the request away without acting on it.
+func TestServiceBusServerBusyOnASendIsRetried(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		if k == 1 {
+			return reviewResp(r, 503, `<Error><Code>ServerBusy</Code><Detail>The server is busy.</Detail></Error>`), nil
+		}
+		return reviewResp(r, 201, ""), nil
+	})
+	tr, clock, stop := reviewTransport(t, base, serviceBus())
+	resp, err := tr.RoundTrip(newReq(t, "POST", "http://ns.servicebus.test/queue/messages", `{"body":"hello"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	want := []time.Duration{10100 * time.Millisecond}
+	if got := clock.Sleeps(); resp.StatusCode != 201 || !equalDurations(got, want) {
+		t.Errorf("POST: status %d, sleeps %v, stop %v; want 201 after a retry waiting %v (0.1 s + the ServerBusy 10 s)", resp.StatusCode, got, stop(), want)
+	}
+}
