@@ -170,11 +170,7 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 	}
 	if reason == nil {
 		c.moveOn()
-		var penalty time.Duration
-		if st.penalty { // the scope the retry goes to
-			penalty = c.counters.penalised(c.t.now(), st.p.Penalty.Delay)
-		}
-		reason = c.planRetry(&ev, resp, penalty)
+		reason = c.planRetry(&ev, resp)
 		if errors.Is(reason, ratelimit.ErrQuotaExceeded) {
 			c.counters.quotaRefusals.Add(1)
 		}

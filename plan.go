@@ -20,8 +20,9 @@ import (
 // server asked for more than MaxDelay, a quota cannot pay within MaxDelay,
 // or the wait would end past the context's deadline or the policy's
 // MaxTotalTime (less its TerminationBuffer), or take the request's waits
-// past MaxTotalWait. A penalty (Policy.Penalty) adds to the wait.
-func (c *call) planRetry(ev *Event, resp *http.Response, penalty time.Duration) (reason error) {
+// past MaxTotalWait. The penalty of the scope the retry goes to
+// (Policy.Penalty) adds to the wait.
+func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 	st := c.st
 	p := &st.p
 	now := c.t.now()
@@ -53,7 +54,9 @@ func (c *call) planRetry(ev *Event, resp *http.Response, penalty time.Duration) 
 		c.giveBack()
 		return ratelimit.ErrQuotaExceeded
 	}
-	delay = addSaturating(delay, penalty)
+	if st.penalty {
+		delay = addSaturating(delay, c.counters.penalised(now, p.Penalty.Delay))
+	}
 	if reason := c.tooLate(now, delay, true); reason != nil {
 		c.giveBack()
 		return reason
@@ -93,37 +96,6 @@ func (c *call) tooLate(now time.Time, d time.Duration, retry bool) error {
 		return ErrBudget
 	}
 	return nil
-}
-
-// notePenalty starts, or starts again, the Policy.Penalty of the scope
-// whose server answered resp, if resp signals it: the scope of the copy
-// whose result the attempt took, which, for a hedge, may be another
-// endpoint's.
-func (c *call) notePenalty(resp *http.Response) {
-	if !c.signals(resp) {
-		return
-	}
-	counters := c.counters
-	if r := c.route; r != nil && r.sentTo != r.current() {
-		counters = c.t.stats.get(c.st.endpointScope(c.req, r.sentTo, r.home), c.st)
-	}
-	counters.penalise(c.t.now(), c.st.p.Penalty.Period())
-}
-
-// signals reports whether resp signals the policy's Penalty, reading its
-// error code, if need be, within ReadTimeout, as classification does.
-func (c *call) signals(resp *http.Response) bool {
-	pen := &c.st.p.Penalty
-	if resp == nil || !hasReadableBody(resp) || len(pen.Codes) == 0 {
-		return pen.Signals(resp) // the status alone: no body to read
-	}
-	tb := &timedBody{rc: resp.Body, d: c.st.p.ReadTimeout}
-	resp.Body = tb
-	ok := pen.Signals(resp)
-	if tb.disarm() && resp.Body == tb {
-		resp.Body = tb.rc
-	}
-	return ok
 }
 
 // quotaScope returns the scope whose retry quota the current attempt's

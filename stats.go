@@ -1,12 +1,10 @@
 package retrytransport
 
 import (
-	"math"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
@@ -92,38 +90,6 @@ type scopeCounters struct {
 	hedges  atomic.Uint64
 	latency atomic.Pointer[latencyHist]   // for Policy.Hedge.Quantile; nil until first used
 	penalty atomic.Pointer[penaltyPeriod] // Policy.Penalty's current period; nil before the first signal
-}
-
-// penaltyPeriod is when a scope's penalty began and when it ends.
-type penaltyPeriod struct{ start, end time.Time }
-
-// penalise starts the scope's penalty period at now, for d: it ends at
-// now + d, or later if an earlier signal said so, since signals read at
-// the same time may be noted out of order. The end keeps now's monotonic
-// clock reading, if it has one, so that a step of the wall clock does not
-// move it.
-func (c *scopeCounters) penalise(now time.Time, d time.Duration) {
-	p := &penaltyPeriod{start: now, end: now.Add(d)}
-	if p.end.Before(now) { // d overflowed
-		p.end = now.Add(math.MaxInt64)
-	}
-	for {
-		old := c.penalty.Load()
-		if old != nil && !p.end.After(old.end) || c.penalty.CompareAndSwap(old, p) {
-			return
-		}
-	}
-}
-
-// penalised returns delay if the scope's penalty period has not ended at
-// now, and 0 otherwise. A clock read before the period began, one without
-// a monotonic reading (WithClock) stepped back, ends it: how much of it
-// went by is not known, and a step back must not make it longer.
-func (c *scopeCounters) penalised(now time.Time, delay time.Duration) time.Duration {
-	if p := c.penalty.Load(); p != nil && !now.Before(p.start) && now.Before(p.end) {
-		return delay
-	}
-	return 0
 }
 
 // statsTable maps scopes to their counters, and keeps at most

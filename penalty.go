@@ -1,0 +1,70 @@
+package retrytransport
+
+import (
+	"math"
+	"net/http"
+	"time"
+)
+
+// notePenalty starts, or starts again, the Policy.Penalty of the scope
+// whose server answered resp, if resp signals it: the scope of the copy
+// whose result the attempt took, which, for a hedge, may be another
+// endpoint's.
+func (c *call) notePenalty(resp *http.Response) {
+	if !c.signals(resp) {
+		return
+	}
+	counters := c.counters
+	if r := c.route; r != nil && r.sentTo != r.current() {
+		counters = c.t.stats.get(c.st.endpointScope(c.req, r.sentTo, r.home), c.st)
+	}
+	counters.penalise(c.t.now(), c.st.p.Penalty.Period())
+}
+
+// signals reports whether resp signals the policy's Penalty, reading its
+// error code, if need be, within ReadTimeout, as classification does.
+func (c *call) signals(resp *http.Response) bool {
+	pen := &c.st.p.Penalty
+	if resp == nil || !hasReadableBody(resp) || len(pen.Codes) == 0 {
+		return pen.Signals(resp) // the status alone: no body to read
+	}
+	tb := &timedBody{rc: resp.Body, d: c.st.p.ReadTimeout}
+	resp.Body = tb
+	ok := pen.Signals(resp)
+	if tb.disarm() && resp.Body == tb {
+		resp.Body = tb.rc
+	}
+	return ok
+}
+
+// penaltyPeriod is when a scope's penalty began and when it ends.
+type penaltyPeriod struct{ start, end time.Time }
+
+// penalise starts the scope's penalty period at now, for d: it ends at
+// now + d, or later if an earlier signal said so, since signals read at
+// the same time may be noted out of order. The end keeps now's monotonic
+// clock reading, if it has one, so that a step of the wall clock does not
+// move it.
+func (c *scopeCounters) penalise(now time.Time, d time.Duration) {
+	p := &penaltyPeriod{start: now, end: now.Add(d)}
+	if p.end.Before(now) { // d overflowed
+		p.end = now.Add(math.MaxInt64)
+	}
+	for {
+		old := c.penalty.Load()
+		if old != nil && !p.end.After(old.end) || c.penalty.CompareAndSwap(old, p) {
+			return
+		}
+	}
+}
+
+// penalised returns delay if the scope's penalty period has not ended at
+// now, and 0 otherwise. A clock read before the period began, one without
+// a monotonic reading (WithClock) stepped back, ends it: how much of it
+// went by is not known, and a step back must not make it longer.
+func (c *scopeCounters) penalised(now time.Time, delay time.Duration) time.Duration {
+	if p := c.penalty.Load(); p != nil && !now.Before(p.start) && now.Before(p.end) {
+		return delay
+	}
+	return 0
+}
