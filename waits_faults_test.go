@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,13 @@ import (
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
 )
+
+// numbered is a base RoundTripper made of f, which it gives each request's
+// number, 1 for the first.
+func numbered(f func(k int, r *http.Request) (*http.Response, error)) roundTripFunc {
+	var n atomic.Int64
+	return func(r *http.Request) (*http.Response, error) { return f(int(n.Add(1)), r) }
+}
 
 // reviewResp returns a response to r with status and body.
 func reviewResp(r *http.Request, status int, body string) *http.Response {
@@ -167,13 +175,7 @@ func (b readNotify) Close() error               { return b.c.Close() }
 // make a 10 s penalty last an hour longer: a clock read before the period
 // began ends it.
 func TestPenaltyClockBackwardsDoesNotProlongThePeriod(t *testing.T) {
-	var mu sync.Mutex
-	n := 0
-	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		mu.Lock()
-		n++
-		k := n
-		mu.Unlock()
+	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
 		switch k {
 		case 1:
 			return reviewResp(r, 503, `{"code":"ServerBusy"}`), nil
@@ -201,13 +203,7 @@ func TestPenaltyClockBackwardsDoesNotProlongThePeriod(t *testing.T) {
 // A Penalty.For long enough to mean "for good" must not overflow the
 // period's end into the past.
 func TestPenaltyLongForDoesNotOverflow(t *testing.T) {
-	var mu sync.Mutex
-	n := 0
-	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		mu.Lock()
-		n++
-		k := n
-		mu.Unlock()
+	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
 		switch k {
 		case 1:
 			return reviewResp(r, 503, ""), nil // signals
@@ -272,13 +268,7 @@ func TestPenaltyLongDelayDoesNotOverflow(t *testing.T) {
 // too: Service Bus's client enters its server-busy mode on any ServerBusy
 // error, and the next request's retry waits the 10 s more.
 func TestPenaltyStartedByAFinalAttempt(t *testing.T) {
-	var mu sync.Mutex
-	n := 0
-	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		mu.Lock()
-		n++
-		k := n
-		mu.Unlock()
+	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
 		switch k {
 		case 1:
 			return reviewResp(r, 503, ""), nil
@@ -307,13 +297,7 @@ func TestPenaltyStartedByAFinalAttempt(t *testing.T) {
 // retried at once, as a server's zero delay is everywhere in this library;
 // the SDK waits 5 s, a departure docs/azure.md states.
 func TestCosmosDBZeroRetryAfterIsRetriedAtOnce(t *testing.T) {
-	var mu sync.Mutex
-	n := 0
-	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		mu.Lock()
-		n++
-		k := n
-		mu.Unlock()
+	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
 		if k == 1 {
 			resp := reviewResp(r, 429, "")
 			resp.Header.Set("x-ms-retry-after-ms", "0")
@@ -421,13 +405,7 @@ func TestPenaltyFromAHedgeIsItsEndpoints(t *testing.T) {
 // after a ServerBusyException the client waits 10 s more and retries, and
 // the service turned the request away without acting on it.
 func TestServiceBusServerBusyOnASendIsRetried(t *testing.T) {
-	var mu sync.Mutex
-	n := 0
-	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		mu.Lock()
-		n++
-		k := n
-		mu.Unlock()
+	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
 		if k == 1 {
 			return reviewResp(r, 503, `<Error><Code>ServerBusy</Code><Detail>The server is busy.</Detail></Error>`), nil
 		}
