@@ -69,6 +69,23 @@ func (b *timedBody) disarm() (untouched bool) {
 	return false
 }
 
+// boundReads puts resp's body under a timedBody with bound d, for the
+// transport's own reads of it (classification, a penalty's code); release
+// ends the bound.
+func boundReads(resp *http.Response, d time.Duration) *timedBody {
+	tb := &timedBody{rc: resp.Body, d: d}
+	resp.Body = tb
+	return tb
+}
+
+// release stops b's bound, and, if nobody read resp's body, hands the body
+// back as it came; a body that was read keeps b, disarmed, as its reader.
+func (b *timedBody) release(resp *http.Response) {
+	if b.disarm() && resp.Body == b {
+		resp.Body = b.rc
+	}
+}
+
 // mayBeRead reports whether classifying resp may read its body: a custom
 // classifier may read any body; the standard one reads only those of
 // failed responses (status 400 and above). Bodies without readable content

@@ -26,18 +26,17 @@ type call struct {
 	watch     *connWatch     // for a request that is not idempotent; nil otherwise
 	budgetEnd time.Time      // end of Policy.MaxTotalTime; zero for none
 
-	max        int                   // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
-	waited     time.Duration         // time spent waiting before attempts so far
-	mark       *Attempts             // the next retry's, in its context; nil before the first retry
-	attempt    int                   // attempts sent so far
-	resp       *http.Response        // the last attempt's response, kept intact until the next attempt goes
-	err        error                 // the last attempt's transport error
-	ev         *Event                // the decision to retry after the last attempt
-	cost       int                   // quota tokens paid for the next attempt
-	budgetCost int                   // budget tokens paid for it
-	turn       ratelimit.Reservation // the next attempt's place in the adaptive limiter's queue while paced; zero otherwise
-	body       attemptBody           // what the base transport took of the last attempt's body; nil if not watched
-	length     lengthCheck           // whether the body's length matches ContentLength, once known
+	max     int                   // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
+	waited  time.Duration         // time spent waiting before attempts so far
+	mark    *Attempts             // the next retry's, in its context; nil before the first retry
+	attempt int                   // attempts sent so far
+	resp    *http.Response        // the last attempt's response, kept intact until the next attempt goes
+	err     error                 // the last attempt's transport error
+	ev      *Event                // the decision to retry after the last attempt
+	paid    paid                  // what the retry quotas were paid for the next attempt
+	turn    ratelimit.Reservation // the next attempt's place in the adaptive limiter's queue while paced; zero otherwise
+	body    attemptBody           // what the base transport took of the last attempt's body; nil if not watched
+	length  lengthCheck           // whether the body's length matches ContentLength, once known
 
 	// Together, so that they share a word.
 	hedges  int32 // hedged copies sent so far
@@ -131,7 +130,7 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 			}
 			return resp, nil
 		}
-		c.cost, c.budgetCost = 0, 0
+		c.paid = paid{}
 		if !out.Retryable() {
 			return c.end(resp, err, out, finalReason(c.ctx))
 		}
@@ -264,12 +263,9 @@ func (c *call) classify(areq *http.Request, resp *http.Response) classify.Outcom
 	if !c.st.mayBeRead(resp) {
 		return p.Classify(areq, resp, nil)
 	}
-	tb := &timedBody{rc: resp.Body, d: p.ReadTimeout}
-	resp.Body = tb
+	tb := boundReads(resp, p.ReadTimeout)
 	out := p.Classify(areq, resp, nil)
-	if tb.disarm() && resp.Body == tb {
-		resp.Body = tb.rc // never read: hand back the body as it came
-	}
+	tb.release(resp)
 	return out
 }
 
@@ -344,8 +340,7 @@ func (c *call) next(ctx context.Context, body io.ReadCloser) (*http.Request, err
 		}
 	}
 	if i := c.endpoint(); i != 0 {
-		r.URL = c.st.endpoints.alt[i-1].URL(c.req.URL)
-		r.Host = "" // the Host header follows the endpoint
+		c.st.readdress(r, c.req, i)
 	} else if hook {
 		u := *c.req.URL
 		r.URL = &u
@@ -515,11 +510,11 @@ func (c *call) routed(ev *Event) {
 	r := c.route
 	if r.sentTo == 0 {
 		ev.Endpoint = c.req.URL.Host
-		return
+	} else {
+		ev.Endpoint = c.st.endpoints.alt[r.sentTo-1].Host
 	}
-	ev.Endpoint = c.st.endpoints.alt[r.sentTo-1].Host
-	if r.sentTo != r.current() {
-		ev.Scope = c.st.endpointScope(c.req, r.sentTo, r.home)
+	if r.other != nil {
+		ev.Scope = r.other.scope
 	}
 }
 
@@ -533,15 +528,8 @@ func (c *call) setUpExtras() {
 		c.route.sentTo = c.route.current()
 		c.scope = st.endpointScope(req, c.route.sentTo, c.scope)
 	}
-	if st.hedges {
-		c.hedging = st.mayHedge(req)
-	}
-	if st.requests != nil {
-		st.requests.Request(c.home())
-	}
-	if st.budgetRequests != nil {
-		st.budgetRequests.Request(c.home())
-	}
+	c.hedging = st.mayHedge(req)
+	st.countRequest(c.home())
 }
 
 // succeeded tells the retry quotas that the request's first attempt

@@ -16,8 +16,9 @@ const maxEndpoints = 63
 // Policy.Endpoints, and the order LocationMode gives the primary (index 0)
 // and them (1..n).
 type endpoints struct {
-	alt   []policy.Endpoint // alt[i-1] is endpoint i
-	order []int             // the endpoints a request that may fail over tries, first first
+	alt     []policy.Endpoint // alt[i-1] is endpoint i
+	order   []int             // the endpoints a request that may fail over tries, first first
+	primary bool              // order includes the primary
 }
 
 // newEndpoints resolves p's endpoints, or returns nil when p has none to
@@ -36,47 +37,35 @@ func newEndpoints(p *policy.Policy) (*endpoints, error) {
 			return nil, fmt.Errorf("retrytransport: %w", err)
 		}
 	}
-	n := len(e.alt)
+	secondaries := make([]int, len(e.alt))
+	for i := range secondaries {
+		secondaries[i] = i + 1
+	}
 	switch p.LocationMode {
 	case policy.PrimaryThenSecondary:
-		e.order = append(e.order, 0)
-		for i := 1; i <= n; i++ {
-			e.order = append(e.order, i)
-		}
-	case policy.SecondaryOnly, policy.SecondaryThenPrimary:
-		for i := 1; i <= n; i++ {
-			e.order = append(e.order, i)
-		}
-		if p.LocationMode == policy.SecondaryThenPrimary {
-			e.order = append(e.order, 0)
-		}
+		e.order = append([]int{0}, secondaries...)
+	case policy.SecondaryOnly:
+		e.order = secondaries
+	case policy.SecondaryThenPrimary:
+		e.order = append(secondaries, 0)
 	default:
 		return nil, fmt.Errorf("retrytransport: Policy.LocationMode = %v; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary", p.LocationMode)
 	}
+	e.primary = p.LocationMode != policy.SecondaryOnly
 	return e, nil
-}
-
-// hasPrimary reports whether the order includes the primary.
-func (e *endpoints) hasPrimary() bool {
-	for _, i := range e.order {
-		if i == 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // route is where one request's attempts go: its place in the order, and
 // which endpoints it has seen fail.
 type route struct {
 	e           *endpoints
-	home        string // the request's own scope
-	sentTo      int    // the endpoint the last result came from: the attempt's, or a hedge's
-	pos         int    // the current attempt's place in e.order
-	failed      uint64 // bit i: endpoint i failed an attempt of this request
-	primaryOnly bool   // a secondary answered 404: the rest go to the primary
-	toPrimary   bool   // the current attempt got that 404: the next goes to the primary
-	wonScope    string // the quota scope of the hedge whose result the last attempt took, if not the attempt's; else ""
+	home        string   // the request's own scope
+	sentTo      int      // the endpoint the last result came from: the attempt's, or a hedge's
+	pos         int      // the current attempt's place in e.order
+	failed      uint64   // bit i: endpoint i failed an attempt of this request
+	primaryOnly bool     // a secondary answered 404: the rest go to the primary
+	toPrimary   bool     // the current attempt got that 404: the next goes to the primary
+	other       *entrant // the hedge whose result the last attempt took, if it went to another endpoint; else nil
 }
 
 // current returns the endpoint of the current attempt: 0 for the primary.
@@ -115,7 +104,7 @@ func (r *route) next() {
 // among the endpoints.
 // It then sends the request's remaining attempts to the primary.
 func (r *route) notReplicated(resp *http.Response) bool {
-	if resp == nil || resp.StatusCode != http.StatusNotFound || r.sentTo == 0 || !r.e.hasPrimary() {
+	if resp == nil || resp.StatusCode != http.StatusNotFound || r.sentTo == 0 || !r.e.primary {
 		return false
 	}
 	r.toPrimary = true
@@ -126,16 +115,19 @@ func (r *route) notReplicated(resp *http.Response) bool {
 // the next attempt to the primary.
 var notReplicatedOutcome = classify.Outcome{Kind: classify.Transient, Reason: "404 from a secondary endpoint: trying the primary"}
 
-// endpointRequest returns a shallow copy of req addressed to endpoint i of
-// st's endpoints (0: req itself). The Host header follows the new URL.
-func (st *hostState) endpointRequest(req *http.Request, i int) *http.Request {
+// readdress points r, a shallow copy of an attempt of orig, the caller's
+// request, at endpoint i: r's URL with the endpoint's host (and scheme, if
+// it has one), or orig's for the primary (i 0). The Host header follows:
+// orig's for the primary, the URL's for an alternate. r's URL is replaced,
+// never changed in place, as it may be shared.
+func (st *hostState) readdress(r, orig *http.Request, i int) {
 	if i == 0 {
-		return req
+		u := *r.URL
+		u.Scheme, u.Host = orig.URL.Scheme, orig.URL.Host
+		r.URL, r.Host = &u, orig.Host
+		return
 	}
-	r := *req
-	r.URL = st.endpoints.alt[i-1].URL(req.URL)
-	r.Host = ""
-	return &r
+	r.URL, r.Host = st.endpoints.alt[i-1].URL(r.URL), ""
 }
 
 // endpointScope returns the scope of an attempt of req sent to endpoint i:
@@ -147,5 +139,7 @@ func (st *hostState) endpointScope(req *http.Request, i int, home string) string
 	if st.p.Scope == nil {
 		return canonicalHost(st.endpoints.alt[i-1].Host)
 	}
-	return st.p.Scope(st.endpointRequest(req, i))
+	r := *req
+	st.readdress(&r, req, i)
+	return st.p.Scope(&r)
 }

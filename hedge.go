@@ -12,19 +12,10 @@ import (
 
 // mayHedge reports whether req's attempts may be hedged: its policy
 // hedges, its method is idempotent, so that two copies at once do what one
-// does, and its body, if any, can be made again with GetBody. An
-// idempotency key is not enough: a server that honours one answers a
-// second copy that arrives while the first is still being processed with
-// 409 Conflict, which would win the race.
+// does (an idempotency key is not enough: see classify.IdempotentMethod),
+// and its body, if any, can be made again with GetBody.
 func (st *hostState) mayHedge(req *http.Request) bool {
-	if !st.p.Hedge.Enabled() || hasBody(req) && req.GetBody == nil {
-		return false
-	}
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
-		return true
-	}
-	return false
+	return st.hedges && classify.IdempotentMethod(req.Method) && (!hasBody(req) || req.GetBody != nil)
 }
 
 // entrant is one copy of a hedged attempt: the attempt itself (n 0) or a
@@ -34,13 +25,13 @@ type entrant struct {
 	req      *http.Request
 	cancel   context.CancelFunc // ends the copy's context
 	endpoint int                // where it went (see call.endpoint)
-	scope    string             // its endpoint's scope: its limiters', counters' and outcome's
-	qscope   string             // the scope whose retry quota it paid: scope, or the request's own for a quota that counts requests
+	scope    string             // its endpoint's scope: its limiters' and outcome's
+	counters *scopeCounters     // scope's
+	qscope   string             // the scope whose retry quota it pays (hostState.quotaScope)
+	paid     paid               // what a hedge paid the retry quotas
 	start    time.Time
 	resp     *http.Response
 	err      error
-	cost     int // what a hedge paid the quota of scope
-	budget   int // and the budget of the request's own scope
 }
 
 // race is the shared state of a hedged attempt: the copies in flight
@@ -144,7 +135,8 @@ func (c *call) sendHedged(areq *http.Request, timeout time.Duration) (*http.Resp
 		timeoutC = tm.C
 	}
 
-	first := c.entrant(0, areq, c.endpoint(), c.scope, c.quotaScope())
+	first := &entrant{endpoint: c.endpoint(), scope: c.scope, counters: c.counters, qscope: c.quotaScope()}
+	c.enter(first, areq)
 	rc.running = append(rc.running, first)
 	go rc.run(c.t.base, first)
 	c.armHedge(hctx, tick)
@@ -213,12 +205,8 @@ func (c *call) takeCopy(h *hedgeRun, e *entrant) (*entrant, classify.Outcome, bo
 	st := c.st
 	h.rc.taken(e)
 	h.inflight--
-	counters := c.counters
-	if e.scope != c.scope {
-		counters = c.t.stats.get(e.scope, st)
-	}
 	if st.p.Hedge.Quantile > 0 {
-		counters.latencies().observe(c.t.now().Sub(e.start))
+		e.counters.latencies().observe(c.t.now().Sub(e.start))
 	}
 	if c.route != nil {
 		c.route.sentTo = e.endpoint
@@ -228,7 +216,7 @@ func (c *call) takeCopy(h *hedgeRun, e *entrant) (*entrant, classify.Outcome, bo
 		st.recorder.Record(e.scope, out.Kind)
 	}
 	if out.Kind == classify.Throttle {
-		counters.throttles.Add(1)
+		e.counters.throttles.Add(1)
 	}
 	if e.resp != nil && !out.Retryable() || c.ctx.Err() != nil {
 		return e, out, true
@@ -276,28 +264,21 @@ func (c *call) censor(rc *race) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for _, e := range rc.running {
-		counters := c.counters
-		if e.scope != c.scope {
-			counters = c.t.stats.get(e.scope, c.st)
-		}
-		counters.latencies().observe(now.Sub(e.start))
+		e.counters.latencies().observe(now.Sub(e.start))
 	}
 }
 
 // won returns the result of the winning copy e: its costs refunded if it
 // was a hedge that succeeded, its context released with its body, and the
-// call pointed at its endpoint, for the events.
+// route pointed at its endpoint, for the events and the quotas.
 func (c *call) won(e *entrant, out classify.Outcome) (*http.Response, classify.Outcome, error) {
 	if e.n > 0 && out.Kind == classify.Success && e.err == nil {
-		c.refundHedge(e)
+		c.st.refund(&e.paid, e.qscope, c.home())
 	}
-	if c.route != nil {
-		c.route.sentTo = e.endpoint
-	}
-	if c.route != nil {
-		c.route.wonScope = ""
-		if e.qscope != c.quotaScope() {
-			c.route.wonScope = e.qscope
+	if r := c.route; r != nil {
+		r.sentTo, r.other = e.endpoint, nil
+		if e.endpoint != r.current() {
+			r.other = e
 		}
 	}
 	if e.resp == nil || !needsContext(e.resp) {
@@ -308,12 +289,10 @@ func (c *call) won(e *entrant, out classify.Outcome) (*http.Response, classify.O
 	return e.resp, out, e.err
 }
 
-// entrant returns copy n of the attempt, to be sent as r with a context of
-// its own, to endpoint, whose scope is scope and whose retry quota is
-// qscope's.
-func (c *call) entrant(n int, r *http.Request, endpoint int, scope, qscope string) *entrant {
+// enter readies copy e to be sent as r, with a context of its own.
+func (c *call) enter(e *entrant, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
-	return &entrant{n: n, req: r.WithContext(ctx), cancel: cancel, endpoint: endpoint, scope: scope, qscope: qscope, start: c.t.now()}
+	e.req, e.cancel, e.start = r.WithContext(ctx), cancel, c.t.now()
 }
 
 // armHedge sleeps the hedge delay, in a goroutine that ends with ctx, and
@@ -366,101 +345,42 @@ func (c *call) hedge(areq *http.Request, n int) *entrant {
 		}
 		endpoint = rt.current()
 	}
-	scope := st.endpointScope(c.req, endpoint, c.home())
-	qscope := scope
-	if st.requests != nil {
-		qscope = c.home()
+	home := c.home()
+	e := &entrant{n: n, endpoint: endpoint, scope: st.endpointScope(c.req, endpoint, home)}
+	e.qscope = st.quotaScope(e.scope, home)
+	// A hedge pays as a retry after a Timeout would, and waits for nothing.
+	pd, wait, ok := st.pay(classify.Timeout, e.qscope, home, true)
+	if !ok {
+		return nil
 	}
-	e := &entrant{n: n, endpoint: endpoint, scope: scope, qscope: qscope}
-	if !c.payHedge(e) {
+	e.paid = pd
+	if wait > 0 {
+		st.giveBack(&e.paid, e.qscope, home)
 		return nil
 	}
 	r := areq.WithContext(areq.Context())
-	if endpoint != c.endpoint() { // areq's URL, as a WithBeforeRetry hook left it, at the other endpoint
-		u := *areq.URL
-		if endpoint == 0 {
-			u.Scheme, u.Host = c.req.URL.Scheme, c.req.URL.Host
-			r.Host = c.req.Host
-		} else {
-			alt := st.endpoints.alt[endpoint-1]
-			u.Host = alt.Host
-			if alt.Scheme != "" {
-				u.Scheme = alt.Scheme
-			}
-			r.Host = ""
-		}
-		r.URL = &u
+	if endpoint != c.endpoint() {
+		st.readdress(r, c.req, endpoint) // areq's URL, as a WithBeforeRetry hook left it
 	}
 	if hasBody(c.req) {
 		b, err := c.req.GetBody()
 		if err != nil || b == nil {
-			c.giveBackHedge(e)
+			st.giveBack(&e.paid, e.qscope, home)
 			return nil
 		}
 		r.Body = b
 	}
-	if !c.paceHedge(scope) {
+	if !c.paceHedge(e.scope) {
 		closeReader(r.Body)
-		c.giveBackHedge(e)
+		st.giveBack(&e.paid, e.qscope, home)
 		return nil
 	}
-	full := c.entrant(n, r, endpoint, scope, qscope)
-	full.cost, full.budget = e.cost, e.budget
-	counters := c.t.stats.get(scope, st)
-	counters.attempts.Add(1)
-	counters.hedges.Add(1)
+	c.enter(e, r)
+	e.counters = c.t.stats.get(e.scope, st)
+	e.counters.attempts.Add(1)
+	e.counters.hedges.Add(1)
 	c.hedges++
-	return full
-}
-
-// payHedge takes a hedge's cost from the retry quotas, as a retry after a
-// Timeout would pay, and reports whether they paid.
-func (c *call) payHedge(e *entrant) bool {
-	st := c.st
-	if st.quota != nil {
-		cost, wait, ok := st.quota.Acquire(e.qscope, classify.Timeout)
-		if ok {
-			e.cost = cost
-		}
-		if !ok || wait > 0 {
-			c.giveBackHedge(e)
-			return false
-		}
-	}
-	if st.budget != nil {
-		cost, wait, ok := st.budget.Acquire(c.home(), classify.Timeout)
-		if ok {
-			e.budget = cost
-		}
-		if !ok || wait > 0 {
-			c.giveBackHedge(e)
-			return false
-		}
-	}
-	return true
-}
-
-// refundHedge refunds what a hedge that succeeded paid, as for a retry
-// that succeeded.
-func (c *call) refundHedge(e *entrant) {
-	if e.cost > 0 {
-		c.st.quota.Refund(e.qscope, e.cost)
-	}
-	if e.budget > 0 {
-		c.st.budget.Refund(c.home(), e.budget)
-	}
-	e.cost, e.budget = 0, 0
-}
-
-// giveBackHedge gives back what a hedge that is not sent paid.
-func (c *call) giveBackHedge(e *entrant) {
-	if e.cost > 0 {
-		giveBack(c.st.quota, e.qscope, e.cost)
-	}
-	if e.budget > 0 {
-		giveBack(c.st.budget, c.home(), e.budget)
-	}
-	e.cost, e.budget = 0, 0
+	return e
 }
 
 // paceHedge takes a send token for a hedge to scope from the policy's rate

@@ -21,34 +21,6 @@ import (
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
-// reviewClient is a client over a real http.Transport wrapped by a
-// Transport with p and the fake clock; sleep, if not nil, replaces the
-// clock's Sleep. Its final observer's events are returned by the func.
-func reviewClient(t *testing.T, p policy.Policy, clock *faketime.Clock, sleep func(context.Context, time.Duration) error) (*http.Client, *retrytransport.Transport, func() []retrytransport.Event) {
-	t.Helper()
-	if p.Backoff == nil {
-		p.Backoff = backoff.Constant{Interval: time.Second}
-	}
-	if sleep == nil {
-		sleep = clock.Sleep
-	}
-	var mu sync.Mutex
-	var finals []retrytransport.Event
-	tr := retrytransport.New(&http.Transport{}, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, sleep),
-		retrytransport.WithFinalObserver(func(ev retrytransport.Event) {
-			mu.Lock()
-			finals = append(finals, ev)
-			mu.Unlock()
-		}))
-	client := &http.Client{Transport: tr}
-	t.Cleanup(client.CloseIdleConnections)
-	return client, tr, func() []retrytransport.Event {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]retrytransport.Event(nil), finals...)
-	}
-}
-
 // onClassified is a Policy.Classify that classifies as classify.Standard
 // does and closes ch once it has classified a response with status.
 func onClassified(status int, ch chan struct{}) classify.Func {
@@ -109,7 +81,7 @@ func TestHedgeStalledLoserDoesNotDelayTheWinner(t *testing.T) {
 		ReadTimeout:  3 * time.Second,
 		Classify:     onClassified(500, classified),
 	}
-	client, _, _ := reviewClient(t, p, clock, nil)
+	client, _, _ := hedgeClientOn(t, p, clock, nil)
 	start := time.Now()
 	resp, err := client.Get(srv.URL)
 	took := time.Since(start)
@@ -145,7 +117,7 @@ func TestHedgeTimeoutKeepsAResponseThatArrivedInTime(t *testing.T) {
 	}))
 	clock := faketime.NewAt(time.Now())
 	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 200 * time.Millisecond, Hedge: policy.Hedge{Delay: hedgeDelay}}
-	client, _, _ := reviewClient(t, p, clock, nil)
+	client, _, _ := hedgeClientOn(t, p, clock, nil)
 	resp, err := client.Get(srv.URL)
 	if err != nil {
 		t.Errorf("Get = %v; want the attempt's 500, which arrived well within AttemptTimeout", err)
@@ -200,7 +172,7 @@ func TestUnsentHedgeGivesBackItsBudget(t *testing.T) {
 		RateLimit: lim,
 		Hedge:     policy.Hedge{Delay: hedgeDelay},
 	}
-	client, tr, finals := reviewClient(t, p, clock, nil)
+	client, tr, finals := hedgeClientOn(t, p, clock, nil)
 	resp, err := client.Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -237,7 +209,7 @@ func TestLosingHedgesThrottleIsRecorded(t *testing.T) {
 	}))
 	clock := faketime.NewAt(time.Now())
 	p := policy.Policy{Adaptive: true, Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(429, classified)}
-	client, tr, _ := reviewClient(t, p, clock, nil)
+	client, tr, _ := hedgeClientOn(t, p, clock, nil)
 	resp, err := client.Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +249,7 @@ func TestHedgeOutcomeRecordedInItsOwnScope(t *testing.T) {
 	clock := faketime.NewAt(time.Now())
 	p := policy.Policy{MaxAttempts: 1, Adaptive: true, Endpoints: []string{sh},
 		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(500, classified)}
-	client, tr, finals := reviewClient(t, p, clock, nil)
+	client, tr, finals := hedgeClientOn(t, p, clock, nil)
 	resp, err := client.Get(primary.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -340,7 +312,7 @@ func TestRouteRemembersAFailedHedge(t *testing.T) {
 	}
 	p := policy.Policy{MaxAttempts: 2, Endpoints: []string{host(a), host(b)},
 		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(500, classified)}
-	client, _, finals := reviewClient(t, p, clock, sleep)
+	client, _, finals := hedgeClientOn(t, p, clock, sleep)
 	resp, err := client.Get(primary.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -410,7 +382,7 @@ func TestHedgeResponseBeatsAnError(t *testing.T) {
 	}))
 	clock := faketime.NewAt(time.Now())
 	p := policy.Policy{MaxAttempts: 1, Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(500, classified)}
-	client, _, _ := reviewClient(t, p, clock, nil)
+	client, _, _ := hedgeClientOn(t, p, clock, nil)
 	resp, err := client.Get(srv.URL)
 	if err != nil {
 		t.Errorf("Get = %v; want the attempt's 500 (with its Retry-After), the only response the attempt got", err)
@@ -451,7 +423,7 @@ func TestHedgeQuantileCountsTimedOutAttempts(t *testing.T) {
 	}
 	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 5 * time.Millisecond,
 		Hedge: policy.Hedge{Delay: time.Millisecond, Quantile: 0.5}}
-	client, _, _ := reviewClient(t, p, clock, never)
+	client, _, _ := hedgeClientOn(t, p, clock, never)
 	get := func() {
 		resp, err := client.Get(srv.URL)
 		if err == nil {
@@ -529,4 +501,27 @@ func TestHedgeOfARetryKeepsTheHooksURL(t *testing.T) {
 	if len(retries) != 2 {
 		t.Errorf("the retry's copies: %q; want the retry and its hedge", retries)
 	}
+}
+
+// When a hedge to the primary wins for an attempt sent to a secondary, the
+// final event names the primary, and its scope.
+func TestHedgeToThePrimaryNamedInTheEvent(t *testing.T) {
+	noLeaks(t)
+	pg := newGate(func(int, *http.Request) bool { return false })
+	primary := newFaultServer(t, pg)
+	sg := newGate(func(int, *http.Request) bool { return true })
+	secondary := newFaultServer(t, sg)
+	ph, sh := strings.TrimPrefix(primary.URL, "http://"), strings.TrimPrefix(secondary.URL, "http://")
+	p := policy.Policy{Endpoints: []string{sh}, LocationMode: policy.SecondaryThenPrimary, Hedge: policy.Hedge{Delay: hedgeDelay}}
+	client, _, _, finals := hedgeClient(t, p, nil)
+	resp, err := client.Get(primary.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if ev := finals(); len(ev) != 1 || ev[0].Endpoint != ph || ev[0].Scope != ph || ev[0].Hedges != 1 {
+		t.Errorf("final events %+v; want the primary's answer, in its scope, after 1 hedge", ev)
+	}
+	primary.conns.expectAllClosed(t, client)
+	secondary.conns.expectAllClosed(t, client)
 }

@@ -83,21 +83,29 @@ func (g *gate) wait(t *testing.T) int {
 	}
 }
 
-// hedgeClient is a client over a real http.Transport wrapped by a
-// Transport with p, a fake clock, and a final observer.
+// hedgeClient is hedgeClientOn with a fake clock of its own, started at
+// the real time.
 func hedgeClient(t *testing.T, p policy.Policy, sleep func(context.Context, time.Duration) error) (*http.Client, *retrytransport.Transport, *faketime.Clock, func() []retrytransport.Event) {
+	t.Helper()
+	clock := faketime.NewAt(time.Now())
+	client, tr, finals := hedgeClientOn(t, p, clock, sleep)
+	return client, tr, clock, finals
+}
+
+// hedgeClientOn is a client over a real http.Transport wrapped by a
+// Transport with p on clock, sleeping with sleep (nil: the clock's Sleep),
+// and a final observer whose events the func returns.
+func hedgeClientOn(t *testing.T, p policy.Policy, clock *faketime.Clock, sleep func(context.Context, time.Duration) error) (*http.Client, *retrytransport.Transport, func() []retrytransport.Event) {
 	t.Helper()
 	if p.Backoff == nil {
 		p.Backoff = backoff.Constant{Interval: time.Second}
 	}
-	clock := faketime.NewAt(time.Now())
 	if sleep == nil {
 		sleep = clock.Sleep
 	}
 	var mu sync.Mutex
 	var finals []retrytransport.Event
-	base := &http.Transport{}
-	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, sleep),
+	tr := retrytransport.New(&http.Transport{}, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, sleep),
 		retrytransport.WithFinalObserver(func(ev retrytransport.Event) {
 			mu.Lock()
 			finals = append(finals, ev)
@@ -105,7 +113,7 @@ func hedgeClient(t *testing.T, p policy.Policy, sleep func(context.Context, time
 		}))
 	client := &http.Client{Transport: tr}
 	t.Cleanup(client.CloseIdleConnections)
-	return client, tr, clock, func() []retrytransport.Event {
+	return client, tr, func() []retrytransport.Event {
 		mu.Lock()
 		defer mu.Unlock()
 		return append([]retrytransport.Event(nil), finals...)

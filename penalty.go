@@ -15,8 +15,8 @@ func (c *call) notePenalty(resp *http.Response) {
 		return
 	}
 	counters := c.counters
-	if r := c.route; r != nil && r.sentTo != r.current() {
-		counters = c.t.stats.get(c.st.endpointScope(c.req, r.sentTo, r.home), c.st)
+	if r := c.route; r != nil && r.other != nil {
+		counters = r.other.counters
 	}
 	counters.penalise(c.t.now(), c.st.p.Penalty.Period())
 }
@@ -28,12 +28,9 @@ func (c *call) signals(resp *http.Response) bool {
 	if resp == nil || !hasReadableBody(resp) || len(pen.Codes) == 0 {
 		return pen.Signals(resp) // the status alone: no body to read
 	}
-	tb := &timedBody{rc: resp.Body, d: c.st.p.ReadTimeout}
-	resp.Body = tb
+	tb := boundReads(resp, c.st.p.ReadTimeout)
 	ok := pen.Signals(resp)
-	if tb.disarm() && resp.Body == tb {
-		resp.Body = tb.rc
-	}
+	tb.release(resp)
 	return ok
 }
 

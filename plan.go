@@ -13,10 +13,9 @@ import (
 )
 
 // planRetry decides the wait before the retry that ev's outcome calls for
-// and pays for it: the retry quota of c.scope, the scope the retry goes
-// to, and the budget of the request's own scope. It sets ev.Delay,
-// ev.ServerDelay and ev.Quota, and c.cost and c.budgetCost to what was
-// paid; or, with nothing paid, it returns why there is to be no retry: the
+// and pays for it (see hostState.pay), in the scope the retry goes to. It
+// sets ev.Delay, ev.ServerDelay and ev.Quota, and c.paid to what was paid;
+// or, with nothing paid, it returns why there is to be no retry: the
 // server asked for more than MaxDelay, a quota cannot pay within MaxDelay,
 // or the wait would end past the context's deadline or the policy's
 // MaxTotalTime (less its TerminationBuffer), or take the request's waits
@@ -32,21 +31,11 @@ func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 		return ErrServerDelay
 	}
 	k := ev.Outcome.Kind
-	if st.quota != nil && !st.pacesThrottles(k) {
-		cost, wait, ok := st.quota.Acquire(c.quotaScope(), k)
-		if !ok {
-			return ratelimit.ErrQuotaExceeded
-		}
-		c.cost, delay = cost, delay+wait
+	pd, wait, ok := st.pay(k, c.quotaScope(), c.home(), !st.pacesThrottles(k))
+	if !ok {
+		return ratelimit.ErrQuotaExceeded
 	}
-	if st.budget != nil {
-		cost, wait, ok := st.budget.Acquire(c.home(), k)
-		if !ok {
-			c.giveBack()
-			return ratelimit.ErrQuotaExceeded
-		}
-		c.budgetCost, delay = cost, delay+wait
-	}
+	c.paid, delay = pd, delay+wait
 	// Wait mode: a bucket that refills too slowly for a retry within
 	// MaxDelay refuses, as waiting longer would break the policy's cap.
 	// (The delay alone is within MaxDelay.)
@@ -98,55 +87,90 @@ func (c *call) tooLate(now time.Time, d time.Duration, retry bool) error {
 	return nil
 }
 
-// quotaScope returns the scope whose retry quota the current attempt's
-// retry pays: the scope of the endpoint it goes to, so that a dead primary
-// does not drain a healthy secondary's bucket; but for a quota that counts
-// requests (a ratelimit.Budget), the request's own scope, where its
+// quotaScope returns the scope whose retry quota pays for the current
+// attempt's retry (see hostState.quotaScope).
+func (c *call) quotaScope() string { return c.st.quotaScope(c.scope, c.home()) }
+
+// quotaScope returns the scope whose retry quota pays for a retry or hedge
+// sent to scope, for a request whose own scope is home: scope, so that a
+// dead primary does not drain a healthy secondary's bucket; but, for a
+// quota that counts requests (a ratelimit.Budget), home, where the
 // requests are counted.
-func (c *call) quotaScope() string {
-	if c.st.requests != nil {
-		return c.home()
+func (st *hostState) quotaScope(scope, home string) string {
+	if st.requests != nil {
+		return home
 	}
-	return c.scope
+	return scope
 }
 
 // successScope returns the scope whose retry quota a first attempt's
 // success credits: the quota scope of the copy whose result it took.
 func (c *call) successScope() string {
-	if c.route != nil && c.route.wonScope != "" { // a hedge to another endpoint won
-		return c.route.wonScope
+	if c.route != nil && c.route.other != nil { // a hedge to another endpoint won
+		return c.route.other.qscope
 	}
 	return c.quotaScope()
 }
 
-// refund refunds what the retry quotas were paid for a retry that
-// succeeded.
-func (c *call) refund() {
-	if c.cost > 0 {
-		c.st.quota.Refund(c.quotaScope(), c.cost)
+// refund refunds c.paid, for a retry that succeeded.
+func (c *call) refund() { c.st.refund(&c.paid, c.quotaScope(), c.home()) }
+
+// giveBack gives c.paid back, for a retry that will not be sent.
+func (c *call) giveBack() { c.st.giveBack(&c.paid, c.quotaScope(), c.home()) }
+
+// paid is what the retry quotas were paid for one retry or hedge: cost
+// tokens of Quota and budget tokens of Budget.
+type paid struct{ cost, budget int }
+
+// pay takes from the retry quotas what a retry after an outcome of kind k
+// costs: Quota's cost in qscope, unless charge is false, and Budget's in
+// home, the request's own scope. It returns what was paid and the longest
+// wait the quotas ask for; with ok false, nothing is kept.
+func (st *hostState) pay(k classify.Kind, qscope, home string, charge bool) (pd paid, wait time.Duration, ok bool) {
+	if st.quota != nil && charge {
+		if pd.cost, wait, ok = st.quota.Acquire(qscope, k); !ok {
+			return paid{}, 0, false
+		}
 	}
-	if c.budgetCost > 0 {
-		c.st.budget.Refund(c.home(), c.budgetCost)
+	if st.budget != nil {
+		cost, w, ok := st.budget.Acquire(home, k)
+		if !ok {
+			st.giveBack(&pd, qscope, home)
+			return paid{}, 0, false
+		}
+		pd.budget, wait = cost, wait+w
 	}
-	c.cost, c.budgetCost = 0, 0
+	return pd, wait, true
 }
 
-// giveBack gives back what the retry quotas were paid for a retry that
-// will not be sent.
-func (c *call) giveBack() {
-	if c.cost > 0 {
-		giveBack(c.st.quota, c.quotaScope(), c.cost)
+// refund refunds pd, paid in qscope and home, for a retry or hedge that
+// was sent and succeeded, and clears it.
+func (st *hostState) refund(pd *paid, qscope, home string) {
+	if pd.cost > 0 {
+		st.quota.Refund(qscope, pd.cost)
 	}
-	if c.budgetCost > 0 {
-		giveBack(c.st.budget, c.home(), c.budgetCost)
+	if pd.budget > 0 {
+		st.budget.Refund(home, pd.budget)
 	}
-	c.cost, c.budgetCost = 0, 0
+	*pd = paid{}
 }
 
-// giveBack returns to q the cost it was paid for a retry or hedge that is
-// not sent: through Cancel, for a quota whose Refund is for retries that
+// giveBack gives pd, paid in qscope and home, back for a retry or hedge
+// that is not sent, and clears it.
+func (st *hostState) giveBack(pd *paid, qscope, home string) {
+	if pd.cost > 0 {
+		cancelCost(st.quota, qscope, pd.cost)
+	}
+	if pd.budget > 0 {
+		cancelCost(st.budget, home, pd.budget)
+	}
+	*pd = paid{}
+}
+
+// cancelCost returns to q the cost it was paid for a retry or hedge that
+// is not sent: through Cancel, for a quota whose Refund is for retries that
 // were sent (ratelimit.Canceler), else through Refund.
-func giveBack(q ratelimit.RetryQuota, scope string, cost int) {
+func cancelCost(q ratelimit.RetryQuota, scope string, cost int) {
 	if cq, ok := q.(ratelimit.Canceler); ok {
 		cq.Cancel(scope, cost)
 		return

@@ -46,8 +46,8 @@ func TestCosmosDBRetriesThrottlesNineTimes(t *testing.T) {
 			break
 		}
 	}
-	if !errors.Is(*stop, retrytransport.ErrExhausted) {
-		t.Errorf("stop = %v; want ErrExhausted", *stop)
+	if !errors.Is(stop(), retrytransport.ErrExhausted) {
+		t.Errorf("stop = %v; want ErrExhausted", stop())
 	}
 }
 
@@ -67,8 +67,8 @@ func TestCosmosDBWaitsAtMostThirtySeconds(t *testing.T) {
 	if resp.StatusCode != 429 || attempts() != 8 || total != 28*time.Second {
 		t.Errorf("status %d after %d attempts and %v of waits; want the 429 after 8 attempts and 28 s", resp.StatusCode, attempts(), total)
 	}
-	if !errors.Is(*stop, retrytransport.ErrBudget) {
-		t.Errorf("stop = %v; want ErrBudget (MaxTotalWait)", *stop)
+	if !errors.Is(stop(), retrytransport.ErrBudget) {
+		t.Errorf("stop = %v; want ErrBudget (MaxTotalWait)", stop())
 	}
 }
 
@@ -145,7 +145,7 @@ func TestServiceBusTerminationBuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if n.Load() != 2 || !errors.Is(*stop, retrytransport.ErrDeadline) {
-		t.Errorf("%d attempts, stop %v; want 2 and ErrDeadline", n.Load(), *stop)
+	if n.Load() != 2 || !errors.Is(stop(), retrytransport.ErrDeadline) {
+		t.Errorf("%d attempts, stop %v; want 2 and ErrDeadline", n.Load(), stop())
 	}
 }

@@ -168,13 +168,13 @@ func newHostState(p policy.Policy, now func() time.Time) *hostState {
 }
 
 // countRequest tells the retry quotas that count requests of a request
-// whose first attempt goes to scope; home is its own scope, the budget's.
-func (st *hostState) countRequest(scope, home string) {
+// in scope, its own.
+func (st *hostState) countRequest(scope string) {
 	if st.requests != nil {
 		st.requests.Request(scope)
 	}
 	if st.budgetRequests != nil {
-		st.budgetRequests.Request(home)
+		st.budgetRequests.Request(scope)
 	}
 }
 
@@ -269,7 +269,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if st.direct && t.final == nil { // a final observer needs the outcome classified
 		scope := st.scope(req)
 		t.stats.get(scope, st).attempts.Add(1)
-		st.countRequest(scope, scope)
+		st.countRequest(scope)
 		resp, err := t.base.RoundTrip(req)
 		if resp == nil && err == nil {
 			err = errNoResponse

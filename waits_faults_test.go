@@ -37,24 +37,6 @@ func reviewResp(r *http.Request, status int, body string) *http.Response {
 	return resp
 }
 
-// reviewTransport is a Transport over base with p on a fake clock started
-// at the real time, whose observer records the final Event's Stop.
-func reviewTransport(t *testing.T, base http.RoundTripper, p policy.Policy) (*retrytransport.Transport, *faketime.Clock, func() error) {
-	t.Helper()
-	clock := faketime.NewAt(time.Now())
-	var mu sync.Mutex
-	var stop error
-	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
-		retrytransport.WithObserver(func(ev retrytransport.Event) {
-			if ev.Final {
-				mu.Lock()
-				stop = ev.Stop
-				mu.Unlock()
-			}
-		}))
-	return tr, clock, func() error { mu.Lock(); defer mu.Unlock(); return stop }
-}
-
 // reviewGet sends a GET to url through tr and closes the response.
 func reviewGet(t *testing.T, tr http.RoundTripper, url string) *http.Response {
 	t.Helper()
@@ -82,7 +64,7 @@ func TestPenaltyFollowsTheScopeARetryGoesTo(t *testing.T) {
 		Backoff:     backoff.Constant{Interval: time.Second},
 		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
 	}
-	tr, clock, _ := reviewTransport(t, base, p)
+	tr, clock, _ := stopTransport(t, base, p)
 	reviewGet(t, tr, "http://primary.test/")
 	// Attempt 1 on the primary: ServerBusy, the primary is penalised for an
 	// hour; retry 1 goes to the secondary, not busy, and waits 1 s. Attempt
@@ -131,7 +113,7 @@ func TestPenaltyPeriodNotShortenedByALateSignal(t *testing.T) {
 		},
 		Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Delay: time.Second, For: 100 * time.Second},
 	}
-	tr, clock, _ := reviewTransport(t, base, p)
+	tr, clock, _ := stopTransport(t, base, p)
 	t0 := clock.Now()
 	send := func(who string) {
 		req := newReq(t, "GET", "http://busy.test/", "")
@@ -189,7 +171,7 @@ func TestPenaltyClockBackwardsDoesNotProlongThePeriod(t *testing.T) {
 		Backoff:     backoff.Constant{Interval: time.Second},
 		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
 	}
-	tr, clock, _ := reviewTransport(t, base, p)
+	tr, clock, _ := stopTransport(t, base, p)
 	reviewGet(t, tr, "http://busy.test/") // signal; retry waits 11 s
 	clock.Advance(-time.Hour)
 	clock.Advance(time.Minute) // a minute of forward time since
@@ -220,7 +202,7 @@ func TestPenaltyLongForDoesNotOverflow(t *testing.T) {
 	if err := p.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	tr, clock, _ := reviewTransport(t, base, p)
+	tr, clock, _ := stopTransport(t, base, p)
 	reviewGet(t, tr, "http://busy.test/")
 	reviewGet(t, tr, "http://busy.test/")
 	want := []time.Duration{11 * time.Second, 11 * time.Second}
@@ -284,7 +266,7 @@ func TestPenaltyStartedByAFinalAttempt(t *testing.T) {
 		Backoff:     backoff.Constant{Interval: time.Second},
 		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Minute},
 	}
-	tr, clock, _ := reviewTransport(t, base, p)
+	tr, clock, _ := stopTransport(t, base, p)
 	reviewGet(t, tr, "http://busy.test/")
 	reviewGet(t, tr, "http://busy.test/")
 	want := []time.Duration{time.Second, 11 * time.Second}
@@ -305,7 +287,7 @@ func TestCosmosDBZeroRetryAfterIsRetriedAtOnce(t *testing.T) {
 		}
 		return reviewResp(r, 200, "ok"), nil
 	})
-	tr, clock, _ := reviewTransport(t, base, policy.AzureCosmosDB())
+	tr, clock, _ := stopTransport(t, base, policy.AzureCosmosDB())
 	reviewGet(t, tr, "http://cosmos.test/")
 	if got := clock.Sleeps(); !equalDurations(got, []time.Duration{0}) {
 		t.Errorf("sleeps %v; want [0s]: x-ms-retry-after-ms: 0 asks for no wait", got)
@@ -317,7 +299,7 @@ func TestCosmosDBZeroRetryAfterIsRetriedAtOnce(t *testing.T) {
 func TestMaxTotalWaitStopNamesIt(t *testing.T) {
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return nil, errors.New("connection refused") })
 	p := policy.Policy{MaxAttempts: 5, MaxTotalWait: time.Second, Backoff: backoff.Constant{Interval: 2 * time.Second}}
-	tr, _, _ := reviewTransport(t, base, p)
+	tr, _, _ := stopTransport(t, base, p)
 	_, err := tr.RoundTrip(newReq(t, "GET", "http://down.test/", ""))
 	if !errors.Is(err, retrytransport.ErrBudget) {
 		t.Fatalf("err = %v; want ErrBudget", err)
@@ -333,7 +315,7 @@ func TestMaxTotalWaitStopNamesIt(t *testing.T) {
 func TestNegativeTerminationBufferDoesNotPassTheDeadline(t *testing.T) {
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return reviewResp(r, 503, ""), nil })
 	p := policy.Policy{MaxAttempts: 2, TerminationBuffer: -time.Hour, Backoff: backoff.Constant{Interval: 30 * time.Second}}
-	tr, clock, stop := reviewTransport(t, base, p)
+	tr, clock, stop := stopTransport(t, base, p)
 	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
 	defer cancel()
 	resp, err := tr.RoundTrip(newReq(t, "GET", "http://svc.test/", "").WithContext(ctx))
@@ -380,7 +362,7 @@ func TestPenaltyFromAHedgeIsItsEndpoints(t *testing.T) {
 		Backoff:            backoff.Constant{Interval: time.Second},
 		Penalty:            policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
 	}
-	tr, clock, _ := reviewTransport(t, base, p)
+	tr, clock, _ := stopTransport(t, base, p)
 	reviewGet(t, tr, "http://primary.test/")
 	before := clock.Sleeps()
 	// A request to the secondary itself (not hedged, no failover: POST).
@@ -411,7 +393,7 @@ func TestServiceBusServerBusyOnASendIsRetried(t *testing.T) {
 		}
 		return reviewResp(r, 201, ""), nil
 	})
-	tr, clock, stop := reviewTransport(t, base, serviceBus())
+	tr, clock, stop := stopTransport(t, base, serviceBus())
 	resp, err := tr.RoundTrip(newReq(t, "POST", "http://ns.servicebus.test/queue/messages", `{"body":"hello"}`))
 	if err != nil {
 		t.Fatal(err)

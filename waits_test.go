@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,22 +31,30 @@ func answering(t *testing.T, answer func(n int, w http.ResponseWriter)) (*httpte
 	return srv, &n
 }
 
-// waitsTransport is a Transport with p over a real http.Transport, on a
-// fake clock started at the real time (so a real context deadline means
-// the same instant to both), with an observer of the stop reasons.
-func waitsTransport(t *testing.T, p policy.Policy) (*retrytransport.Transport, *faketime.Clock, *error) {
+// waitsTransport is stopTransport over a real http.Transport.
+func waitsTransport(t *testing.T, p policy.Policy) (*retrytransport.Transport, *faketime.Clock, func() error) {
 	t.Helper()
-	clock := faketime.NewAt(time.Now())
-	stop := new(error)
 	base := &http.Transport{}
 	t.Cleanup(base.CloseIdleConnections)
+	return stopTransport(t, base, p)
+}
+
+// stopTransport is a Transport over base with p on a fake clock started
+// at the real time, whose observer records the final Event's Stop.
+func stopTransport(t *testing.T, base http.RoundTripper, p policy.Policy) (*retrytransport.Transport, *faketime.Clock, func() error) {
+	t.Helper()
+	clock := faketime.NewAt(time.Now())
+	var mu sync.Mutex
+	var stop error
 	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
 		retrytransport.WithObserver(func(ev retrytransport.Event) {
 			if ev.Final {
-				*stop = ev.Stop
+				mu.Lock()
+				stop = ev.Stop
+				mu.Unlock()
 			}
 		}))
-	return tr, clock, stop
+	return tr, clock, func() error { mu.Lock(); defer mu.Unlock(); return stop }
 }
 
 func TestMaxTotalWaitCapsTheWaits(t *testing.T) {
@@ -66,8 +75,8 @@ func TestMaxTotalWaitCapsTheWaits(t *testing.T) {
 	if got := clock.Sleeps(); len(got) != 2 || got[0] != 4*time.Second || got[1] != 4*time.Second {
 		t.Errorf("sleeps %v; want [4s 4s]", got)
 	}
-	if !errors.Is(*stop, retrytransport.ErrBudget) {
-		t.Errorf("stop = %v; want ErrBudget", *stop)
+	if !errors.Is(stop(), retrytransport.ErrBudget) {
+		t.Errorf("stop = %v; want ErrBudget", stop())
 	}
 }
 
@@ -129,8 +138,8 @@ func TestTerminationBuffer(t *testing.T) {
 			if n.Load() != 3 {
 				t.Errorf("%d attempts; want 3 (sleeps %v)", n.Load(), clock.Sleeps())
 			}
-			if !errors.Is(*stop, tc.want) {
-				t.Errorf("stop = %v; want %v", *stop, tc.want)
+			if !errors.Is(stop(), tc.want) {
+				t.Errorf("stop = %v; want %v", stop(), tc.want)
 			}
 		})
 	}

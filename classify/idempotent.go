@@ -3,14 +3,11 @@ package classify
 import "net/http"
 
 // IsIdempotent reports whether req may be sent again after any retryable
-// outcome: its method is idempotent under RFC 9110 §9.2.2 (GET, HEAD,
-// OPTIONS, TRACE, PUT, DELETE; an empty method means GET), or it carries an
+// outcome: its method is idempotent ([IdempotentMethod]), or it carries an
 // Idempotency-Key or X-Idempotency-Key header, which net/http's own Transport
 // also takes as the caller's promise that a repeat is harmless.
 func IsIdempotent(req *http.Request) bool {
-	switch req.Method {
-	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
-		http.MethodPut, http.MethodDelete:
+	if IdempotentMethod(req.Method) {
 		return true
 	}
 	// Direct map access: the keys are canonical already, and this avoids
@@ -20,4 +17,19 @@ func IsIdempotent(req *http.Request) bool {
 		_, ok = req.Header["X-Idempotency-Key"]
 	}
 	return ok
+}
+
+// IdempotentMethod reports whether method is idempotent under RFC 9110
+// §9.2.2: GET, HEAD, OPTIONS, TRACE, PUT or DELETE; an empty method means
+// GET. Two requests with such a method do what one does, even when they
+// are in flight at once, which an idempotency key does not promise: a
+// server that honours one answers the second with 409 Conflict while the
+// first is processed.
+func IdempotentMethod(method string) bool {
+	switch method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
+		http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return false
 }

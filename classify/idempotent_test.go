@@ -31,6 +31,15 @@ func TestIsIdempotentByMethod(t *testing.T) {
 		if got := classify.IsIdempotent(req); got != tt.want {
 			t.Errorf("IsIdempotent(%q) = %t; want %t", tt.method, got, tt.want)
 		}
+		if got := classify.IdempotentMethod(tt.method); got != tt.want {
+			t.Errorf("IdempotentMethod(%q) = %t; want %t", tt.method, got, tt.want)
+		}
+	}
+	// A key makes a request idempotent, not its method.
+	req := newReq(t, http.MethodPost)
+	req.Header.Set("Idempotency-Key", "k")
+	if !classify.IsIdempotent(req) || classify.IdempotentMethod(req.Method) {
+		t.Error("a keyed POST: want IsIdempotent and not IdempotentMethod")
 	}
 }
 
