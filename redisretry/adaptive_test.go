@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
@@ -15,7 +16,7 @@ const scope = "api.example.com"
 
 // replicas returns n Adaptives on srv, each with its own Store and client
 // as separate processes have, sharing prefix and clock.
-func replicas(t *testing.T, srv *redisServer, n int, clock *fakeClock, local func() *ratelimit.Adaptive) []*redisretry.Adaptive {
+func replicas(t *testing.T, srv *redisServer, n int, clock *faketime.Clock, local func() *ratelimit.Adaptive) []*redisretry.Adaptive {
 	t.Helper()
 	prefix := uniquePrefix(t)
 	as := make([]*redisretry.Adaptive, n)
@@ -33,7 +34,7 @@ func replicas(t *testing.T, srv *redisServer, n int, clock *fakeClock, local fun
 
 // warmUp has each of as send and receive at per requests per second each
 // for d of the clock, none of them throttled.
-func warmUp(as []*redisretry.Adaptive, clock *fakeClock, per float64, d time.Duration) {
+func warmUp(as []*redisretry.Adaptive, clock *faketime.Clock, per float64, d time.Duration) {
 	step := time.Duration(float64(time.Second) / per)
 	for range int(d / step) {
 		for _, a := range as {
@@ -50,7 +51,7 @@ func warmUp(as []*redisretry.Adaptive, clock *fakeClock, per float64, d time.Dur
 func TestAdaptiveUnlimitedUntilThrottle(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, nil)
-	clock := newFakeClock()
+	clock := faketime.New()
 	as := replicas(t, srv, 2, clock, nil)
 	resetStats(t, adm)
 	for range 1000 { // 1 s at 1000 req/s for each
@@ -80,7 +81,7 @@ func TestAdaptiveUnlimitedUntilThrottle(t *testing.T) {
 // their slots from one queue, spaced by the fleet's fill rate.
 func TestAdaptiveThrottleSlowsOtherReplicas(t *testing.T) {
 	srv := startRedis(t)
-	clock := newFakeClock()
+	clock := faketime.New()
 	as := replicas(t, srv, 3, clock, nil)
 	warmUp(as, clock, 100, time.Second) // the fleet sends 300 req/s
 	as[0].Record(scope, classify.Throttle)
@@ -123,7 +124,7 @@ func TestAdaptiveThrottleSlowsOtherReplicas(t *testing.T) {
 // again, and that a throttle of a request sent after it does.
 func TestAdaptiveHoldsThrottlesOfEarlierSends(t *testing.T) {
 	srv := startRedis(t)
-	clock := newFakeClock()
+	clock := faketime.New()
 	as := replicas(t, srv, 2, clock, nil)
 	a, b := as[0], as[1]
 	warmUp(as, clock, 100, time.Second)
@@ -155,7 +156,7 @@ func TestAdaptiveHoldsThrottlesOfEarlierSends(t *testing.T) {
 func TestAdaptiveRoundTrips(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, nil)
-	clock := newFakeClock()
+	clock := faketime.New()
 	a := replicas(t, srv, 1, clock, nil)[0]
 	warmUp([]*redisretry.Adaptive{a}, clock, 100, time.Second)
 	a.Record(scope, classify.Throttle)
@@ -177,7 +178,7 @@ func TestAdaptiveRoundTrips(t *testing.T) {
 func TestAdaptiveDelayCountsDown(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, nil)
-	clock := newFakeClock()
+	clock := faketime.New()
 	a := replicas(t, srv, 1, clock, func() *ratelimit.Adaptive { return &ratelimit.Adaptive{MinFillRate: 10} })[0]
 	a.Record(scope, classify.Throttle) // nothing measured: the least fill rate
 	r, wait, _ := a.Reserve(scope)
@@ -203,7 +204,7 @@ func TestAdaptiveDelayCountsDown(t *testing.T) {
 // earlier one changes nothing.
 func TestAdaptiveCancelGivesBackLatestSlot(t *testing.T) {
 	srv := startRedis(t)
-	clock := newFakeClock()
+	clock := faketime.New()
 	a := replicas(t, srv, 1, clock, func() *ratelimit.Adaptive { return &ratelimit.Adaptive{MinFillRate: 10} })[0]
 	a.Record(scope, classify.Throttle)
 	r1, w1, _ := a.Reserve(scope)
@@ -232,7 +233,7 @@ func TestAdaptiveFailFastAndMaxWait(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := startRedis(t)
-			clock := newFakeClock()
+			clock := faketime.New()
 			a := replicas(t, srv, 1, clock, func() *ratelimit.Adaptive { return tt.local })[0]
 			a.Record(scope, classify.Throttle)
 			clock.Advance(100 * time.Millisecond) // one slot free

@@ -18,6 +18,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
 	"github.com/retrytransport/retrytransport/redisretry/internal/redisproc"
@@ -167,7 +168,7 @@ type clusterReplica struct {
 	log   *countingHandler
 }
 
-func newClusterReplicas(t *testing.T, c *redisCluster, n int, clock *fakeClock) []clusterReplica {
+func newClusterReplicas(t *testing.T, c *redisCluster, n int, clock *faketime.Clock) []clusterReplica {
 	t.Helper()
 	prefix := uniquePrefix(t)
 	rs := make([]clusterReplica, n)
@@ -260,7 +261,7 @@ func TestCluster(t *testing.T) {
 	})
 
 	t.Run("AdaptiveThrottleSlowsOtherReplicas", func(t *testing.T) {
-		clock := newFakeClock()
+		clock := faketime.New()
 		rs := newClusterReplicas(t, c, 2, clock)
 		a, b := rs[0].store.Adaptive(nil), rs[1].store.Adaptive(nil)
 		for _, scope := range scopes {

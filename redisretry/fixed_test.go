@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
+	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
@@ -180,7 +181,7 @@ func TestFixedWaitersAskInTurn(t *testing.T) {
 func TestFixedQueuesBehindWaiters(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, nil)
-	clock := newFakeClock() // the turns' clock; Redis's own runs on
+	clock := faketime.New() // the turns' clock; Redis's own runs on
 	f := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: time.Second, Now: clock.Now}).
 		Fixed(redis_rate.Limit{Rate: 10, Period: time.Second, Burst: 1}, nil)
 	f.Reserve(scope) // the token

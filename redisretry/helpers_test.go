@@ -12,29 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// fakeClock is a clock that moves only when told to. It is safe for
-// concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // prefixes makes each test's key prefix unique within the run.
 var prefixes atomic.Int64
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
@@ -74,7 +75,7 @@ func TestQuotaFallbackSpendsOnlyWhatWasLeft(t *testing.T) {
 func TestLoneSlowCallLeavesCircuitClosed(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
-	clock := newFakeClock()
+	clock := faketime.New()
 	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 20 * time.Millisecond, Now: clock.Now}).Quota(nil)
 	q.Acquire(scope, classify.Transient) // connects
 	pause := func(n int) {
@@ -105,7 +106,7 @@ func TestLoneSlowCallLeavesCircuitClosed(t *testing.T) {
 func TestQuotaRepaysOwedAfterSlowCall(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
-	clock := newFakeClock() // still: successes stay owed, never flushed
+	clock := faketime.New() // still: successes stay owed, never flushed
 	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 20 * time.Millisecond, Now: clock.Now}).Quota(&ratelimit.Quota{Capacity: 20})
 	if _, _, ok := q.Acquire(scope, classify.Transient); !ok { // 15 left
 		t.Fatal("Acquire refused on a full bucket")

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
@@ -81,7 +82,7 @@ func runQuotaScenario(t *testing.T, c *redis.Client, src byteSource, events int)
 	flush := []time.Duration{0, time.Microsecond, 50 * time.Millisecond}[src.next()%3]
 	refresh := []time.Duration{0, time.Microsecond}[src.next()%2]
 
-	clock := newFakeClock()
+	clock := faketime.New()
 	ref := params.quota() // the reference, in process
 	q := &redisretry.Quota{
 		Store:   &redisretry.Store{Client: c, Prefix: uniquePrefix(t), Timeout: 5 * time.Second, Now: clock.Now},
@@ -211,7 +212,7 @@ func TestQuotaSharedByFleet(t *testing.T) {
 func TestQuotaSuccessesReachOtherReplicas(t *testing.T) {
 	srv := startRedis(t)
 	prefix := uniquePrefix(t)
-	clock := newFakeClock()
+	clock := faketime.New()
 	local := &ratelimit.Quota{Capacity: 10, RetryCost: 5}
 	a := &redisretry.Quota{Store: &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: 5 * time.Second, Now: clock.Now}, Local: local}
 	b := &redisretry.Quota{Store: &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: 5 * time.Second, Now: clock.Now}, Local: local}
@@ -250,7 +251,7 @@ func TestQuotaSuccessesReachOtherReplicas(t *testing.T) {
 func TestQuotaHealthyReplicaRoundTrips(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, nil)
-	clock := newFakeClock()
+	clock := faketime.New()
 	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 5 * time.Second, Now: clock.Now}).Quota(nil)
 	resetStats(t, adm)
 	for range 10 { // 10 s

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
@@ -88,7 +89,7 @@ const (
 
 func (cfg fleetSim) run(t testing.TB, c *redis.Client) fleetResult {
 	t.Helper()
-	clock := newFakeClock()
+	clock := faketime.New()
 	origin := clock.Now()
 	now := time.Duration(0)
 	clockAt := func() time.Time { return origin.Add(now) }
