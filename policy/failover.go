@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -34,6 +35,10 @@ const (
 
 var locationModeNames = [...]string{"PrimaryThenSecondary", "PrimaryOnly", "SecondaryOnly", "SecondaryThenPrimary"}
 
+// wantLocationMode lists the location modes, for ParseLocationMode's error
+// and Load's.
+var wantLocationMode = "one of " + strings.Join(locationModeNames[:], ", ")
+
 // String returns the mode's name, as Azure spells it.
 func (m LocationMode) String() string {
 	if m >= 0 && int(m) < len(locationModeNames) {
@@ -42,19 +47,23 @@ func (m LocationMode) String() string {
 	return fmt.Sprintf("LocationMode(%d)", int(m))
 }
 
-// ParseLocationMode returns the mode named s, in any case.
+// ParseLocationMode returns the mode named s, in any case, as String
+// spells it. For any other s it returns PrimaryThenSecondary and an error
+// that lists the names.
 func ParseLocationMode(s string) (LocationMode, error) {
 	for i, n := range locationModeNames {
 		if strings.EqualFold(s, n) {
 			return LocationMode(i), nil
 		}
 	}
-	return 0, fmt.Errorf("policy: unknown location mode %q; want one of %s", s, strings.Join(locationModeNames[:], ", "))
+	return 0, fmt.Errorf("policy: unknown location mode %q; want %s", s, wantLocationMode)
 }
 
 // An Endpoint is where failover may send an attempt instead of the request
 // URL's own host: a host, with its port if it has one, and a scheme when it
-// is to change too.
+// is to change too. ParseEndpoint makes one from an entry of
+// Policy.Endpoints; the zero Endpoint names no host and is never returned
+// without an error.
 type Endpoint struct {
 	Scheme string // "http" or "https"; empty keeps the request's
 	Host   string // host or host:port, as in url.URL.Host
@@ -62,7 +71,9 @@ type Endpoint struct {
 
 // ParseEndpoint parses an alternate endpoint as Policy.Endpoints holds it:
 // "host", "host:port" or "scheme://host[:port]", with scheme http or
-// https and no path, query or user information.
+// https (in any case; it is returned in lower case), a port 0..65535, at
+// most a trailing "/", and no path, query or user information. For any
+// other s it returns the zero Endpoint and an error that quotes s.
 func ParseEndpoint(s string) (Endpoint, error) {
 	raw := s
 	var e Endpoint
@@ -113,10 +124,5 @@ func (p *Policy) MayFailOver(req *http.Request) bool {
 	if m == "" {
 		m = http.MethodGet
 	}
-	for _, x := range ms {
-		if x == m {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(ms, m)
 }

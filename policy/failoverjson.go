@@ -1,9 +1,6 @@
 package policy
 
-import (
-	"encoding/json"
-	"strings"
-)
+import "encoding/json"
 
 // This file maps Endpoints, LocationMode, FailoverMethods and Hedge to the
 // endpoints, locationMode, failoverMethods and hedge members of the JSON
@@ -16,9 +13,6 @@ const (
 	wantQuantile  = "a number 0 <= q < 1 (0: delay alone)"
 	wantMaxHedges = "an integer >= 1, or 0 for 1"
 )
-
-// wantLocationMode lists the location modes, as Load's documentation does.
-var wantLocationMode = "one of " + strings.Join(locationModeNames[:], ", ")
 
 // endpoints decodes a list of alternate endpoints, each checked with
 // ParseEndpoint and kept as written. An empty list gives an empty, non-nil

@@ -42,7 +42,8 @@ type Hedge struct {
 // Quantile.
 func (h Hedge) Enabled() bool { return h.Delay > 0 || h.Quantile > 0 }
 
-// Copies returns how many copies h may send beside each attempt.
+// Copies returns how many copies h may send beside each attempt:
+// MaxHedges, or 1 when MaxHedges is zero or negative.
 func (h Hedge) Copies() int {
 	if h.MaxHedges <= 0 {
 		return 1
@@ -56,7 +57,7 @@ func (h Hedge) validate() []error {
 	if h.Delay < 0 {
 		errs = append(errs, fmt.Errorf("policy: Hedge.Delay = %v; want >= 0 (0: none)", h.Delay))
 	}
-	if h.Quantile < 0 || h.Quantile >= 1 || h.Quantile != h.Quantile {
+	if !below1(h.Quantile) { // NaN included
 		errs = append(errs, fmt.Errorf("policy: Hedge.Quantile = %v; want 0 <= q < 1 (0: Delay alone)", h.Quantile))
 	}
 	if h.MinDelay < 0 {

@@ -43,10 +43,11 @@ func (p Penalty) Period() time.Duration {
 	return p.Delay
 }
 
-// Signals reports whether resp, the response of an attempt that will be
-// retried, starts p: its status is one of Statuses, or its error code one
-// of Codes. It reads at most classify.MaxPeek bytes of the body, and
-// leaves the body readable from its start.
+// Signals reports whether resp, an attempt's response, retried or not,
+// starts p: p is Enabled and resp's status is one of Statuses, or its
+// error code one of Codes. A nil resp signals nothing. It reads the body
+// only when p has Codes, at most classify.MaxPeek bytes of it, and leaves
+// the body readable from its start.
 func (p Penalty) Signals(resp *http.Response) bool {
 	if resp == nil || !p.Enabled() {
 		return false

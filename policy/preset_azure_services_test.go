@@ -143,6 +143,23 @@ func TestAzureSearchKeepsThrottlingCodes(t *testing.T) {
 	}
 }
 
+// Service Bus turns a request away with ServerBusy without acting on it,
+// so the preset makes that an unprocessed Throttle, after which even a send
+// (a POST) is retried; classify.Standard alone would make a 503 Transient
+// and a 400 Fatal.
+func TestAzureServiceBusServerBusyIsUnprocessedThrottle(t *testing.T) {
+	c := policy.AzureServiceBus().WithDefaults().Classify
+	for _, status := range []int{400, 503} {
+		for _, body := range []string{`{"code": "ServerBusy"}`, `<Error><Code>ServerBusy</Code></Error>`} {
+			req, resp := newResp(t, status, body)
+			req.Method = http.MethodPost
+			if got := c(req, resp, nil); got.Kind != classify.Throttle || !got.Unprocessed {
+				t.Errorf("AzureServiceBus().Classify(POST, %d, %q) = %+v; want an unprocessed Throttle", status, body, got)
+			}
+		}
+	}
+}
+
 func TestAzureServiceBusPenaltySignals(t *testing.T) {
 	p := policy.AzureServiceBus().Penalty
 	tests := []struct {

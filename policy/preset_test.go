@@ -1,7 +1,6 @@
 package policy_test
 
 import (
-	"bytes"
 	"errors"
 	"math"
 	"strings"
@@ -91,7 +90,7 @@ var presetWants = []struct {
 		MaxDelay:     60 * time.Second,
 		MaxTotalTime: 60 * time.Second,
 	}},
-	// The Classify of the last three is checked in preset_azure_services_test.go.
+	// The Classify of these four is checked in preset_azure_services_test.go.
 	{"azure-cosmos-db", policy.AzureCosmosDB, policy.Policy{
 		MaxAttempts:  10,
 		Backoff:      backoff.Constant{Interval: 5 * time.Second},
@@ -211,11 +210,7 @@ func TestPresetDelays(t *testing.T) {
 		{"azure-background", withRand(policy.AzureBackground().Backoff, half), []time.Duration{0, 2 * time.Second, 6 * time.Second, 14 * time.Second, 30 * time.Second}},
 	}
 	for _, tt := range tests {
-		var got []time.Duration
-		for n := 1; n <= len(tt.want); n++ {
-			got = append(got, tt.s.Delay(n))
-		}
-		if diff := cmp.Diff(tt.want, got); diff != "" {
+		if diff := cmp.Diff(tt.want, delays(tt.s, len(tt.want))); diff != "" {
 			t.Errorf("%s: delays of retries 1..%d mismatch (-want +got):\n%s", tt.name, len(tt.want), diff)
 		}
 	}
@@ -325,31 +320,5 @@ func TestKotlinAdaptiveReturnsFreshLimiter(t *testing.T) {
 	a.Limiter.(*ratelimit.Adaptive).MinFillRate = 5
 	if c, _ := policy.Preset("kotlin-adaptive"); c.Limiter.(*ratelimit.Adaptive).MinFillRate != 1 || c.Limiter == a.Limiter {
 		t.Errorf("Preset(kotlin-adaptive).Limiter after changing an earlier one = %+v; want a new limiter with MinFillRate 1", c.Limiter)
-	}
-}
-
-// TestDataPresetsRoundTripJSON checks that the new presets without a func
-// field come back from their JSON whole: Policy.MarshalJSON, then Load.
-// The presets with a Classify of their own (azure-cosmos-db, azure-search,
-// azure-active-directory) cannot be written, as MarshalJSON documents.
-func TestDataPresetsRoundTripJSON(t *testing.T) {
-	for _, name := range []string{"kotlin-standard", "kotlin-adaptive"} {
-		p, err := policy.Preset(name)
-		if err != nil {
-			t.Fatalf("Preset(%q) error = %v", name, err)
-		}
-		b, err := p.MarshalJSON()
-		if err != nil {
-			t.Errorf("Preset(%q).MarshalJSON() error = %v; want nil", name, err)
-			continue
-		}
-		got, err := policy.Load(bytes.NewReader(b))
-		if err != nil {
-			t.Errorf("Load(%s) error = %v; want nil", b, err)
-			continue
-		}
-		if diff := cmp.Diff(p, got, policyOpts); diff != "" {
-			t.Errorf("Load(MarshalJSON(%s)) mismatch (-want +got):\n%s", name, diff)
-		}
 	}
 }

@@ -52,14 +52,14 @@ func (v value) retryQuota() ratelimit.RetryQuota {
 // quotaFields are the members of a quota object of type quota, stored in q.
 func quotaFields(q *ratelimit.Quota) []field {
 	return []field{
-		{"capacity", func(v value) { q.Capacity = v.count(wantCount) }},
-		{"retryCost", func(v value) { q.RetryCost = v.count(wantCount) }},
-		{"timeoutCost", func(v value) { q.TimeoutCost = v.count(wantCount) }},
-		{"throttleCost", func(v value) { q.ThrottleCost = v.count(wantCount) }},
-		{"successIncrement", func(v value) { q.SuccessIncrement = v.count(wantCount) }},
+		{"capacity", setCount(&q.Capacity)},
+		{"retryCost", setCount(&q.RetryCost)},
+		{"timeoutCost", setCount(&q.TimeoutCost)},
+		{"throttleCost", setCount(&q.ThrottleCost)},
+		{"successIncrement", setCount(&q.SuccessIncrement)},
 		{"refillPerSecond", func(v value) { q.RefillPerSecond = v.float(nonNegative, "a number >= 0 (0: no refill)") }},
-		{"wait", func(v value) { q.Wait = v.bool() }},
-		{"maxScopes", func(v value) { q.MaxScopes = v.count(wantCount) }},
+		{"wait", setBool(&q.Wait)},
+		{"maxScopes", setCount(&q.MaxScopes)},
 	}
 }
 
@@ -77,8 +77,8 @@ func budgetFields(b *ratelimit.Budget) []field {
 	return []field{
 		{"ratio", func(v value) { b.Ratio = v.float(finite, "a number (0: the default; < 0: none)") }},
 		{"minPerSecond", func(v value) { b.MinPerSecond = v.float(finite, "a number (0: the default; < 0: no floor)") }},
-		{"window", func(v value) { b.Window = v.duration() }},
-		{"maxScopes", func(v value) { b.MaxScopes = v.count(wantCount) }},
+		{"window", setDuration(&b.Window)},
+		{"maxScopes", setCount(&b.MaxScopes)},
 	}
 }
 
@@ -91,10 +91,10 @@ func (v value) limiter() *ratelimit.Adaptive {
 		field{"smoothing", func(v value) { a.Smoothing = v.float(unit, "a number 0..1 (0: the default)") }},
 		field{"minFillRate", func(v value) { a.MinFillRate = v.float(nonNegative, "a number >= 0 (0: the default)") }},
 		field{"additive", func(v value) { a.Additive = v.float(nonNegative, "a number >= 0 (0: none)") }},
-		field{"reference", func(v value) { a.Reference = v.bool() }},
-		field{"failFast", func(v value) { a.FailFast = v.bool() }},
-		field{"maxWait", func(v value) { a.MaxWait = v.duration() }},
-		field{"maxScopes", func(v value) { a.MaxScopes = v.count(wantCount) }},
+		field{"reference", setBool(&a.Reference)},
+		field{"failFast", setBool(&a.FailFast)},
+		field{"maxWait", setDuration(&a.MaxWait)},
+		field{"maxScopes", setCount(&a.MaxScopes)},
 	)
 	return a
 }
@@ -104,10 +104,10 @@ func (v value) rateLimit() *ratelimit.Fixed {
 	f := new(ratelimit.Fixed)
 	v.d.object(v.path, v.raw, "a rateLimit object",
 		field{"rate", func(v value) { f.Rate = v.float(nonNegative, "a number >= 0 (0: no limit)") }},
-		field{"burst", func(v value) { f.Burst = v.count(wantCount) }},
-		field{"failFast", func(v value) { f.FailFast = v.bool() }},
-		field{"maxWait", func(v value) { f.MaxWait = v.duration() }},
-		field{"maxScopes", func(v value) { f.MaxScopes = v.count(wantCount) }},
+		field{"burst", setCount(&f.Burst)},
+		field{"failFast", setBool(&f.FailFast)},
+		field{"maxWait", setDuration(&f.MaxWait)},
+		field{"maxScopes", setCount(&f.MaxScopes)},
 	)
 	return f
 }
@@ -134,15 +134,24 @@ func (e *encoder) quota(path string, rq ratelimit.RetryQuota) []byte {
 	return []byte("null")
 }
 
-// budget encodes rq as a budget object, the inverse of value.budget.
-func (e *encoder) budget(path string, rq ratelimit.RetryQuota) []byte {
-	b, ok := rq.(*ratelimit.Budget)
+// only returns x as a *T, the one type with a JSON form at path. For
+// anything else, a nil *T included, it reports why x cannot be written and
+// returns nil.
+func only[T any](e *encoder, path string, x any) *T {
+	p, ok := x.(*T)
 	switch {
 	case !ok:
-		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Budget has a JSON form", rq))
-		return []byte("null")
-	case b == nil:
-		e.fail(path, "it is a nil *ratelimit.Budget")
+		e.fail(path, fmt.Sprintf("it is a %T; only a %T has a JSON form", x, p))
+	case p == nil:
+		e.fail(path, fmt.Sprintf("it is a nil %T", p))
+	}
+	return p
+}
+
+// budget encodes rq as a budget object, the inverse of value.budget.
+func (e *encoder) budget(path string, rq ratelimit.RetryQuota) []byte {
+	b := only[ratelimit.Budget](e, path, rq)
+	if b == nil {
 		return []byte("null")
 	}
 	return e.budgetObject(path, b, false)
@@ -177,15 +186,10 @@ func (e *encoder) quotaObject(path string, q *ratelimit.Quota) []byte {
 	return o.bytes()
 }
 
-// limiter encodes a as a limiter object, the inverse of value.limiter.
+// limiter encodes l as a limiter object, the inverse of value.limiter.
 func (e *encoder) limiter(path string, l ratelimit.Limiter) []byte {
-	a, ok := l.(*ratelimit.Adaptive)
-	switch {
-	case !ok:
-		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Adaptive has a JSON form", l))
-		return []byte("null")
-	case a == nil:
-		e.fail(path, "it is a nil *ratelimit.Adaptive")
+	a := only[ratelimit.Adaptive](e, path, l)
+	if a == nil {
 		return []byte("null")
 	}
 	o := e.object(path)
@@ -202,16 +206,11 @@ func (e *encoder) limiter(path string, l ratelimit.Limiter) []byte {
 	return o.bytes()
 }
 
-// rateLimit encodes f as a rateLimit object, the inverse of
+// rateLimit encodes l as a rateLimit object, the inverse of
 // value.rateLimit.
 func (e *encoder) rateLimit(path string, l ratelimit.Limiter) []byte {
-	f, ok := l.(*ratelimit.Fixed)
-	switch {
-	case !ok:
-		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Fixed has a JSON form", l))
-		return []byte("null")
-	case f == nil:
-		e.fail(path, "it is a nil *ratelimit.Fixed")
+	f := only[ratelimit.Fixed](e, path, l)
+	if f == nil {
 		return []byte("null")
 	}
 	o := e.object(path)
