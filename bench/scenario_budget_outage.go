@@ -132,18 +132,19 @@ func runBudgetOutage(w io.Writer, cfg config, _ []contender) {
 	var info []string
 	for i, bp := range bps {
 		r := runs[i]
+		ws := windows(r.bins, nw)
 		binMax, binAt := maxRatio(r.bins)
-		winMax, winAt := maxRatio(windows(r.bins, nw))
+		winMax, winAt := maxRatio(ws)
 		t.add(bp.name, fmt.Sprint(r.requests), ratio(float64(r.attempts)/float64(r.requests)),
 			ratio(r.bins[0].ratio()), ratio(binMax), ratio(winMax), count(r.attempts-r.requests), secs(r.elapsed))
 		at := func(k int) string { return secs(time.Duration(k) * budgetBin) }
 		if bp.budget {
-			worst := windows(r.bins, nw)[winAt]
+			worst := ws[winAt]
 			goals = append(goals, goal{float64(worst.attempts) <= budgetLimit*float64(worst.requests)+budgetEdge,
 				fmt.Sprintf("%s: amplification at most %.1f in every %v window of the run, to within %d attempt at its edge: worst %.3f (%d attempts / %d requests, window from %s)",
 					bp.name, budgetLimit, budgetWindow, budgetEdge, winMax, worst.attempts, worst.requests, at(winAt))})
 		}
-		aligned, _ := maxRatio(everyNth(windows(r.bins, nw), nw))
+		aligned, _ := maxRatio(everyNth(ws, nw))
 		info = append(info, fmt.Sprintf("- for information, %s: worst %v bin %.3f (%d attempts / %d requests, at %s); "+
 			"worst window aligned to the Budget's 1 s slices (from 0 s, 1 s, ...) %.3f; bins %s",
 			bp.name, budgetBin, binMax, r.bins[binAt].attempts, r.bins[binAt].requests, at(binAt), aligned, binRatios(r.bins)))
@@ -178,7 +179,7 @@ func binRatios(bins []amplified) string {
 
 // budgetOutage runs one policy through the outage once.
 func budgetOutage(cfg config, bp budgetPolicy) budgetRun {
-	nbins := int((cfg.budgetFor + budgetBin - 1) / budgetBin)
+	nbins := binCount(cfg.budgetFor, budgetBin)
 	attempts := make([]atomic.Int64, nbins)
 	var start time.Time // set before the first request
 	binOf := func(t time.Time) int { return min(max(int(t.Sub(start)/budgetBin), 0), nbins-1) }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -31,13 +32,25 @@ func TestAmplificationWindows(t *testing.T) {
 }
 
 // TestRunOpenLoop checks that the open loop runs every request once, none
-// before its time, while the earlier ones are still running.
+// before its time, without waiting for the earlier ones to end, and never
+// more than inFlight at once.
 func TestRunOpenLoop(t *testing.T) {
 	start := time.Now()
-	const rate, n = 200, 40
-	outs := runOpenLoop(start, rate, n*time.Second/rate, 4, func(_ context.Context, i int) outcome {
+	const rate, n, inFlight = 200, 40, 4
+	var mu sync.Mutex
+	running, peak := 0, 0 // requests in do now, and at most
+	outs := runOpenLoop(start, rate, n*time.Second/rate, inFlight, func(_ context.Context, i int) outcome {
 		o := outcome{start: time.Now()}
-		time.Sleep(10 * time.Millisecond) // longer than the 5 ms between starts
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		mu.Unlock()
+		// Eight starts' time (5 ms apart): unbounded, about eight would
+		// run at once.
+		time.Sleep(40 * time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
 		o.end = time.Now()
 		o.status = 200 + i
 		return o
@@ -52,5 +65,9 @@ func TestRunOpenLoop(t *testing.T) {
 		if due := start.Add(time.Duration(i) * time.Second / rate); o.start.Before(due) {
 			t.Errorf("runOpenLoop: request %d started %v before its time", i, due.Sub(o.start))
 		}
+	}
+	if peak < 2 || peak > inFlight {
+		t.Errorf("runOpenLoop(%d/s, inFlight %d): at most %d requests ran at once; want 2 to %d (each starts while earlier ones run, up to inFlight)",
+			rate, inFlight, peak, inFlight)
 	}
 }

@@ -65,7 +65,7 @@ func runFailover(w io.Writer, cfg config, _ []contender) {
 		notes: []string{fmt.Sprintf("Each row is retrytransport standard with Endpoints: the secondary's host, and the LocationMode named; "+
 			"FailoverMethods is nil (GET and HEAD). PUTs and POSTs carry a body. attempts/read: from retrytransport.ResponseAttempts, "+
 			"mean and most. Server counts are reads / writes received. %d reads are more than one 500-token bucket pays retries for (100). "+
-			"No peer library fails over to another host, so there are no peer rows.", countReads(cfg.failoverRequests)), waitsNote},
+			"No peer library fails over to another host, so there are no peer rows.", runs[0].reads), waitsNote},
 		cols: []string{"mode", "reads", "reads 200", "attempts/read", "most", "writes", "writes 200", "primary", "secondary", "time"},
 	}
 	var goals []goal
@@ -82,17 +82,6 @@ func runFailover(w io.Writer, cfg config, _ []contender) {
 	}
 	t.write(w)
 	writeGoals(w, goals)
-}
-
-// countReads returns how many of n requests of the mix are reads.
-func countReads(n int) int {
-	reads := 0
-	for i := range n {
-		if failoverMethods[i%len(failoverMethods)] == http.MethodGet {
-			reads++
-		}
-	}
-	return reads
 }
 
 // failover runs the mix once through a policy in mode m.

@@ -145,7 +145,8 @@ func runHedge(w io.Writer, cfg config, _ []contender) {
 // p99 is at most a fifth of our standard mode's in the same run, and that
 // it added at most 10 % to the server's load.
 func hedgeGoals(hcs []hedgeContender, runs [][]hedgeRun) []goal {
-	base := slices.IndexFunc(hcs, func(hc hedgeContender) bool { return hc.name == contenders()[1].name })
+	standard := contenders()[1].name
+	base := slices.IndexFunc(hcs, func(hc hedgeContender) bool { return hc.name == standard })
 	var goals []goal
 	for i, hc := range hcs {
 		if !hc.goals {

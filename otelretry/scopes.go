@@ -25,12 +25,42 @@ const (
 	hedgesMetric        = "retrytransport.hedges"
 )
 
+// scopeCounters are the per-scope counters: each instrument's name, unit
+// and description, and the field of ScopeStats it reports. A counter added
+// here is registered, observed and summed under otherScope with the others.
+var scopeCounters = [...]struct {
+	name, unit, description string
+	value                   func(retrytransport.ScopeStats) uint64
+}{
+	{throttlesMetric, "{attempt}", "Attempts the server throttled (429, 503 Slow Down, a throttling error code).",
+		func(st retrytransport.ScopeStats) uint64 { return st.Throttles }},
+	{quotaRefusalsMetric, "{retry}", "Retries the retry quota refused: the circuit breaker was open.",
+		func(st retrytransport.ScopeStats) uint64 { return st.QuotaRefusals }},
+	{rateLimitedMetric, "{attempt}", "Attempts a client-side rate limiter refused to wait for.",
+		func(st retrytransport.ScopeStats) uint64 { return st.RateLimited }},
+	{fallbacksMetric, "{decision}", "Decisions of the scope's retry quota and rate limiters made from the process's own state because the store they share with other processes (Redis) did not answer in time.",
+		func(st retrytransport.ScopeStats) uint64 { return st.Fallbacks }},
+	{hedgesMetric, "{attempt}", "Copies of slow attempts sent beside them (hedged requests).",
+		func(st retrytransport.ScopeStats) uint64 { return st.Hedges }},
+}
+
+// counts are one scope's counters, in the order of scopeCounters.
+type counts [len(scopeCounters)]uint64
+
+// countsOf returns st's counters.
+func countsOf(st retrytransport.ScopeStats) counts {
+	var c counts
+	for i, sc := range scopeCounters {
+		c[i] = sc.value(st)
+	}
+	return c
+}
+
 // scopeInstruments are read from Transport.Snapshot when the meter
 // collects, so requests pay nothing for them.
 type scopeInstruments struct {
-	throttles, quotaRefusals, rateLimited metric.Int64ObservableCounter
-	fallbacks, hedges                     metric.Int64ObservableCounter
-	quota, fill, measured                 metric.Float64ObservableGauge
+	counters              [len(scopeCounters)]metric.Int64ObservableCounter
+	quota, fill, measured metric.Float64ObservableGauge
 }
 
 // observeScopes reports t's per-scope statistics at each collection, for
@@ -38,36 +68,30 @@ type scopeInstruments struct {
 // unregistered once t is collected.
 func (m *metrics) observeScopes(t *retrytransport.Transport) {
 	var s scopeInstruments
-	var errs [8]error
-	s.throttles, errs[0] = m.meter.Int64ObservableCounter(throttlesMetric,
-		metric.WithUnit("{attempt}"),
-		metric.WithDescription("Attempts the server throttled (429, 503 Slow Down, a throttling error code)."))
-	s.quotaRefusals, errs[1] = m.meter.Int64ObservableCounter(quotaRefusalsMetric,
-		metric.WithUnit("{retry}"),
-		metric.WithDescription("Retries the retry quota refused: the circuit breaker was open."))
-	s.rateLimited, errs[2] = m.meter.Int64ObservableCounter(rateLimitedMetric,
-		metric.WithUnit("{attempt}"),
-		metric.WithDescription("Attempts a client-side rate limiter refused to wait for."))
-	s.quota, errs[3] = m.meter.Float64ObservableGauge(quotaLevelMetric,
+	var errs [len(scopeCounters) + 3]error
+	for i, sc := range scopeCounters {
+		s.counters[i], errs[i] = m.meter.Int64ObservableCounter(sc.name,
+			metric.WithUnit(sc.unit), metric.WithDescription(sc.description))
+	}
+	gaugeErrs := errs[len(scopeCounters):]
+	s.quota, gaugeErrs[0] = m.meter.Float64ObservableGauge(quotaLevelMetric,
 		metric.WithUnit("{token}"),
 		metric.WithDescription("Tokens left in the scope's retry quota."))
-	s.fill, errs[4] = m.meter.Float64ObservableGauge(fillRateMetric,
+	s.fill, gaugeErrs[1] = m.meter.Float64ObservableGauge(fillRateMetric,
 		metric.WithUnit("{request}/s"),
 		metric.WithDescription("The adaptive limiter's send rate, once a throttle made it limit the scope."))
-	s.measured, errs[5] = m.meter.Float64ObservableGauge(measuredRateMetric,
+	s.measured, gaugeErrs[2] = m.meter.Float64ObservableGauge(measuredRateMetric,
 		metric.WithUnit("{request}/s"),
 		metric.WithDescription("The adaptive limiter's smoothed measure of the scope's response rate."))
-	s.fallbacks, errs[6] = m.meter.Int64ObservableCounter(fallbacksMetric,
-		metric.WithUnit("{decision}"),
-		metric.WithDescription("Decisions of the scope's retry quota and rate limiters made from the process's own state because the store they share with other processes (Redis) did not answer in time."))
-	s.hedges, errs[7] = m.meter.Int64ObservableCounter(hedgesMetric,
-		metric.WithUnit("{attempt}"),
-		metric.WithDescription("Copies of slow attempts sent beside them (hedged requests)."))
 	for _, err := range errs {
 		if err != nil {
 			otel.Handle(err)
 			return
 		}
+	}
+	instruments := []metric.Observable{s.quota, s.fill, s.measured}
+	for _, c := range s.counters {
+		instruments = append(instruments, c)
 	}
 	wt := weak.Make(t)
 	reg, err := m.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
@@ -75,7 +99,7 @@ func (m *metrics) observeScopes(t *retrytransport.Transport) {
 			m.observe(o, &s, t.Snapshot())
 		}
 		return nil
-	}, s.throttles, s.quotaRefusals, s.rateLimited, s.fallbacks, s.hedges, s.quota, s.fill, s.measured)
+	}, instruments...)
 	if err != nil {
 		otel.Handle(err)
 		return
@@ -95,7 +119,7 @@ func (m *metrics) observe(o metric.Observer, s *scopeInstruments, stats []retryt
 			continue
 		}
 		opt := metric.WithAttributeSet(attribute.NewSet(scopeKey.String(st.Scope)))
-		observeCounters(o, s, st, opt)
+		observeCounters(o, s, countsOf(st), opt)
 		if st.Quota >= 0 {
 			o.ObserveFloat64(s.quota, st.Quota, opt)
 		}
@@ -118,25 +142,24 @@ func (m *metrics) observe(o metric.Observer, s *scopeInstruments, stats []retryt
 // collection instead, and a scope that is gone is forgotten.
 type otherCounts struct {
 	mu    sync.Mutex
-	last  map[string]retrytransport.ScopeStats // the custom scopes of the last collection
-	total retrytransport.ScopeStats
+	last  map[string]counts // the custom scopes of the last collection
+	total counts
 	seen  bool // a custom scope was ever seen: the series exists
 }
 
 // add takes the custom scopes of a new snapshot into the totals, and
 // returns them, with false while no custom scope was ever seen.
-func (oc *otherCounts) add(custom []retrytransport.ScopeStats) (retrytransport.ScopeStats, bool) {
+func (oc *otherCounts) add(custom []retrytransport.ScopeStats) (counts, bool) {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	next := make(map[string]retrytransport.ScopeStats, len(custom))
+	next := make(map[string]counts, len(custom))
 	for _, st := range custom {
 		prev := oc.last[st.Scope] // zero for a scope new, or evicted and seen again
-		oc.total.Throttles += increase(prev.Throttles, st.Throttles)
-		oc.total.QuotaRefusals += increase(prev.QuotaRefusals, st.QuotaRefusals)
-		oc.total.RateLimited += increase(prev.RateLimited, st.RateLimited)
-		oc.total.Fallbacks += increase(prev.Fallbacks, st.Fallbacks)
-		oc.total.Hedges += increase(prev.Hedges, st.Hedges)
-		next[st.Scope] = st
+		cur := countsOf(st)
+		for i := range cur {
+			oc.total[i] += increase(prev[i], cur[i])
+		}
+		next[st.Scope] = cur
 	}
 	oc.last = next
 	oc.seen = oc.seen || len(custom) > 0
@@ -153,10 +176,9 @@ func increase(prev, cur uint64) uint64 {
 	return cur - prev
 }
 
-func observeCounters(o metric.Observer, s *scopeInstruments, st retrytransport.ScopeStats, opt metric.ObserveOption) {
-	o.ObserveInt64(s.throttles, int64(st.Throttles), opt)
-	o.ObserveInt64(s.quotaRefusals, int64(st.QuotaRefusals), opt)
-	o.ObserveInt64(s.rateLimited, int64(st.RateLimited), opt)
-	o.ObserveInt64(s.fallbacks, int64(st.Fallbacks), opt)
-	o.ObserveInt64(s.hedges, int64(st.Hedges), opt)
+// observeCounters reports one scope's counters c with the attributes of opt.
+func observeCounters(o metric.Observer, s *scopeInstruments, c counts, opt metric.ObserveOption) {
+	for i, n := range c {
+		o.ObserveInt64(s.counters[i], int64(n), opt)
+	}
 }
