@@ -2,7 +2,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test fmt-check vet lint race modules demo demo-fleet bench bench-fleet fuzz
+.PHONY: test deps fmt-check vet lint race modules demo demo-fleet bench bench-fleet fuzz
 
 # The repository's other modules, each with its own go.mod so that their
 # dependencies (OpenTelemetry, SDKs, Prometheus, peer libraries) stay out of
@@ -15,7 +15,24 @@ MODULES := otelretry redisretry examples/sdk examples/prometheus bench
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 STATICCHECK_CHECKS := inherit,ST1000,ST1003,ST1005,ST1016,ST1020,ST1021,ST1022
 
-test: fmt-check vet lint race modules
+test: deps fmt-check vet lint race modules
+
+# What the tests need that a fresh clone lacks: every module's dependencies
+# in the module cache (the docs' snippets are compiled offline, so nothing
+# may be left to download then), and redis-server on PATH for redisretry and
+# the bench, from Debian's package when it is missing. The package starts a
+# system service; the tests start their own servers, so it is stopped.
+deps:
+	@set -e; for m in . $(MODULES); do (cd $$m && $(GO) mod download); done
+	@if ! command -v redis-server >/dev/null; then \
+	  echo "installing redis-server (Debian package)"; \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $$sudo apt-get install -y -q redis-server >/dev/null 2>&1 || \
+	    { $$sudo apt-get update -q >/dev/null && $$sudo apt-get install -y -q redis-server >/dev/null; }; \
+	  $$sudo systemctl stop redis-server >/dev/null 2>&1 || $$sudo service redis-server stop >/dev/null 2>&1 || true; \
+	fi
+	@redis-server --version
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
