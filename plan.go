@@ -55,13 +55,17 @@ func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 	return nil
 }
 
-// addSaturating returns a + b for non-negative durations, or the longest
-// duration if that overflows.
+// addSaturating returns a + b, or the longest (shortest) duration if that
+// overflows.
 func addSaturating(a, b time.Duration) time.Duration {
-	if s := a + b; s >= a {
-		return s
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64
 	}
-	return math.MaxInt64
+	return s
 }
 
 // tooLate returns why a wait of d from now may not be started, or nil: it
@@ -71,7 +75,7 @@ func addSaturating(a, b time.Duration) time.Duration {
 // past MaxTotalWait (ErrBudget).
 func (c *call) tooLate(now time.Time, d time.Duration, retry bool) error {
 	p := &c.st.p
-	if p.MaxTotalWait > 0 && c.waited+d > p.MaxTotalWait {
+	if p.MaxTotalWait > 0 && addSaturating(c.waited, d) > p.MaxTotalWait {
 		return ErrBudget
 	}
 	end := now.Add(d)
@@ -313,7 +317,7 @@ func (c *call) waitPart(part, whole time.Duration) error {
 	if err := c.t.sleep(c.ctx, part); err != nil {
 		return err
 	}
-	c.waited += part
+	c.waited = addSaturating(c.waited, part)
 	return nil
 }
 

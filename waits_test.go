@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -266,4 +267,42 @@ func equalDurations(a, b []time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// A penalty long enough to saturate the wait is still held to
+// MaxTotalWait once the request has waited: the waits' sum does not wrap
+// around to pass the cap.
+func TestMaxTotalWaitCapsASaturatedWait(t *testing.T) {
+	srv, n := answering(t, func(k int, w http.ResponseWriter) {
+		switch k {
+		case 1:
+			w.WriteHeader(500) // no signal: the first retry waits its backoff
+		case 2:
+			w.WriteHeader(503) // signals the penalty
+		default:
+			w.WriteHeader(200)
+		}
+	})
+	p := policy.Policy{
+		MaxAttempts:  3,
+		Backoff:      backoff.Constant{Interval: time.Second},
+		MaxTotalWait: time.Minute,
+		Penalty:      policy.Penalty{Statuses: []int{503}, Delay: math.MaxInt64},
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	tr, clock, stop := waitsTransport(t, p)
+	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || n.Load() != 2 || !equalDurations(clock.Sleeps(), []time.Duration{time.Second}) {
+		t.Errorf("status %d after %d attempts, sleeps %v; want the 503 after 2 and sleeps [1s]: a 1s + %v wait passes the 1 min MaxTotalWait",
+			resp.StatusCode, n.Load(), clock.Sleeps(), time.Duration(math.MaxInt64))
+	}
+	if !errors.Is(stop(), retrytransport.ErrBudget) {
+		t.Errorf("stop = %v; want ErrBudget", stop())
+	}
 }
