@@ -35,7 +35,7 @@ func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 	if !ok {
 		return ratelimit.ErrQuotaExceeded
 	}
-	c.paid, delay = pd, delay+wait
+	c.paid, delay = pd, addSaturating(delay, wait)
 	// Wait mode: a bucket that refills too slowly for a retry within
 	// MaxDelay refuses, as waiting longer would break the policy's cap.
 	// (The delay alone is within MaxDelay.)
@@ -129,7 +129,8 @@ type paid struct{ cost, budget int }
 // pay takes from the retry quotas what a retry after an outcome of kind k
 // costs: Quota's cost in qscope, unless charge is false, and Budget's in
 // home, the request's own scope. It returns what was paid and the longest
-// wait the quotas ask for; with ok false, nothing is kept.
+// wait the quotas ask for (their refills run at the same time; a negative
+// wait counts as none); with ok false, nothing is kept.
 func (st *hostState) pay(k classify.Kind, qscope, home string, charge bool) (pd paid, wait time.Duration, ok bool) {
 	if st.quota != nil && charge {
 		if pd.cost, wait, ok = st.quota.Acquire(qscope, k); !ok {
@@ -142,9 +143,9 @@ func (st *hostState) pay(k classify.Kind, qscope, home string, charge bool) (pd 
 			st.giveBack(&pd, qscope, home)
 			return paid{}, 0, false
 		}
-		pd.budget, wait = cost, wait+w
+		pd.budget, wait = cost, max(wait, w)
 	}
-	return pd, wait, true
+	return pd, max(wait, 0), true
 }
 
 // refund refunds pd, paid in qscope and home, for a retry or hedge that

@@ -17,6 +17,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // answering returns a 127.0.0.1 server that answers request n (1-based)
@@ -304,5 +305,47 @@ func TestMaxTotalWaitCapsASaturatedWait(t *testing.T) {
 	}
 	if !errors.Is(stop(), retrytransport.ErrBudget) {
 		t.Errorf("stop = %v; want ErrBudget", stop())
+	}
+}
+
+// A quota in Wait mode whose refill would take longer than a Duration
+// holds is refused as too slow, like any refill past MaxDelay: the
+// backoff plus that wait does not wrap around to a negative wait that is
+// sent at once.
+func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
+	srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(503) })
+	var delays []time.Duration
+	p := policy.Policy{
+		MaxAttempts: 3,
+		Backoff:     backoff.Constant{Interval: time.Second},
+		Quota:       &ratelimit.Quota{Capacity: 5, RetryCost: 5, Wait: true, RefillPerSecond: 1e-300},
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	clock := faketime.NewAt(time.Now())
+	var stop error
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
+		retrytransport.WithObserver(func(ev retrytransport.Event) {
+			if ev.Final {
+				stop = ev.Stop
+			} else {
+				delays = append(delays, ev.Delay)
+			}
+		}))
+	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// The first retry empties the bucket; the second would wait for 5
+	// tokens at 1e-300 a second.
+	if n.Load() != 2 || !equalDurations(delays, []time.Duration{time.Second}) {
+		t.Errorf("%d attempts, retry delays %v; want 2 attempts and delays [1s]", n.Load(), delays)
+	}
+	if !errors.Is(stop, ratelimit.ErrQuotaExceeded) {
+		t.Errorf("stop = %v; want ErrQuotaExceeded", stop)
 	}
 }
