@@ -20,11 +20,16 @@ import (
 // or the wait would end past the context's deadline or the policy's
 // MaxTotalTime (less its TerminationBuffer), or take the request's waits
 // past MaxTotalWait. The penalty of the scope the retry goes to
-// (Policy.Penalty) adds to the wait.
+// (Policy.Penalty) adds to the wait. A server's delay binds only a retry
+// that goes back to the endpoint that asked for it (see backToSender); a
+// retry that fails over to another endpoint waits its backoff.
 func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 	st := c.st
 	p := &st.p
 	now := c.t.now()
+	if !c.backToSender() {
+		resp = nil // its delay headers speak for an endpoint the retry does not go to
+	}
 	delay, server := st.delay(ev.Attempt, ev.Outcome.Kind, resp, now)
 	ev.ServerDelay = server
 	if server && delay > p.MaxDelay {
@@ -53,6 +58,13 @@ func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 	ev.Delay = delay
 	ev.Quota = st.quotaLevel(c.quotaScope())
 	return nil
+}
+
+// backToSender reports whether the retry goes to the endpoint whose answer
+// it follows (an attempt's or a hedge's): always, but for a request that
+// fails over, once c.moveOn has pointed it at another endpoint.
+func (c *call) backToSender() bool {
+	return c.route == nil || c.route.sentTo == c.route.current()
 }
 
 // addSaturating returns a + b, or the longest (shortest) duration if that

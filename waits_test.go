@@ -349,3 +349,63 @@ func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
 		t.Errorf("stop = %v; want ErrQuotaExceeded", stop)
 	}
 }
+
+// A server's delay binds only the retries that go back to the endpoint
+// that asked for it. A retry that fails over to another endpoint waits its
+// backoff, and a delay above MaxDelay stops the request (ErrServerDelay)
+// only when the retry would go back to the server that asked for it.
+func TestServerDelayBindsOnlyRetriesToTheEndpointThatAsked(t *testing.T) {
+	asking := func(secs string) func(int, http.ResponseWriter) {
+		return func(_ int, w http.ResponseWriter) {
+			w.Header().Set("Retry-After", secs)
+			w.WriteHeader(429)
+		}
+	}
+	failing := func(_ int, w http.ResponseWriter) { w.WriteHeader(503) }
+	ok := func(_ int, w http.ResponseWriter) { w.WriteHeader(200) }
+	for _, tc := range []struct {
+		name               string
+		primary, secondary func(int, http.ResponseWriter)
+		mode               policy.LocationMode
+		status             int // of the response the caller gets
+		attempts           int64
+		sleeps             []time.Duration
+		stop               error
+	}{
+		// The primary asks for an hour; the retry goes to the secondary.
+		{"PrimaryAsksPastMaxDelay", asking("3600"), ok, policy.PrimaryThenSecondary, 200, 2, []time.Duration{time.Second}, nil},
+		// The primary asks for 5 s; the secondary need not wait for it.
+		{"PrimaryAsksWithinMaxDelay", asking("5"), ok, policy.PrimaryThenSecondary, 200, 2, []time.Duration{time.Second}, nil},
+		// The secondary asks for an hour; the next retry goes back to the
+		// primary, which asked for nothing, and the last attempt fails.
+		{"SecondaryAsksPastMaxDelay", failing, asking("3600"), policy.PrimaryThenSecondary, 503, 3, []time.Duration{time.Second, time.Second}, retrytransport.ErrExhausted},
+		// The only endpoint asks for an hour: its retry would go back to it.
+		{"SameEndpointAsksPastMaxDelay", failing, asking("3600"), policy.SecondaryOnly, 429, 1, nil, retrytransport.ErrServerDelay},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			primary, np := answering(t, tc.primary)
+			secondary, ns := answering(t, tc.secondary)
+			p := policy.Policy{
+				MaxAttempts:  3,
+				Backoff:      backoff.Constant{Interval: time.Second},
+				Endpoints:    []string{secondary.Listener.Addr().String()},
+				LocationMode: tc.mode,
+			}
+			tr, clock, stop := waitsTransport(t, p)
+			resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if n := np.Load() + ns.Load(); resp.StatusCode != tc.status || n != tc.attempts {
+				t.Errorf("status %d after %d attempts; want %d after %d", resp.StatusCode, n, tc.status, tc.attempts)
+			}
+			if got := clock.Sleeps(); !equalDurations(got, tc.sleeps) {
+				t.Errorf("sleeps %v; want %v", got, tc.sleeps)
+			}
+			if !errors.Is(stop(), tc.stop) || (tc.stop == nil) != (stop() == nil) {
+				t.Errorf("stop = %v; want %v", stop(), tc.stop)
+			}
+		})
+	}
+}
