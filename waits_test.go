@@ -409,3 +409,20 @@ func TestServerDelayBindsOnlyRetriesToTheEndpointThatAsked(t *testing.T) {
 		})
 	}
 }
+
+// A MaxHedges that bypasses Validate is held to policy.HedgeLimit: the
+// request is sent, not a race sized by the field.
+func TestHedgeCountBeyondTheLimitIsBounded(t *testing.T) {
+	srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(200) })
+	p := policy.Policy{Hedge: policy.Hedge{Delay: time.Hour, MaxHedges: math.MaxInt}}
+	never := func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() } // no hedge is due
+	client, _, _, _ := hedgeClient(t, p, never)
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || n.Load() != 1 {
+		t.Errorf("status %d after %d requests; want 200 after 1", resp.StatusCode, n.Load())
+	}
+}

@@ -34,21 +34,30 @@ type Hedge struct {
 	// Zero means none.
 	MinDelay time.Duration
 
-	// MaxHedges is the most copies sent beside each attempt. Zero means 1.
+	// MaxHedges is the most copies sent beside each attempt, at most
+	// HedgeLimit. Zero means 1; Validate rejects a negative value or one
+	// above HedgeLimit, and Copies treats them as 1 and HedgeLimit.
 	MaxHedges int
 }
+
+// HedgeLimit is the most copies a Hedge sends beside each attempt, five
+// copies in flight at once, as gRPC's hedging policy allows at most five
+// attempts (docs/hedging.md). More would multiply a slow server's load
+// rather than cut the tail.
+const HedgeLimit = 4
 
 // Enabled reports whether h sends copies at all: it has a Delay or a
 // Quantile.
 func (h Hedge) Enabled() bool { return h.Delay > 0 || h.Quantile > 0 }
 
 // Copies returns how many copies h may send beside each attempt:
-// MaxHedges, or 1 when MaxHedges is zero or negative.
+// MaxHedges, 1 when MaxHedges is zero or negative, and HedgeLimit when it
+// is above HedgeLimit.
 func (h Hedge) Copies() int {
 	if h.MaxHedges <= 0 {
 		return 1
 	}
-	return h.MaxHedges
+	return min(h.MaxHedges, HedgeLimit)
 }
 
 // validate reports h's settings that are out of range.
@@ -63,8 +72,8 @@ func (h Hedge) validate() []error {
 	if h.MinDelay < 0 {
 		errs = append(errs, fmt.Errorf("policy: Hedge.MinDelay = %v; want >= 0", h.MinDelay))
 	}
-	if h.MaxHedges < 0 {
-		errs = append(errs, fmt.Errorf("policy: Hedge.MaxHedges = %d; want >= 1, or 0 for 1", h.MaxHedges))
+	if h.MaxHedges < 0 || h.MaxHedges > HedgeLimit {
+		errs = append(errs, fmt.Errorf("policy: Hedge.MaxHedges = %d; want 1..%d, or 0 for 1", h.MaxHedges, HedgeLimit))
 	}
 	return errs
 }
