@@ -311,6 +311,7 @@ func (p Policy) WithDefaults() Policy {
 	if p.TerminationBuffer < 0 {
 		p.TerminationBuffer = 0
 	}
+	p.Hedge = p.Hedge.normalised()
 	return p
 }
 
