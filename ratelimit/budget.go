@@ -45,8 +45,9 @@ const budgetSlots = 10
 // used one, whose counts start again from zero.
 //
 // The zero value is ready to use with the defaults. A Ratio, MinPerSecond
-// or Window that is zero means its default; a negative MinPerSecond means
-// no floor, and a negative Ratio none of the requests. A Budget is safe
+// or Window that is zero means its default, and so does a NaN Ratio or
+// MinPerSecond, and a negative Window; a negative MinPerSecond means no
+// floor, and a negative Ratio none of the requests. A Budget is safe
 // for concurrent use; it never sleeps and starts no goroutine. It must
 // not be copied, nor its fields changed, after first use.
 type Budget struct {
