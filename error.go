@@ -27,8 +27,10 @@ var (
 	// waits past MaxTotalWait.
 	ErrBudget = errors.New("retrytransport: policy's time budget spent (MaxTotalTime or MaxTotalWait)")
 	// ErrServerDelay means the server asked, with Retry-After, for a longer
-	// wait than the policy's MaxDelay allows. It only appears in an Event:
-	// the caller gets the server's response.
+	// wait than the policy's MaxDelay allows, and the retry would have gone
+	// back to it (one that fails over to another endpoint waits its
+	// backoff instead). It only appears in an Event: the caller gets the
+	// server's response.
 	ErrServerDelay = errors.New("retrytransport: server asked for a longer wait than the policy allows")
 	// ErrSDKRetries means the request's sender retries it on its own, as it
 	// marked in a header (the AWS SDKs' amz-sdk-request, the Google Cloud

@@ -20,11 +20,16 @@ import (
 // or the wait would end past the context's deadline or the policy's
 // MaxTotalTime (less its TerminationBuffer), or take the request's waits
 // past MaxTotalWait. The penalty of the scope the retry goes to
-// (Policy.Penalty) adds to the wait.
+// (Policy.Penalty) adds to the wait. A server's delay binds only a retry
+// that goes back to the endpoint that asked for it (see backToSender); a
+// retry that fails over to another endpoint waits its backoff.
 func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 	st := c.st
 	p := &st.p
 	now := c.t.now()
+	if !c.backToSender() {
+		resp = nil // its delay headers speak for an endpoint the retry does not go to
+	}
 	delay, server := st.delay(ev.Attempt, ev.Outcome.Kind, resp, now)
 	ev.ServerDelay = server
 	if server && delay > p.MaxDelay {
@@ -35,7 +40,7 @@ func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 	if !ok {
 		return ratelimit.ErrQuotaExceeded
 	}
-	c.paid, delay = pd, delay+wait
+	c.paid, delay = pd, addSaturating(delay, wait)
 	// Wait mode: a bucket that refills too slowly for a retry within
 	// MaxDelay refuses, as waiting longer would break the policy's cap.
 	// (The delay alone is within MaxDelay.)
@@ -55,13 +60,24 @@ func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 	return nil
 }
 
-// addSaturating returns a + b for non-negative durations, or the longest
-// duration if that overflows.
+// backToSender reports whether the retry goes to the endpoint whose answer
+// it follows (an attempt's or a hedge's): always, but for a request that
+// fails over, once c.moveOn has pointed it at another endpoint.
+func (c *call) backToSender() bool {
+	return c.route == nil || c.route.sentTo == c.route.current()
+}
+
+// addSaturating returns a + b, or the longest (shortest) duration if that
+// overflows.
 func addSaturating(a, b time.Duration) time.Duration {
-	if s := a + b; s >= a {
-		return s
+	s := a + b
+	switch {
+	case a > 0 && b > 0 && s < 0:
+		return math.MaxInt64
+	case a < 0 && b < 0 && s >= 0:
+		return math.MinInt64
 	}
-	return math.MaxInt64
+	return s
 }
 
 // tooLate returns why a wait of d from now may not be started, or nil: it
@@ -71,7 +87,7 @@ func addSaturating(a, b time.Duration) time.Duration {
 // past MaxTotalWait (ErrBudget).
 func (c *call) tooLate(now time.Time, d time.Duration, retry bool) error {
 	p := &c.st.p
-	if p.MaxTotalWait > 0 && c.waited+d > p.MaxTotalWait {
+	if p.MaxTotalWait > 0 && addSaturating(c.waited, d) > p.MaxTotalWait {
 		return ErrBudget
 	}
 	end := now.Add(d)
@@ -125,7 +141,8 @@ type paid struct{ cost, budget int }
 // pay takes from the retry quotas what a retry after an outcome of kind k
 // costs: Quota's cost in qscope, unless charge is false, and Budget's in
 // home, the request's own scope. It returns what was paid and the longest
-// wait the quotas ask for; with ok false, nothing is kept.
+// wait the quotas ask for (their refills run at the same time; a negative
+// wait counts as none); with ok false, nothing is kept.
 func (st *hostState) pay(k classify.Kind, qscope, home string, charge bool) (pd paid, wait time.Duration, ok bool) {
 	if st.quota != nil && charge {
 		if pd.cost, wait, ok = st.quota.Acquire(qscope, k); !ok {
@@ -138,9 +155,9 @@ func (st *hostState) pay(k classify.Kind, qscope, home string, charge bool) (pd 
 			st.giveBack(&pd, qscope, home)
 			return paid{}, 0, false
 		}
-		pd.budget, wait = cost, wait+w
+		pd.budget, wait = cost, max(wait, w)
 	}
-	return pd, wait, true
+	return pd, max(wait, 0), true
 }
 
 // refund refunds pd, paid in qscope and home, for a retry or hedge that
@@ -313,7 +330,7 @@ func (c *call) waitPart(part, whole time.Duration) error {
 	if err := c.t.sleep(c.ctx, part); err != nil {
 		return err
 	}
-	c.waited += part
+	c.waited = addSaturating(c.waited, part)
 	return nil
 }
 

@@ -43,11 +43,12 @@ type ScopeStats struct {
 	// rate, measured rate, tokens); the zero value when the policy is not
 	// adaptive.
 	Adaptive ratelimit.AdaptiveState
-	// Fallbacks counts the decisions of the scope's retry quota and rate
-	// limiters that were made from the process's own state because the
-	// store they share with other processes (Redis, for example) did not
-	// answer in time: those that implement ratelimit.FallbackCounter. It is
-	// zero for the in-process ones.
+	// Fallbacks counts the decisions of the scope's retry quotas (the
+	// policy's Quota and Budget) and rate limiters that were made from the
+	// process's own state because the store they share with other
+	// processes (Redis, for example) did not answer in time: those that
+	// implement ratelimit.FallbackCounter. It is zero for the in-process
+	// ones.
 	Fallbacks uint64
 }
 
@@ -228,7 +229,8 @@ func (t *Transport) Snapshot() []ScopeStats {
 		if a, ok := c.st.limiter.(adaptiveStater); ok {
 			s.Adaptive = a.State(scope)
 		}
-		s.Fallbacks = fallbacks(c.st.quota, scope) + fallbacks(c.st.limiter, scope) + fallbacks(c.st.fixed, scope)
+		s.Fallbacks = fallbacks(c.st.quota, scope) + fallbacks(c.st.budget, scope) +
+			fallbacks(c.st.limiter, scope) + fallbacks(c.st.fixed, scope)
 		out = append(out, s)
 		return true
 	})

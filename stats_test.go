@@ -140,3 +140,17 @@ func TestSnapshotStaysBoundedUnderConcurrentScopes(t *testing.T) {
 		t.Errorf("Snapshot() Attempts of %s, used every other request = %d; want %d", hot, got, want)
 	}
 }
+
+// TestSnapshotFallbacksCountTheBudget: ScopeStats.Fallbacks adds those of
+// Policy.Budget to those of the quota and the limiters, as a budget kept
+// in a shared store falls back like them.
+func TestSnapshotFallbacksCountTheBudget(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	tr, _ := newTransport(t, s, policy.Policy{Budget: &loggedQuota{}, RateLimit: &movingLimiter{}})
+	statsGet(t, tr, "api.example")
+	stats := snapshotByScope(tr)
+	// The default quota is in-process: no fallbacks.
+	if got := stats["api.example"].Fallbacks; got != 7+5 {
+		t.Errorf("Snapshot() Fallbacks = %d; want 12 (the budget's 7 and the fixed rate's 5)", got)
+	}
+}

@@ -1,7 +1,8 @@
 package retrytransport_test
 
-// Faults of MaxTotalWait, TerminationBuffer, Penalty and the Azure service
-// presets that a review found: each test failed before its fix.
+// Edge cases of MaxTotalWait, TerminationBuffer, Penalty and the Azure
+// service presets: overflowing periods and waits, clocks that step back,
+// signals noted out of order, hedges and failover.
 
 import (
 	"context"
@@ -30,15 +31,15 @@ func numbered(f func(k int, r *http.Request) (*http.Response, error)) roundTripF
 	return func(r *http.Request) (*http.Response, error) { return f(int(n.Add(1)), r) }
 }
 
-// reviewResp returns a response to r with status and body.
-func reviewResp(r *http.Request, status int, body string) *http.Response {
+// scriptedResp returns a response to r with status and body.
+func scriptedResp(r *http.Request, status int, body string) *http.Response {
 	resp := httpmock.NewStringResponse(status, body)
 	resp.Request = r
 	return resp
 }
 
-// reviewGet sends a GET to url through tr and closes the response.
-func reviewGet(t *testing.T, tr http.RoundTripper, url string) *http.Response {
+// getAndClose sends a GET to url through tr and closes the response.
+func getAndClose(t *testing.T, tr http.RoundTripper, url string) *http.Response {
 	t.Helper()
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
@@ -54,9 +55,9 @@ func reviewGet(t *testing.T, tr http.RoundTripper, url string) *http.Response {
 func TestPenaltyFollowsTheScopeARetryGoesTo(t *testing.T) {
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		if r.URL.Host == "primary.test" {
-			return reviewResp(r, 503, `{"code":"ServerBusy"}`), nil
+			return scriptedResp(r, 503, `{"code":"ServerBusy"}`), nil
 		}
-		return reviewResp(r, 500, ""), nil
+		return scriptedResp(r, 500, ""), nil
 	})
 	p := policy.Policy{
 		MaxAttempts: 3,
@@ -65,7 +66,7 @@ func TestPenaltyFollowsTheScopeARetryGoesTo(t *testing.T) {
 		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
 	}
 	tr, clock, _ := stopTransport(t, base, p)
-	reviewGet(t, tr, "http://primary.test/")
+	getAndClose(t, tr, "http://primary.test/")
 	// Attempt 1 on the primary: ServerBusy, the primary is penalised for an
 	// hour; retry 1 goes to the secondary, not busy, and waits 1 s. Attempt
 	// 2 on the secondary: a plain 500; retry 2 goes back to the penalised
@@ -91,17 +92,17 @@ func TestPenaltyPeriodNotShortenedByALateSignal(t *testing.T) {
 		n := calls[who]
 		mu.Unlock()
 		if n > 1 {
-			return reviewResp(r, 200, "ok"), nil
+			return scriptedResp(r, 200, "ok"), nil
 		}
 		switch who {
 		case "A": // its error code arrives late
-			resp := reviewResp(r, 503, "")
+			resp := scriptedResp(r, 503, "")
 			resp.Body = readNotify{r: slowR, c: slowR, first: func() { once.Do(func() { close(reading) }) }}
 			return resp, nil
 		case "B":
-			return reviewResp(r, 503, `{"code":"ServerBusy"}`), nil
+			return scriptedResp(r, 503, `{"code":"ServerBusy"}`), nil
 		}
-		return reviewResp(r, 500, ""), nil // C: no signal
+		return scriptedResp(r, 500, ""), nil // C: no signal
 	})
 	p := policy.Policy{
 		MaxAttempts: 2,
@@ -160,11 +161,11 @@ func TestPenaltyClockBackwardsDoesNotProlongThePeriod(t *testing.T) {
 	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
 		switch k {
 		case 1:
-			return reviewResp(r, 503, `{"code":"ServerBusy"}`), nil
+			return scriptedResp(r, 503, `{"code":"ServerBusy"}`), nil
 		case 3:
-			return reviewResp(r, 503, ""), nil
+			return scriptedResp(r, 503, ""), nil
 		}
-		return reviewResp(r, 200, "ok"), nil
+		return scriptedResp(r, 200, "ok"), nil
 	})
 	p := policy.Policy{
 		MaxAttempts: 2,
@@ -172,11 +173,11 @@ func TestPenaltyClockBackwardsDoesNotProlongThePeriod(t *testing.T) {
 		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
 	}
 	tr, clock, _ := stopTransport(t, base, p)
-	reviewGet(t, tr, "http://busy.test/") // signal; retry waits 11 s
+	getAndClose(t, tr, "http://busy.test/") // signal; retry waits 11 s
 	clock.Advance(-time.Hour)
 	clock.Advance(time.Minute) // a minute of forward time since
 	before := len(clock.Sleeps())
-	reviewGet(t, tr, "http://busy.test/")
+	getAndClose(t, tr, "http://busy.test/")
 	if got := clock.Sleeps()[before:]; !equalDurations(got, []time.Duration{time.Second}) {
 		t.Errorf("sleeps %v a minute after a 10 s penalty began (clock stepped back 1h); want [1s]", got)
 	}
@@ -188,11 +189,11 @@ func TestPenaltyLongForDoesNotOverflow(t *testing.T) {
 	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
 		switch k {
 		case 1:
-			return reviewResp(r, 503, ""), nil // signals
+			return scriptedResp(r, 503, ""), nil // signals
 		case 3:
-			return reviewResp(r, 500, ""), nil // no signal
+			return scriptedResp(r, 500, ""), nil // no signal
 		}
-		return reviewResp(r, 200, "ok"), nil
+		return scriptedResp(r, 200, "ok"), nil
 	})
 	p := policy.Policy{
 		MaxAttempts: 2,
@@ -203,8 +204,8 @@ func TestPenaltyLongForDoesNotOverflow(t *testing.T) {
 		t.Fatalf("Validate: %v", err)
 	}
 	tr, clock, _ := stopTransport(t, base, p)
-	reviewGet(t, tr, "http://busy.test/")
-	reviewGet(t, tr, "http://busy.test/")
+	getAndClose(t, tr, "http://busy.test/")
+	getAndClose(t, tr, "http://busy.test/")
 	want := []time.Duration{11 * time.Second, 11 * time.Second}
 	if got := clock.Sleeps(); !equalDurations(got, want) {
 		t.Errorf("sleeps %v; want %v: Penalty.For = %v has not run out", got, want, time.Duration(math.MaxInt64))
@@ -214,7 +215,7 @@ func TestPenaltyLongForDoesNotOverflow(t *testing.T) {
 // A large Penalty.Delay must not overflow the wait (backoff + penalty) into
 // a negative one that passes the deadline check.
 func TestPenaltyLongDelayDoesNotOverflow(t *testing.T) {
-	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return reviewResp(r, 503, ""), nil })
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return scriptedResp(r, 503, ""), nil })
 	p := policy.Policy{
 		MaxAttempts: 2,
 		Backoff:     backoff.Constant{Interval: time.Second},
@@ -253,13 +254,13 @@ func TestPenaltyStartedByAFinalAttempt(t *testing.T) {
 	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
 		switch k {
 		case 1:
-			return reviewResp(r, 503, ""), nil
+			return scriptedResp(r, 503, ""), nil
 		case 2: // request 1's last attempt: ServerBusy
-			return reviewResp(r, 503, `<Error><Code>ServerBusy</Code></Error>`), nil
+			return scriptedResp(r, 503, `<Error><Code>ServerBusy</Code></Error>`), nil
 		case 3:
-			return reviewResp(r, 503, ""), nil
+			return scriptedResp(r, 503, ""), nil
 		}
-		return reviewResp(r, 200, "ok"), nil
+		return scriptedResp(r, 200, "ok"), nil
 	})
 	p := policy.Policy{
 		MaxAttempts: 2,
@@ -267,8 +268,8 @@ func TestPenaltyStartedByAFinalAttempt(t *testing.T) {
 		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Minute},
 	}
 	tr, clock, _ := stopTransport(t, base, p)
-	reviewGet(t, tr, "http://busy.test/")
-	reviewGet(t, tr, "http://busy.test/")
+	getAndClose(t, tr, "http://busy.test/")
+	getAndClose(t, tr, "http://busy.test/")
 	want := []time.Duration{time.Second, 11 * time.Second}
 	if got := clock.Sleeps(); !equalDurations(got, want) {
 		t.Errorf("sleeps %v; want %v: request 2 retries within a minute of the scope's ServerBusy", got, want)
@@ -281,14 +282,14 @@ func TestPenaltyStartedByAFinalAttempt(t *testing.T) {
 func TestCosmosDBZeroRetryAfterIsRetriedAtOnce(t *testing.T) {
 	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
 		if k == 1 {
-			resp := reviewResp(r, 429, "")
+			resp := scriptedResp(r, 429, "")
 			resp.Header.Set("x-ms-retry-after-ms", "0")
 			return resp, nil
 		}
-		return reviewResp(r, 200, "ok"), nil
+		return scriptedResp(r, 200, "ok"), nil
 	})
 	tr, clock, _ := stopTransport(t, base, policy.AzureCosmosDB())
-	reviewGet(t, tr, "http://cosmos.test/")
+	getAndClose(t, tr, "http://cosmos.test/")
 	if got := clock.Sleeps(); !equalDurations(got, []time.Duration{0}) {
 		t.Errorf("sleeps %v; want [0s]: x-ms-retry-after-ms: 0 asks for no wait", got)
 	}
@@ -313,7 +314,7 @@ func TestMaxTotalWaitStopNamesIt(t *testing.T) {
 // MaxTotalTime or AttemptTimeout is: it must not move the end of a wait
 // earlier, letting a wait that ends past the context's deadline start.
 func TestNegativeTerminationBufferDoesNotPassTheDeadline(t *testing.T) {
-	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return reviewResp(r, 503, ""), nil })
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return scriptedResp(r, 503, ""), nil })
 	p := policy.Policy{MaxAttempts: 2, TerminationBuffer: -time.Hour, Backoff: backoff.Constant{Interval: 30 * time.Second}}
 	tr, clock, stop := stopTransport(t, base, p)
 	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
@@ -348,11 +349,11 @@ func TestPenaltyFromAHedgeIsItsEndpoints(t *testing.T) {
 			return nil, errors.New("read: connection reset by peer")
 		case key == "GET secondary.test" && n == 1: // the hedge
 			once.Do(func() { close(hedgeArrived) })
-			return reviewResp(r, 503, `{"code":"ServerBusy"}`), nil
+			return scriptedResp(r, 503, `{"code":"ServerBusy"}`), nil
 		case key == "POST secondary.test" && n == 1:
-			return reviewResp(r, 500, ""), nil
+			return scriptedResp(r, 500, ""), nil
 		}
-		return reviewResp(r, 200, "ok"), nil
+		return scriptedResp(r, 200, "ok"), nil
 	})
 	p := policy.Policy{
 		MaxAttempts:        2,
@@ -363,7 +364,7 @@ func TestPenaltyFromAHedgeIsItsEndpoints(t *testing.T) {
 		Penalty:            policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
 	}
 	tr, clock, _ := stopTransport(t, base, p)
-	reviewGet(t, tr, "http://primary.test/")
+	getAndClose(t, tr, "http://primary.test/")
 	before := clock.Sleeps()
 	// A request to the secondary itself (not hedged, no failover: POST).
 	resp, err := tr.RoundTrip(newReq(t, "POST", "http://secondary.test/", "x"))
@@ -389,9 +390,9 @@ func TestPenaltyFromAHedgeIsItsEndpoints(t *testing.T) {
 func TestServiceBusServerBusyOnASendIsRetried(t *testing.T) {
 	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
 		if k == 1 {
-			return reviewResp(r, 503, `<Error><Code>ServerBusy</Code><Detail>The server is busy.</Detail></Error>`), nil
+			return scriptedResp(r, 503, `<Error><Code>ServerBusy</Code><Detail>The server is busy.</Detail></Error>`), nil
 		}
-		return reviewResp(r, 201, ""), nil
+		return scriptedResp(r, 201, ""), nil
 	})
 	tr, clock, stop := stopTransport(t, base, serviceBus())
 	resp, err := tr.RoundTrip(newReq(t, "POST", "http://ns.servicebus.test/queue/messages", `{"body":"hello"}`))

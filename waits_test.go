@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // answering returns a 127.0.0.1 server that answers request n (1-based)
@@ -266,4 +268,161 @@ func equalDurations(a, b []time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// A penalty long enough to saturate the wait is still held to
+// MaxTotalWait once the request has waited: the waits' sum does not wrap
+// around to pass the cap.
+func TestMaxTotalWaitCapsASaturatedWait(t *testing.T) {
+	srv, n := answering(t, func(k int, w http.ResponseWriter) {
+		switch k {
+		case 1:
+			w.WriteHeader(500) // no signal: the first retry waits its backoff
+		case 2:
+			w.WriteHeader(503) // signals the penalty
+		default:
+			w.WriteHeader(200)
+		}
+	})
+	p := policy.Policy{
+		MaxAttempts:  3,
+		Backoff:      backoff.Constant{Interval: time.Second},
+		MaxTotalWait: time.Minute,
+		Penalty:      policy.Penalty{Statuses: []int{503}, Delay: math.MaxInt64},
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	tr, clock, stop := waitsTransport(t, p)
+	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 || n.Load() != 2 || !equalDurations(clock.Sleeps(), []time.Duration{time.Second}) {
+		t.Errorf("status %d after %d attempts, sleeps %v; want the 503 after 2 and sleeps [1s]: a 1s + %v wait passes the 1 min MaxTotalWait",
+			resp.StatusCode, n.Load(), clock.Sleeps(), time.Duration(math.MaxInt64))
+	}
+	if !errors.Is(stop(), retrytransport.ErrBudget) {
+		t.Errorf("stop = %v; want ErrBudget", stop())
+	}
+}
+
+// A quota in Wait mode whose refill would take longer than a Duration
+// holds is refused as too slow, like any refill past MaxDelay: the
+// backoff plus that wait does not wrap around to a negative wait that is
+// sent at once.
+func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
+	srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(503) })
+	var delays []time.Duration
+	p := policy.Policy{
+		MaxAttempts: 3,
+		Backoff:     backoff.Constant{Interval: time.Second},
+		Quota:       &ratelimit.Quota{Capacity: 5, RetryCost: 5, Wait: true, RefillPerSecond: 1e-300},
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	clock := faketime.NewAt(time.Now())
+	var stop error
+	base := &http.Transport{}
+	t.Cleanup(base.CloseIdleConnections)
+	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
+		retrytransport.WithObserver(func(ev retrytransport.Event) {
+			if ev.Final {
+				stop = ev.Stop
+			} else {
+				delays = append(delays, ev.Delay)
+			}
+		}))
+	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// The first retry empties the bucket; the second would wait for 5
+	// tokens at 1e-300 a second.
+	if n.Load() != 2 || !equalDurations(delays, []time.Duration{time.Second}) {
+		t.Errorf("%d attempts, retry delays %v; want 2 attempts and delays [1s]", n.Load(), delays)
+	}
+	if !errors.Is(stop, ratelimit.ErrQuotaExceeded) {
+		t.Errorf("stop = %v; want ErrQuotaExceeded", stop)
+	}
+}
+
+// A server's delay binds only the retries that go back to the endpoint
+// that asked for it. A retry that fails over to another endpoint waits its
+// backoff, and a delay above MaxDelay stops the request (ErrServerDelay)
+// only when the retry would go back to the server that asked for it.
+func TestServerDelayBindsOnlyRetriesToTheEndpointThatAsked(t *testing.T) {
+	asking := func(secs string) func(int, http.ResponseWriter) {
+		return func(_ int, w http.ResponseWriter) {
+			w.Header().Set("Retry-After", secs)
+			w.WriteHeader(429)
+		}
+	}
+	failing := func(_ int, w http.ResponseWriter) { w.WriteHeader(503) }
+	ok := func(_ int, w http.ResponseWriter) { w.WriteHeader(200) }
+	for _, tc := range []struct {
+		name               string
+		primary, secondary func(int, http.ResponseWriter)
+		mode               policy.LocationMode
+		status             int // of the response the caller gets
+		attempts           int64
+		sleeps             []time.Duration
+		stop               error
+	}{
+		// The primary asks for an hour; the retry goes to the secondary.
+		{"PrimaryAsksPastMaxDelay", asking("3600"), ok, policy.PrimaryThenSecondary, 200, 2, []time.Duration{time.Second}, nil},
+		// The primary asks for 5 s; the secondary need not wait for it.
+		{"PrimaryAsksWithinMaxDelay", asking("5"), ok, policy.PrimaryThenSecondary, 200, 2, []time.Duration{time.Second}, nil},
+		// The secondary asks for an hour; the next retry goes back to the
+		// primary, which asked for nothing, and the last attempt fails.
+		{"SecondaryAsksPastMaxDelay", failing, asking("3600"), policy.PrimaryThenSecondary, 503, 3, []time.Duration{time.Second, time.Second}, retrytransport.ErrExhausted},
+		// The only endpoint asks for an hour: its retry would go back to it.
+		{"SameEndpointAsksPastMaxDelay", failing, asking("3600"), policy.SecondaryOnly, 429, 1, nil, retrytransport.ErrServerDelay},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			primary, np := answering(t, tc.primary)
+			secondary, ns := answering(t, tc.secondary)
+			p := policy.Policy{
+				MaxAttempts:  3,
+				Backoff:      backoff.Constant{Interval: time.Second},
+				Endpoints:    []string{secondary.Listener.Addr().String()},
+				LocationMode: tc.mode,
+			}
+			tr, clock, stop := waitsTransport(t, p)
+			resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if n := np.Load() + ns.Load(); resp.StatusCode != tc.status || n != tc.attempts {
+				t.Errorf("status %d after %d attempts; want %d after %d", resp.StatusCode, n, tc.status, tc.attempts)
+			}
+			if got := clock.Sleeps(); !equalDurations(got, tc.sleeps) {
+				t.Errorf("sleeps %v; want %v", got, tc.sleeps)
+			}
+			if !errors.Is(stop(), tc.stop) || (tc.stop == nil) != (stop() == nil) {
+				t.Errorf("stop = %v; want %v", stop(), tc.stop)
+			}
+		})
+	}
+}
+
+// A MaxHedges that bypasses Validate is held to policy.HedgeLimit: the
+// request is sent, not a race sized by the field.
+func TestHedgeCountBeyondTheLimitIsBounded(t *testing.T) {
+	srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(200) })
+	p := policy.Policy{Hedge: policy.Hedge{Delay: time.Hour, MaxHedges: math.MaxInt}}
+	never := func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() } // no hedge is due
+	client, _, _, _ := hedgeClient(t, p, never)
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || n.Load() != 1 {
+		t.Errorf("status %d after %d requests; want 200 after 1", resp.StatusCode, n.Load())
+	}
 }

@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"net/url"
@@ -155,7 +156,7 @@ func TestValidateAcceptsFailoverAndHedge(t *testing.T) {
 		{Endpoints: []string{"b", "b:443", "https://c:8443", "[::1]:80"}, LocationMode: policy.SecondaryThenPrimary, FailoverMethods: []string{"GET", "PUT"}},
 		{LocationMode: policy.PrimaryOnly},
 		{Endpoints: []string{"b"}, LocationMode: policy.SecondaryOnly, FailoverMethods: []string{}},
-		{Hedge: policy.Hedge{Delay: time.Second, Quantile: 0.999, MinDelay: time.Millisecond, MaxHedges: 4}},
+		{Hedge: policy.Hedge{Delay: time.Second, Quantile: 0.999, MinDelay: time.Millisecond, MaxHedges: policy.HedgeLimit}},
 	} {
 		if err := p.Validate(); err != nil {
 			t.Errorf("Validate(%+v) = %v; want nil", p, err)
@@ -180,7 +181,9 @@ func TestValidateRejectsFailoverAndHedge(t *testing.T) {
 		{"HedgeQuantileNegative", policy.Policy{Hedge: policy.Hedge{Quantile: -0.1}}, "policy: Hedge.Quantile = -0.1; want 0 <= q < 1 (0: Delay alone)"},
 		{"HedgeQuantileNaN", policy.Policy{Hedge: policy.Hedge{Quantile: math.NaN()}}, "policy: Hedge.Quantile = NaN; want 0 <= q < 1 (0: Delay alone)"},
 		{"HedgeNegativeMinDelay", policy.Policy{Hedge: policy.Hedge{MinDelay: -time.Second}}, "policy: Hedge.MinDelay = -1s; want >= 0"},
-		{"HedgeNegativeMax", policy.Policy{Hedge: policy.Hedge{MaxHedges: -1}}, "policy: Hedge.MaxHedges = -1; want >= 1, or 0 for 1"},
+		{"HedgeNegativeMax", policy.Policy{Hedge: policy.Hedge{MaxHedges: -1}}, "policy: Hedge.MaxHedges = -1; want 1..4, or 0 for 1"},
+		{"HedgeMaxAboveLimit", policy.Policy{Hedge: policy.Hedge{MaxHedges: policy.HedgeLimit + 1}}, "policy: Hedge.MaxHedges = 5; want 1..4, or 0 for 1"},
+		{"HedgeMaxInt", policy.Policy{Hedge: policy.Hedge{MaxHedges: math.MaxInt}}, fmt.Sprintf("policy: Hedge.MaxHedges = %d; want 1..4, or 0 for 1", math.MaxInt)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,6 +210,19 @@ func TestValidateNamesTheBadEndpoint(t *testing.T) {
 		msg := errs[i].Error()
 		if !strings.HasPrefix(msg, "policy: Endpoints"+tt.index+": ") || !strings.Contains(msg, tt.endpoint) || !strings.Contains(msg, tt.reason) || strings.Contains(msg, "%!") {
 			t.Errorf("Validate(Endpoints %q) error %d = %q; want one starting \"policy: Endpoints%s: \" that names %q and says %q", p.Endpoints, i, msg, tt.index, tt.endpoint, tt.reason)
+		}
+	}
+}
+
+// TestHedgeCopies: Copies is MaxHedges within 1..HedgeLimit, so that a
+// value that bypasses Validate still sends a bounded number of copies.
+func TestHedgeCopies(t *testing.T) {
+	for _, tt := range []struct{ max, want int }{
+		{0, 1}, {-3, 1}, {math.MinInt, 1}, {1, 1}, {3, 3}, {policy.HedgeLimit, policy.HedgeLimit},
+		{policy.HedgeLimit + 1, policy.HedgeLimit}, {1 << 40, policy.HedgeLimit}, {math.MaxInt, policy.HedgeLimit},
+	} {
+		if got := (policy.Hedge{Delay: time.Second, MaxHedges: tt.max}).Copies(); got != tt.want {
+			t.Errorf("Hedge{MaxHedges: %d}.Copies() = %d; want %d", tt.max, got, tt.want)
 		}
 	}
 }

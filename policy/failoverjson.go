@@ -11,7 +11,7 @@ const (
 	wantEndpoint  = `"host", "host:port" or "scheme://host:port", with scheme http or https, a port 0..65535 and no path or user`
 	wantMethod    = "a method name such as GET"
 	wantQuantile  = "a number 0 <= q < 1 (0: delay alone)"
-	wantMaxHedges = "an integer >= 1, or 0 for 1"
+	wantMaxHedges = "an integer 1..4 (HedgeLimit), or 0 for 1"
 )
 
 // endpoints decodes a list of alternate endpoints, each checked with
@@ -69,7 +69,7 @@ func (v value) hedge() Hedge {
 		field{"delay", setDuration(&h.Delay)},
 		field{"quantile", func(v value) { h.Quantile = v.float(below1, wantQuantile) }},
 		field{"minDelay", setDuration(&h.MinDelay)},
-		field{"maxHedges", func(v value) { h.MaxHedges = v.count(wantMaxHedges) }},
+		field{"maxHedges", func(v value) { h.MaxHedges = int(v.int(0, HedgeLimit, wantMaxHedges)) }},
 	)
 	return h
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -21,34 +22,64 @@ type Hedge struct {
 	// Delay is how long an attempt waits for its response headers before
 	// the next copy is sent. With Quantile set, it is the delay used until
 	// the scope has seen enough attempts to know the quantile. Zero means
-	// no fixed delay.
+	// no fixed delay; Validate rejects a negative one, which the transport
+	// treats as zero.
 	Delay time.Duration
 
 	// Quantile, between 0 and 1, makes the delay the scope's observed
 	// quantile of the time attempts take to their response headers: 0.95
-	// hedges the slowest 5 %. Zero means Delay alone.
+	// hedges the slowest 5 %. Zero means Delay alone. Validate rejects a
+	// value outside [0, 1); the transport treats a negative or NaN one as
+	// zero, and one of 1 or more as the largest quantile below 1: the
+	// longest time observed.
 	Quantile float64
 
 	// MinDelay is the shortest delay a Quantile may give, so that a scope
 	// whose answers are all fast does not send a copy of every request.
-	// Zero means none.
+	// Zero means none; Validate rejects a negative one, which the
+	// transport treats as zero.
 	MinDelay time.Duration
 
-	// MaxHedges is the most copies sent beside each attempt. Zero means 1.
+	// MaxHedges is the most copies sent beside each attempt, at most
+	// HedgeLimit. Zero means 1; Validate rejects a negative value or one
+	// above HedgeLimit, and Copies treats them as 1 and HedgeLimit.
 	MaxHedges int
 }
+
+// HedgeLimit is the most copies a Hedge sends beside each attempt, five
+// copies in flight at once, as gRPC's hedging policy allows at most five
+// attempts (docs/hedging.md). More would multiply a slow server's load
+// rather than cut the tail.
+const HedgeLimit = 4
 
 // Enabled reports whether h sends copies at all: it has a Delay or a
 // Quantile.
 func (h Hedge) Enabled() bool { return h.Delay > 0 || h.Quantile > 0 }
 
 // Copies returns how many copies h may send beside each attempt:
-// MaxHedges, or 1 when MaxHedges is zero or negative.
+// MaxHedges, 1 when MaxHedges is zero or negative, and HedgeLimit when it
+// is above HedgeLimit.
 func (h Hedge) Copies() int {
 	if h.MaxHedges <= 0 {
 		return 1
 	}
-	return h.MaxHedges
+	return min(h.MaxHedges, HedgeLimit)
+}
+
+// normalised returns h with its out-of-range values as the transport
+// treats them (see the fields): a negative Delay or MinDelay as zero, a
+// negative or NaN Quantile as zero and one of 1 or more as the largest
+// below 1, and MaxHedges within 0..HedgeLimit.
+func (h Hedge) normalised() Hedge {
+	h.Delay, h.MinDelay = max(h.Delay, 0), max(h.MinDelay, 0)
+	switch {
+	case !(h.Quantile > 0): // NaN included
+		h.Quantile = 0
+	case h.Quantile >= 1:
+		h.Quantile = math.Nextafter(1, 0)
+	}
+	h.MaxHedges = min(max(h.MaxHedges, 0), HedgeLimit)
+	return h
 }
 
 // validate reports h's settings that are out of range.
@@ -63,8 +94,8 @@ func (h Hedge) validate() []error {
 	if h.MinDelay < 0 {
 		errs = append(errs, fmt.Errorf("policy: Hedge.MinDelay = %v; want >= 0", h.MinDelay))
 	}
-	if h.MaxHedges < 0 {
-		errs = append(errs, fmt.Errorf("policy: Hedge.MaxHedges = %d; want >= 1, or 0 for 1", h.MaxHedges))
+	if h.MaxHedges < 0 || h.MaxHedges > HedgeLimit {
+		errs = append(errs, fmt.Errorf("policy: Hedge.MaxHedges = %d; want 1..%d, or 0 for 1", h.MaxHedges, HedgeLimit))
 	}
 	return errs
 }

@@ -72,7 +72,7 @@ import (
 //	failoverMethods     list of method names, such as "GET", in their case
 //	                    ([]: none; missing: GET and HEAD)
 //	hedge               object: delay, minDelay (durations), quantile
-//	                    (0 <= q < 1), maxHedges (integer >= 0)
+//	                    (0 <= q < 1), maxHedges (integer 0..HedgeLimit)
 //	maxDrain            integer >= 0, bytes
 //	readTimeout         duration
 //	attemptHeader       string, a header name

@@ -61,7 +61,10 @@ type Policy struct {
 	// MaxDelay caps every wait before a retry. A computed backoff longer
 	// than MaxDelay is cut to it; a server's Retry-After longer than
 	// MaxDelay is not slept at all: the response is returned to the caller
-	// at once. Zero or negative means DefaultMaxDelay (20 s).
+	// at once. With Endpoints, a server's delay binds only a retry that
+	// goes back to the endpoint that asked for it; a retry that fails over
+	// to another endpoint waits its backoff. Zero or negative means
+	// DefaultMaxDelay (20 s).
 	MaxDelay time.Duration
 
 	// DelayHeaders is the set of response headers trusted to carry a
@@ -308,6 +311,7 @@ func (p Policy) WithDefaults() Policy {
 	if p.TerminationBuffer < 0 {
 		p.TerminationBuffer = 0
 	}
+	p.Hedge = p.Hedge.normalised()
 	return p
 }
 

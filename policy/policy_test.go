@@ -100,6 +100,23 @@ func TestWithDefaultsNormalisesNegatives(t *testing.T) {
 	}
 }
 
+// TestWithDefaultsNormalisesHedge: the Hedge values Validate rejects are
+// given the meaning its field comments state.
+func TestWithDefaultsNormalisesHedge(t *testing.T) {
+	below1 := math.Nextafter(1, 0)
+	for _, tt := range []struct{ in, want policy.Hedge }{
+		{policy.Hedge{Delay: -time.Second, MinDelay: -1, Quantile: -0.5, MaxHedges: -1}, policy.Hedge{}},
+		{policy.Hedge{Quantile: math.NaN(), MaxHedges: math.MinInt}, policy.Hedge{}},
+		{policy.Hedge{Quantile: 1, MaxHedges: policy.HedgeLimit + 1}, policy.Hedge{Quantile: below1, MaxHedges: policy.HedgeLimit}},
+		{policy.Hedge{Quantile: math.Inf(1), MaxHedges: math.MaxInt}, policy.Hedge{Quantile: below1, MaxHedges: policy.HedgeLimit}},
+		{policy.Hedge{Delay: time.Second, Quantile: 0.95, MinDelay: time.Millisecond, MaxHedges: 2}, policy.Hedge{Delay: time.Second, Quantile: 0.95, MinDelay: time.Millisecond, MaxHedges: 2}},
+	} {
+		if got := (policy.Policy{Hedge: tt.in}).WithDefaults().Hedge; got != tt.want {
+			t.Errorf("Policy{Hedge: %+v}.WithDefaults().Hedge = %+v; want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestWithDefaultsKeepsSetFields(t *testing.T) {
 	called := false
 	custom := func(*http.Request, *http.Response, error) classify.Outcome {

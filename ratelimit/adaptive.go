@@ -334,7 +334,7 @@ func (a *Adaptive) StateAt(now time.Time, scope string) AdaptiveState {
 		LastMax:      c.lastMax,
 	}
 	if c.enabled {
-		st.LastThrottle = c.origin.Add(time.Duration(math.Round(c.lastThrottle * float64(time.Second))))
+		st.LastThrottle = c.origin.Add(roundSeconds(c.lastThrottle))
 	}
 	return st
 }

@@ -410,3 +410,17 @@ func BenchmarkAdaptiveReserveRecord(b *testing.B) {
 		})
 	}
 }
+
+// TestAdaptiveStateLastThrottleFarAhead: a throttle recorded as far from
+// the scope's origin as a Duration reaches is reported at that instant,
+// not wrapped around before the origin.
+func TestAdaptiveStateLastThrottleFarAhead(t *testing.T) {
+	var a ratelimit.Adaptive
+	a.RecordAt(t0, "s", classify.Throttle)
+	far := t0.Add(math.MaxInt64)
+	a.RecordAt(far, "s", classify.Throttle)
+	st := a.StateAt(far, "s")
+	if d := far.Sub(st.LastThrottle); st.LastThrottle.Before(t0) || d < 0 || d > time.Microsecond {
+		t.Errorf("StateAt(t0 + %v).LastThrottle = %v; want %v, the throttle's instant", time.Duration(math.MaxInt64), st.LastThrottle, far)
+	}
+}

@@ -39,19 +39,21 @@ const budgetSlots = 10
 // that was granted and then not sent is given back with Cancel.
 //
 // Counts are kept in ten slices of Window each, so they leave the window
-// a tenth of it at a time. At most MaxScopes scopes are stored; a new
-// scope beyond that evicts the least recently used one, whose counts
-// start again from zero.
+// a tenth of it at a time. A slice is a whole number of nanoseconds, at
+// least one, so a Window under 10 ns counts as 10 ns. At most MaxScopes
+// scopes are stored; a new scope beyond that evicts the least recently
+// used one, whose counts start again from zero.
 //
 // The zero value is ready to use with the defaults. A Ratio, MinPerSecond
-// or Window that is zero means its default; a negative MinPerSecond means
-// no floor, and a negative Ratio none of the requests. A Budget is safe
+// or Window that is zero means its default, and so does a NaN Ratio or
+// MinPerSecond, and a negative Window; a negative MinPerSecond means no
+// floor, and a negative Ratio none of the requests. A Budget is safe
 // for concurrent use; it never sleeps and starts no goroutine. It must
 // not be copied, nor its fields changed, after first use.
 type Budget struct {
 	Ratio        float64          // retries per request in the window; zero means DefaultBudgetRatio
 	MinPerSecond float64          // retries per second of the window allowed anyway; zero means DefaultBudgetMinPerSecond
-	Window       time.Duration    // how far back requests and retries count; zero or negative means DefaultBudgetWindow
+	Window       time.Duration    // how far back requests and retries count; zero or negative means DefaultBudgetWindow; under 10 ns means 10 ns
 	MaxScopes    int              // most scopes stored at once; zero means DefaultMaxScopes
 	Now          func() time.Time // clock of the methods without an At suffix; nil means time.Now
 
@@ -116,6 +118,7 @@ func (b *Budget) params() budgetParams {
 	if b.Window <= 0 {
 		p.slice = DefaultBudgetWindow / budgetSlots
 	}
+	p.slice = max(p.slice, 1) // the divisor of every step of the ring
 	perSecond := b.MinPerSecond
 	switch {
 	case perSecond == 0 || math.IsNaN(perSecond):

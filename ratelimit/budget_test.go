@@ -217,3 +217,23 @@ func TestBudgetCancelGivesBackUnsentRetries(t *testing.T) {
 		t.Errorf("LevelAt after cancelling 15 of 20 over two slices = %v; want 10 (the current slice's bound)", l)
 	}
 }
+
+// TestBudgetWindowUnderTenNanoseconds: a Window too short for ten slices
+// of a nanosecond counts as 10 ns, so every method works and the counts
+// leave the window after 10 ns.
+func TestBudgetWindowUnderTenNanoseconds(t *testing.T) {
+	for _, w := range []time.Duration{1, 5 * time.Nanosecond, 9 * time.Nanosecond} {
+		b := ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Window: w}
+		requests(&b, t0, "s", 10)
+		if got := grant(&b, t0, "s", 10); got != 5 {
+			t.Errorf("Window %v: retries after 10 requests at ratio 0.5 = %d; want 5", w, got)
+		}
+		b.CancelAt(t0, "s", 1)
+		if l := b.LevelAt(t0, "s"); l != 1 {
+			t.Errorf("Window %v: LevelAt after one retry given back = %v; want 1", w, l)
+		}
+		if got := grant(&b, t0.Add(10*time.Nanosecond), "s", 10); got != 0 {
+			t.Errorf("Window %v: retries 10 ns later, no requests since = %d; want 0: the window is 10 ns", w, got)
+		}
+	}
+}

@@ -78,7 +78,7 @@ func (f *Fixed) ReserveAt(now time.Time, scope string) (r Reservation, wait time
 		return Reservation{}, wait, false
 	}
 	s.last, s.act = rr, now.Add(wait)
-	return Reservation{q: f, scope: scope, ticket: Ticket{Seq: uint64(s.act.UnixNano())}}, wait, true
+	return Reservation{q: f, scope: scope, ticket: Ticket{Seq: actSeq(s.act)}}, wait, true
 }
 
 // Reserve is ReserveAt at f.Now(), or the wall clock if f.Now is nil.
@@ -116,7 +116,7 @@ func (f *Fixed) CancelAt(now time.Time, r Reservation) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.scopes.peek(r.scope)
-	if s == nil || s.last == nil || !s.act.After(now) || uint64(s.act.UnixNano()) != r.ticket.Seq {
+	if s == nil || s.last == nil || !s.act.After(now) || actSeq(s.act) != r.ticket.Seq {
 		return
 	}
 	// Waiting reservations send 1/Rate apart, so the latest is the only one
@@ -132,6 +132,21 @@ func (f *Fixed) CancelAt(now time.Time, r Reservation) {
 // Cancel is CancelAt at f.Now(), or the wall clock if f.Now is nil; it is
 // what [Reservation.Cancel] calls.
 func (f *Fixed) Cancel(r Reservation) { f.CancelAt(f.now(), r) }
+
+// lastUnixNano is the last instant whose Unix time in nanoseconds an
+// int64 holds, in 2262.
+var lastUnixNano = time.Unix(0, math.MaxInt64)
+
+// actSeq returns the ticket of a reservation that may send at act: act's
+// Unix time in nanoseconds, or that of lastUnixNano for an act after it,
+// whose UnixNano is undefined (a Rate so low that the wait runs for
+// centuries), so that DelayAt still reads the wait as centuries long.
+func actSeq(act time.Time) uint64 {
+	if act.After(lastUnixNano) {
+		act = lastUnixNano
+	}
+	return uint64(act.UnixNano())
+}
 
 // limited reports whether Rate sets a limit: it is positive and finite.
 func (f *Fixed) limited() bool { return f.Rate > 0 && !math.IsInf(f.Rate, 1) }

@@ -192,3 +192,21 @@ func TestFixedConcurrentUseKeepsRate(t *testing.T) {
 		}
 	}
 }
+
+// TestFixedWaitPastYear2262: a reservation due after the last instant
+// UnixNano can represent (a very low Rate) still says to wait, rather than
+// reading as due at once.
+func TestFixedWaitPastYear2262(t *testing.T) {
+	const centuries = 200 * 365 * 24 * time.Hour
+	f := ratelimit.Fixed{Rate: 1e-12} // one send per 31,700 years
+	if _, w, ok := f.ReserveAt(t0, "s"); !ok || w != 0 {
+		t.Fatalf("first ReserveAt = %v, %t; want no wait", w, ok)
+	}
+	r, w, ok := f.ReserveAt(t0, "s")
+	if !ok || w < centuries {
+		t.Fatalf("second ReserveAt = %v, %t; want a wait of centuries", w, ok)
+	}
+	if d := f.DelayAt(t0.Add(time.Hour), r); d < centuries {
+		t.Errorf("DelayAt an hour later = %v; want centuries still", d)
+	}
+}

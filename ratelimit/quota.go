@@ -322,3 +322,12 @@ func seconds(s float64) time.Duration {
 	}
 	return math.MaxInt64
 }
+
+// roundSeconds converts s >= 0 seconds to the nearest Duration, saturated
+// at the largest Duration.
+func roundSeconds(s float64) time.Duration {
+	if ns := math.Round(s * float64(time.Second)); ns < math.MaxInt64 {
+		return time.Duration(ns)
+	}
+	return math.MaxInt64
+}
