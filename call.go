@@ -204,7 +204,7 @@ func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, 
 	if c.route != nil {
 		c.route.sentTo = c.route.current()
 	}
-	if c.hedging {
+	if c.hedging && c.ownBody(&areq) {
 		return c.sendHedged(areq, timeout)
 	}
 	if timeout > 0 {

@@ -289,10 +289,38 @@ func (c *call) won(e *entrant, out classify.Outcome) (*http.Response, classify.O
 	return e.resp, out, e.err
 }
 
-// enter readies copy e to be sent as r, with a context of its own.
+// enter readies copy e to be sent as a deep copy of r (its URL, header
+// and trailer), with a context of its own. A copy that loses the race may
+// still be in the base transport after RoundTrip returned, when the
+// caller may reuse its request: nothing the copy's round trip reads may be
+// the caller's. r's body must be the copy's own already (see ownBody).
 func (c *call) enter(e *entrant, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
-	e.req, e.cancel, e.start = r.WithContext(ctx), cancel, c.t.now()
+	e.req, e.cancel, e.start = r.Clone(ctx), cancel, c.t.now()
+}
+
+// ownBody gives *areq, the request of an attempt about to be hedged, a
+// body of the transport's own: the first attempt's is the caller's, which
+// a copy that loses may still be reading after RoundTrip returned, so it
+// gets a fresh one from GetBody, and the caller's is closed now, unread. A
+// retry's body came from GetBody already. When GetBody fails, the request
+// is not hedged after all: ownBody reports false, and the attempt goes
+// alone, with the caller's body, as an attempt that is not hedged does.
+func (c *call) ownBody(areq **http.Request) bool {
+	if c.attempt > 1 || !hasBody(c.req) {
+		return true
+	}
+	b, err := c.req.GetBody()
+	if err != nil || b == nil {
+		closeReader(b)
+		c.hedging = false
+		return false
+	}
+	closeReader(c.req.Body)
+	r := (*areq).WithContext((*areq).Context())
+	r.Body = b
+	*areq = r
+	return true
 }
 
 // armHedge sleeps the hedge delay, in a goroutine that ends with ctx, and

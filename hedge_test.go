@@ -465,3 +465,90 @@ func TestHedgeDelayFollowsTheQuantile(t *testing.T) {
 		}
 	}
 }
+
+// callerBody is a request body that counts the reads made of it after
+// the RoundTrip it was given to returned.
+type callerBody struct {
+	r         io.Reader
+	returned  atomic.Bool
+	lateReads atomic.Int64
+}
+
+func (b *callerBody) Read(p []byte) (int, error) {
+	if b.returned.Load() {
+		b.lateReads.Add(1)
+	}
+	return b.r.Read(p)
+}
+
+func (b *callerBody) Close() error { return nil }
+
+// Every copy of a hedged attempt is a request of its own: a copy that
+// loses may still be in the base transport after RoundTrip returned, when
+// the caller may reuse its request (the RoundTripper contract), so no copy
+// shares the caller's URL, header or body. Run with -race: the losing copy
+// reads its header and URL while the caller changes its own.
+func TestHedgeCopiesAreIndependentOfTheCallersRequest(t *testing.T) {
+	noLeaks(t)
+	srv := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "ok")
+	}))
+	inner := &http.Transport{}
+	t.Cleanup(inner.CloseIdleConnections)
+	reused := make(chan struct{})  // the caller has changed its request
+	loser := make(chan string, 1)  // what the losing copy saw of its request, after that
+	firstIn := make(chan struct{}) // the first copy is in the base transport
+	var n atomic.Int64
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if n.Add(1) > 1 {
+			return inner.RoundTrip(r) // the hedge, which wins
+		}
+		close(firstIn)
+		// The first copy is slow (an upload, say): still in the base
+		// transport, as a real one may be, when RoundTrip has returned.
+		<-r.Context().Done()
+		_ = r.Header.Get("X-Step") + r.URL.Path // unsynchronised with the caller: -race sees a shared map
+		<-reused
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		loser <- r.Header.Get("X-Step") + " " + r.URL.Path + " " + string(b)
+		return nil, r.Context().Err()
+	})
+	clock := faketime.NewAt(time.Now())
+	// The hedge is due once the first copy is in the base transport.
+	sleep := func(ctx context.Context, d time.Duration) error {
+		select {
+		case <-firstIn:
+		case <-ctx.Done():
+		}
+		return clock.Sleep(ctx, d)
+	}
+	tr := retrytransport.New(base, retrytransport.WithPolicy(policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay}}),
+		retrytransport.WithClock(clock.Now, sleep))
+
+	body := &callerBody{r: strings.NewReader("payload")}
+	req, err := http.NewRequest("PUT", srv.URL+"/first", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("payload")), nil }
+	req.ContentLength = int64(len("payload"))
+	req.Header.Set("X-Step", "1")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	body.returned.Store(true)
+	// The caller reuses its request at once.
+	req.Header.Set("X-Step", "2")
+	req.URL.Path = "/second"
+	close(reused)
+	if got, want := <-loser, "1 /first payload"; got != want {
+		t.Errorf("the losing copy saw %q after the caller changed its request; want %q, as it was sent", got, want)
+	}
+	if k := body.lateReads.Load(); k != 0 {
+		t.Errorf("the caller's body was read %d times after RoundTrip returned; want 0", k)
+	}
+}
