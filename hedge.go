@@ -113,7 +113,8 @@ func (rc *race) taken(e *entrant) {
 // The first response whose outcome is not retryable wins; the others are
 // cancelled, and their responses drained and closed. When every copy
 // failed, the attempt's result is the last response, or the last error if
-// none got a response. A timeout (AttemptTimeout, or what is left of
+// none got a response; a secondary's "not replicated yet" 404 is the
+// result only if no other copy got a response (see failureRank). A timeout (AttemptTimeout, or what is left of
 // MaxTotalTime) ends every copy, as it ends a lone attempt, but a response
 // that arrived before it is still the attempt's.
 //
@@ -193,7 +194,7 @@ func (c *call) sendHedged(areq *http.Request, timeout time.Duration) (*http.Resp
 type hedgeRun struct {
 	rc       *race
 	inflight int              // copies sent and not yet received
-	kept     *entrant         // the best failure so far: the latest response, or the latest error while there is none
+	kept     *entrant         // the best failure so far, by failureRank
 	keptOut  classify.Outcome // its outcome
 }
 
@@ -224,11 +225,11 @@ func (c *call) takeCopy(h *hedgeRun, e *entrant) (*entrant, classify.Outcome, bo
 	if c.route != nil {
 		c.route.failed |= 1 << e.endpoint
 	}
-	if h.kept == nil || e.resp != nil || h.kept.resp == nil {
+	if h.kept == nil || failureRank(e, out) >= failureRank(h.kept, h.keptOut) {
 		h.rc.discard(h.kept)
 		h.kept, h.keptOut = e, out
 	} else {
-		h.rc.discard(e) // an error, when a response is kept
+		h.rc.discard(e)
 	}
 	if h.inflight > 0 {
 		return nil, classify.Outcome{}, false
@@ -236,6 +237,21 @@ func (c *call) takeCopy(h *hedgeRun, e *entrant) (*entrant, classify.Outcome, bo
 	w, wout := h.kept, h.keptOut
 	h.kept = nil
 	return w, wout, true
+}
+
+// failureRank ranks the failed result of copy e, classified as out, as
+// the attempt's result when every copy fails: a response above an error,
+// and among responses, any above a secondary's "not replicated yet" 404,
+// which may only mean that the secondary lags the primary. Of two results
+// of the same rank, the later is kept.
+func failureRank(e *entrant, out classify.Outcome) int {
+	switch {
+	case e.resp == nil:
+		return 0
+	case out == notReplicatedOutcome:
+		return 1
+	}
+	return 2
 }
 
 // endRace ends the race with w as the attempt's result (nil: none), records

@@ -425,6 +425,43 @@ func TestHedgeNotFoundOnSecondaryDoesNotWin(t *testing.T) {
 	}
 }
 
+// Nor does it when both copies fail: the primary's 503, which came first,
+// is the attempt's result, not the secondary's later 404.
+func TestHedgeNotFoundOnSecondaryDoesNotWinWhenBothFail(t *testing.T) {
+	noLeaks(t)
+	hedgeIn := make(chan struct{})
+	classified := make(chan struct{})
+	primary := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !waitOr(hedgeIn, r) {
+			return
+		}
+		w.WriteHeader(503)
+	}))
+	secondary := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(hedgeIn)
+		if !waitOr(classified, r) { // after the primary's 503
+			return
+		}
+		w.WriteHeader(404)
+	}))
+	p := policy.Policy{MaxAttempts: 1, Endpoints: []string{strings.TrimPrefix(secondary.URL, "http://")},
+		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(503, classified)}
+	client, _, _, finals := hedgeClient(t, p, nil)
+	resp, err := client.Get(primary.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if resp.StatusCode != 503 {
+		t.Errorf("status %d; want the primary's 503: a secondary's 404 never wins over the primary", resp.StatusCode)
+	}
+	if ev := finals(); len(ev) != 1 || ev[0].Endpoint != strings.TrimPrefix(primary.URL, "http://") {
+		t.Errorf("final events %+v; want one, naming the primary", ev)
+	}
+	primary.conns.expectAllClosed(t, client)
+	secondary.conns.expectAllClosed(t, client)
+}
+
 // With a Quantile, the delay is the fixed Delay until the scope has seen
 // enough attempts, then the observed quantile.
 func TestHedgeDelayFollowsTheQuantile(t *testing.T) {
