@@ -13,9 +13,24 @@ import (
 // mayHedge reports whether req's attempts may be hedged: its policy
 // hedges, its method is idempotent, so that two copies at once do what one
 // does (an idempotency key is not enough: see classify.IdempotentMethod),
-// and its body, if any, can be made again with GetBody.
+// its body, if any, can be made again with GetBody, and no SDK that
+// retries it itself marked it (sdkRetries).
 func (st *hostState) mayHedge(req *http.Request) bool {
-	return st.hedges && classify.IdempotentMethod(req.Method) && (!hasBody(req) || req.GetBody != nil)
+	return st.hedges && classify.IdempotentMethod(req.Method) && (!hasBody(req) || req.GetBody != nil) && !st.sdkRetries(req)
+}
+
+// sdkRetries reports whether req bears the mark of an SDK that retries
+// its requests itself (sdkAttemptOf), unless the policy ignores such marks
+// (Policy.IgnoreSDKAttempts). Such a request is not hedged: the SDK makes
+// its own attempts, the transport sends each of them as few times as it
+// can (limitForSDK), and hedges would multiply them again, the SDK's last
+// attempt included. A mark with max=1 says the SDK's retries are off.
+func (st *hostState) sdkRetries(req *http.Request) bool {
+	if st.p.IgnoreSDKAttempts || len(req.Header) == 0 {
+		return false
+	}
+	a, ok := sdkAttemptOf(req.Header)
+	return ok && a.max != 1
 }
 
 // entrant is one copy of a hedged attempt: the attempt itself (n 0) or a

@@ -196,6 +196,23 @@ func TestHedgeOnlySafeRequests(t *testing.T) {
 			return r
 		}, false},
 		{"DELETE", func(u string) *http.Request { r, _ := http.NewRequest("DELETE", u, nil); return r }, true},
+		// An SDK that retries the request itself: a hedge would multiply
+		// its attempts, as retries would (docs/sdk.md).
+		{"GETFromTheAWSSDK", func(u string) *http.Request {
+			r, _ := http.NewRequest("GET", u, nil)
+			r.Header.Set("amz-sdk-request", "attempt=1; max=3")
+			return r
+		}, false},
+		{"GETRetriedByAGoogleClient", func(u string) *http.Request {
+			r, _ := http.NewRequest("GET", u, nil)
+			r.Header.Set("x-goog-api-client", "gl-go/1.24 gccl-attempt-count/2")
+			return r
+		}, false},
+		{"GETFromTheAWSSDKWithItsRetriesOff", func(u string) *http.Request {
+			r, _ := http.NewRequest("GET", u, nil)
+			r.Header.Set("amz-sdk-request", "attempt=1; max=1")
+			return r
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			noLeaks(t)
