@@ -39,17 +39,27 @@ type penaltyPeriod struct{ start, end time.Time }
 
 // penalise starts the scope's penalty period at now, for d: it ends at
 // now + d, or later if an earlier signal said so, since signals read at
-// the same time may be noted out of order. The end keeps now's monotonic
-// clock reading, if it has one, so that a step of the wall clock does not
-// move it.
+// the same time may be noted out of order. A signal within the current
+// period renews it: the period keeps its start, or now if that is
+// earlier, since a retry may have read the clock between the two signals
+// and check only after the renewal; the scope was penalised all along.
+// The end keeps now's monotonic clock reading, if it has one, so that a
+// step of the wall clock does not move it.
 func (c *scopeCounters) penalise(now time.Time, d time.Duration) {
-	p := &penaltyPeriod{start: now, end: now.Add(d)}
-	if p.end.Before(now) { // d overflowed
-		p.end = now.Add(math.MaxInt64)
+	end := now.Add(d)
+	if end.Before(now) { // d overflowed
+		end = now.Add(math.MaxInt64)
 	}
 	for {
 		old := c.penalty.Load()
-		if old != nil && !p.end.After(old.end) || c.penalty.CompareAndSwap(old, p) {
+		if old != nil && !end.After(old.end) {
+			return
+		}
+		p := &penaltyPeriod{start: now, end: end}
+		if old != nil && !now.After(old.end) && old.start.Before(now) {
+			p.start = old.start
+		}
+		if c.penalty.CompareAndSwap(old, p) {
 			return
 		}
 	}
