@@ -116,6 +116,9 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 			if out.Kind == classify.Throttle {
 				c.counters.throttles.Add(1)
 			}
+			if st.penalty {
+				c.notePenalty(resp, out, c.counters)
+			}
 		}
 		if out.Kind == classify.Success && err == nil {
 			if c.attempt > 1 {
@@ -153,9 +156,6 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 	ev := c.event(resp, err, out)
 	if c.route != nil {
 		c.routed(&ev)
-	}
-	if st.penalty { // whether or not a retry follows: the server said it is busy
-		c.notePenalty(resp)
 	}
 	var reason error
 	switch {

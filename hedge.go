@@ -213,7 +213,8 @@ type hedgeRun struct {
 	keptOut  classify.Outcome // its outcome
 }
 
-// takeCopy classifies the result of copy e, records it in e's scope, and
+// takeCopy classifies the result of copy e, records it in e's scope (its
+// outcome, throttle and penalty, whether it wins or loses), and
 // returns the attempt's winner if there is one now: e, if it got a
 // response that will not be retried or the caller gave up; the best
 // failure, once every copy sent has failed.
@@ -233,6 +234,9 @@ func (c *call) takeCopy(h *hedgeRun, e *entrant) (*entrant, classify.Outcome, bo
 	}
 	if out.Kind == classify.Throttle {
 		e.counters.throttles.Add(1)
+	}
+	if st.penalty {
+		c.notePenalty(e.resp, out, e.counters)
 	}
 	if e.resp != nil && !out.Retryable() || c.ctx.Err() != nil {
 		return e, out, true

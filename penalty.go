@@ -4,19 +4,20 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/retrytransport/retrytransport/classify"
 )
 
 // notePenalty starts, or starts again, the Policy.Penalty of the scope
-// whose server answered resp, if resp signals it: the scope of the copy
-// whose result the attempt took, which, for a hedge, may be another
-// endpoint's.
-func (c *call) notePenalty(resp *http.Response) {
-	if !c.signals(resp) {
+// whose server answered resp, classified as out, if resp signals it:
+// counters are that scope's, the attempt's, or for a hedged copy, the
+// copy's. Every response is noted, retried or not, and for a hedged
+// attempt every copy's, the losers' included: the server said it is busy
+// whichever result the attempt took. A response classified Success is not
+// read for a code, nor noted: its body is the caller's to stream.
+func (c *call) notePenalty(resp *http.Response, out classify.Outcome, counters *scopeCounters) {
+	if out.Kind == classify.Success || !c.signals(resp) {
 		return
-	}
-	counters := c.counters
-	if r := c.route; r != nil && r.other != nil {
-		counters = r.other.counters
 	}
 	counters.penalise(c.t.now(), c.st.p.Penalty.Period())
 }
