@@ -201,8 +201,8 @@ func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, 
 		c.counters.retries.Add(1)
 		c.mark.Waited = c.waited
 	}
-	if c.route != nil {
-		c.route.sentTo = c.route.current()
+	if c.route != nil { // the attempt's result is its own until a copy's is taken (won)
+		c.route.sentTo, c.route.other = c.route.current(), nil
 	}
 	if c.hedging && c.ownBody(&areq) {
 		return c.sendHedged(areq, timeout)

@@ -285,6 +285,11 @@ func (c *call) endRace(h *hedgeRun, w *entrant, out classify.Outcome) (*http.Res
 	}
 	h.rc.finish(w)
 	if w == nil {
+		// No copy's result: the attempt's is its own (a timeout), in its
+		// own endpoint's scope, though a failed copy went elsewhere.
+		if r := c.route; r != nil {
+			r.sentTo, r.other = r.current(), nil
+		}
 		return nil, out, nil
 	}
 	return c.won(w, out)
