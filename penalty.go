@@ -38,14 +38,16 @@ func (c *call) signals(resp *http.Response) bool {
 // penaltyPeriod is when a scope's penalty began and when it ends.
 type penaltyPeriod struct{ start, end time.Time }
 
-// penalise starts the scope's penalty period at now, for d: it ends at
-// now + d, or later if an earlier signal said so, since signals read at
-// the same time may be noted out of order. A signal within the current
-// period renews it: the period keeps its start, or now if that is
-// earlier, since a retry may have read the clock between the two signals
-// and check only after the renewal; the scope was penalised all along.
-// The end keeps now's monotonic clock reading, if it has one, so that a
-// step of the wall clock does not move it.
+// penalise starts the scope's penalty period at now, for d, or, when it
+// overlaps the current period, makes that period the union of the two: a
+// signal within the period renews it, from the period's start to now + d,
+// and a signal noted out of order (read at the same time as a later one,
+// whose code took longer to read) moves its start back to now. Either
+// way, a retry that read the clock in between and checks after both finds
+// the scope penalised, as it was all along. A signal after the period
+// ended starts a new one; one that ended before the period began (noted
+// late) changes nothing. The end keeps now's monotonic clock reading, if
+// it has one, so that a step of the wall clock does not move it.
 func (c *scopeCounters) penalise(now time.Time, d time.Duration) {
 	end := now.Add(d)
 	if end.Before(now) { // d overflowed
@@ -53,12 +55,25 @@ func (c *scopeCounters) penalise(now time.Time, d time.Duration) {
 	}
 	for {
 		old := c.penalty.Load()
-		if old != nil && !end.After(old.end) {
-			return
-		}
 		p := &penaltyPeriod{start: now, end: end}
-		if old != nil && !now.After(old.end) && old.start.Before(now) {
-			p.start = old.start
+		if old != nil && !now.After(old.end) {
+			if end.Before(old.start) {
+				return
+			}
+			longer := false
+			if old.start.Before(now) {
+				p.start = old.start
+			} else {
+				longer = now.Before(old.start)
+			}
+			if !old.end.Before(end) {
+				p.end = old.end
+			} else {
+				longer = true
+			}
+			if !longer {
+				return
+			}
 		}
 		if c.penalty.CompareAndSwap(old, p) {
 			return

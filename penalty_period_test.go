@@ -42,3 +42,25 @@ func TestPenaltyAfterItsPeriodStartsAnew(t *testing.T) {
 		t.Errorf("penalised(t0+25s) = %v; want %v", got, delay)
 	}
 }
+
+// A signal noted after a later one (its code took longer to read) moves
+// the period's start back to its own clock reading, and keeps the later
+// one's end.
+func TestPenaltySignalNotedLateMovesTheStartBack(t *testing.T) {
+	t0 := time.Now()
+	const period, delay = 10 * time.Second, 5 * time.Second
+	var c scopeCounters
+	c.penalise(t0.Add(2*time.Second), period) // the later signal, noted first
+	c.penalise(t0, period)
+	if got := c.penalised(t0.Add(time.Second), delay); got != delay {
+		t.Errorf("penalised(t0+1s) after signals at t0+2s and t0 (noted in that order) = %v; want %v", got, delay)
+	}
+	if got := c.penalised(t0.Add(11*time.Second), delay); got != delay {
+		t.Errorf("penalised(t0+11s) = %v; want %v: the later signal's period ends at t0+12s", got, delay)
+	}
+	// One whose period ended before the current one began changes nothing.
+	c.penalise(t0.Add(-time.Hour), period)
+	if got := c.penalised(t0.Add(-time.Hour+time.Second), delay); got != 0 {
+		t.Errorf("penalised(t0-1h+1s) = %v; want 0: a period wholly before the current one is not kept", got)
+	}
+}
