@@ -1,7 +1,8 @@
 package retrytransport_test
 
-// Faults of hedging, failover and the budget that a review found: each
-// test failed before its fix, and names the promise it keeps.
+// Hedging under faults, with failover and the budget: copies that stall,
+// fail, time out or are refused a send token, and where their outcomes,
+// costs and events are recorded. Each test names the promise it keeps.
 
 import (
 	"context"
@@ -455,18 +456,20 @@ func TestHedgeOfARetryKeepsTheHooksURL(t *testing.T) {
 	noLeaks(t)
 	var mu sync.Mutex
 	var seen []string // endpoint letter and query of each request, as they arrive
-	bothIn := make(chan struct{})
+	// Each attempt's first copy to arrive waits for the other, so that
+	// both are sent and both fail.
+	bothIn := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
 	var n atomic.Int64
 	record := func(name string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			seen = append(seen, name+"?"+r.URL.RawQuery)
 			mu.Unlock()
-			switch n.Add(1) {
-			case 1: // the first attempt waits for its hedge, so that both fail
-				<-bothIn
-			case 2:
-				close(bothIn)
+			k := n.Add(1)
+			if both := bothIn[(k-1)/2%2]; k%2 == 1 {
+				waitOr(both, r)
+			} else {
+				close(both)
 			}
 			w.WriteHeader(503)
 		}
