@@ -131,7 +131,8 @@ func (rc *race) taken(e *entrant) {
 // none got a response; a secondary's "not replicated yet" 404 is the
 // result only if no other copy got a response (see failureRank). A timeout (AttemptTimeout, or what is left of
 // MaxTotalTime) ends every copy, as it ends a lone attempt, but a response
-// that arrived before it is still the attempt's.
+// that arrived before it is still the attempt's, unless it is a
+// secondary's not-replicated 404.
 //
 // Each copy runs in a goroutine of its own, which ends with its round
 // trip; the hedge delay is slept in one more, which ends with the attempt.
@@ -191,7 +192,10 @@ func (c *call) sendHedged(areq *http.Request, timeout time.Duration) (*http.Resp
 					more = false
 				}
 			}
-			if h.kept != nil && h.kept.resp != nil { // a failure that came in time
+			// A failure that came in time is the attempt's result, as a
+			// lone attempt's would be; not a secondary's 404 while the
+			// primary's copy may still answer.
+			if h.kept != nil && failureRank(h.kept, h.keptOut) == rankResponse {
 				w, out := h.kept, h.keptOut
 				h.kept = nil
 				return c.endRace(&h, w, out)
@@ -266,12 +270,19 @@ func (c *call) takeCopy(h *hedgeRun, e *entrant) (*entrant, classify.Outcome, bo
 func failureRank(e *entrant, out classify.Outcome) int {
 	switch {
 	case e.resp == nil:
-		return 0
+		return rankError
 	case out == notReplicatedOutcome:
-		return 1
+		return rankNotReplicated
 	}
-	return 2
+	return rankResponse
 }
+
+// The ranks of failureRank.
+const (
+	rankError = iota
+	rankNotReplicated
+	rankResponse
+)
 
 // endRace ends the race with w as the attempt's result (nil: none), records
 // for the latency quantile how long the losers had taken, and cancels,

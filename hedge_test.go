@@ -479,6 +479,31 @@ func TestHedgeNotFoundOnSecondaryDoesNotWinWhenBothFail(t *testing.T) {
 	secondary.conns.expectAllClosed(t, client)
 }
 
+// Nor when the primary's copy is still out as the attempt times out: the
+// secondary's 404 is no answer that came in time, and the caller gets the
+// timeout.
+func TestHedgeNotFoundOnSecondaryDoesNotWinAtTheTimeout(t *testing.T) {
+	noLeaks(t)
+	pg := newGate(func(int, *http.Request) bool { return true })
+	primary := newFaultServer(t, pg)
+	sg := newGate(func(int, *http.Request) bool { return false })
+	sg.status = func(int) int { return 404 }
+	secondary := newFaultServer(t, sg)
+	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 200 * time.Millisecond,
+		Endpoints: []string{strings.TrimPrefix(secondary.URL, "http://")}, Hedge: policy.Hedge{Delay: hedgeDelay}}
+	client, _, _, _ := hedgeClient(t, p, nil)
+	resp, err := client.Get(primary.URL)
+	if err == nil {
+		readBody(t, resp)
+		t.Fatalf("status %d; want the attempt's timeout: the secondary's 404 does not win over the primary", resp.StatusCode)
+	}
+	if !errors.Is(err, retrytransport.ErrExhausted) || sg.n.Load() != 1 {
+		t.Errorf("Get = %v after %d request(s) at the secondary; want the timeout of the one attempt, ErrExhausted, after its hedge", err, sg.n.Load())
+	}
+	primary.conns.expectAllClosed(t, client)
+	secondary.conns.expectAllClosed(t, client)
+}
+
 // With a Quantile, the delay is the fixed Delay until the scope has seen
 // enough attempts, then the observed quantile.
 func TestHedgeDelayFollowsTheQuantile(t *testing.T) {
