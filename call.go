@@ -116,6 +116,9 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 			if out.Kind == classify.Throttle {
 				c.counters.throttles.Add(1)
 			}
+			if st.penalty {
+				c.notePenalty(resp, out, c.counters)
+			}
 		}
 		if out.Kind == classify.Success && err == nil {
 			if c.attempt > 1 {
@@ -153,9 +156,6 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 	ev := c.event(resp, err, out)
 	if c.route != nil {
 		c.routed(&ev)
-	}
-	if st.penalty { // whether or not a retry follows: the server said it is busy
-		c.notePenalty(resp)
 	}
 	var reason error
 	switch {
@@ -201,10 +201,10 @@ func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, 
 		c.counters.retries.Add(1)
 		c.mark.Waited = c.waited
 	}
-	if c.route != nil {
-		c.route.sentTo = c.route.current()
+	if c.route != nil { // the attempt's result is its own until a copy's is taken (won)
+		c.route.sentTo, c.route.other = c.route.current(), nil
 	}
-	if c.hedging {
+	if c.hedging && c.ownBody(&areq) {
 		return c.sendHedged(areq, timeout)
 	}
 	if timeout > 0 {

@@ -115,11 +115,13 @@ func (r *route) notReplicated(resp *http.Response) bool {
 // the next attempt to the primary.
 var notReplicatedOutcome = classify.Outcome{Kind: classify.Transient, Reason: "404 from a secondary endpoint: trying the primary"}
 
-// readdress points r, a shallow copy of an attempt of orig, the caller's
-// request, at endpoint i: r's URL with the endpoint's host (and scheme, if
-// it has one), or orig's for the primary (i 0). The Host header follows:
-// orig's for the primary, the URL's for an alternate. r's URL is replaced,
-// never changed in place, as it may be shared.
+// readdress points r, a copy of an attempt of orig, the caller's request,
+// at endpoint i: r's URL with the endpoint's host and scheme, or orig's
+// for the primary (i 0). An alternate that names no scheme takes orig's,
+// never r's: r may be a copy of an attempt sent to another alternate,
+// whose scheme is that alternate's. The Host header follows: orig's for
+// the primary, the URL's for an alternate. r's URL is replaced, never
+// changed in place, as it may be shared.
 func (st *hostState) readdress(r, orig *http.Request, i int) {
 	if i == 0 {
 		u := *r.URL
@@ -127,7 +129,12 @@ func (st *hostState) readdress(r, orig *http.Request, i int) {
 		r.URL, r.Host = &u, orig.Host
 		return
 	}
-	r.URL, r.Host = st.endpoints.alt[i-1].URL(r.URL), ""
+	e := st.endpoints.alt[i-1]
+	u := e.URL(r.URL)
+	if e.Scheme == "" {
+		u.Scheme = orig.URL.Scheme
+	}
+	r.URL, r.Host = u, ""
 }
 
 // endpointScope returns the scope of an attempt of req sent to endpoint i:

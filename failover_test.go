@@ -399,3 +399,37 @@ func TestBudgetStaysInTheRequestsScope(t *testing.T) {
 		t.Errorf("primary %d, secondary %d attempts; want 20 and 10: half the primary's requests retried at the secondary", p, s)
 	}
 }
+
+// An endpoint that names no scheme takes the scheme of the caller's
+// request, wherever the attempt it goes beside was sent: the hedge of an
+// https request goes over TLS to such an endpoint, also when the attempt
+// went to one that names http.
+func TestEndpointWithoutSchemeTakesTheRequestsScheme(t *testing.T) {
+	noLeaks(t)
+	held := newGate(func(int, *http.Request) bool { return true })
+	plain := newFaultServer(t, held)
+	secure := startFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "over TLS")
+	}), (*httptest.Server).StartTLS)
+	p := policy.Policy{
+		MaxAttempts:  1,
+		Endpoints:    []string{plain.URL, strings.TrimPrefix(secure.URL, "https://")},
+		LocationMode: policy.SecondaryOnly, // the attempt goes to plain (http), its hedge to secure
+		Hedge:        policy.Hedge{Delay: hedgeDelay},
+	}
+	clock := faketime.NewAt(time.Now())
+	base := secure.Client().Transport.(*http.Transport).Clone() // trusts the test certificate
+	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep))
+	client := &http.Client{Transport: tr}
+	t.Cleanup(client.CloseIdleConnections)
+	resp, err := client.Get("https://primary.test/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readBody(t, resp); resp.StatusCode != 200 || body != "over TLS" {
+		t.Errorf("status %d, body %q; want 200 from the TLS endpoint, which the hedge reaches over https", resp.StatusCode, body)
+	}
+	plain.conns.expectAllClosed(t, client)
+	secure.conns.expectAllClosed(t, client)
+	held.cancelledSoon(t, held.n.Load())
+}

@@ -13,9 +13,24 @@ import (
 // mayHedge reports whether req's attempts may be hedged: its policy
 // hedges, its method is idempotent, so that two copies at once do what one
 // does (an idempotency key is not enough: see classify.IdempotentMethod),
-// and its body, if any, can be made again with GetBody.
+// its body, if any, can be made again with GetBody, and no SDK that
+// retries it itself marked it (sdkRetries).
 func (st *hostState) mayHedge(req *http.Request) bool {
-	return st.hedges && classify.IdempotentMethod(req.Method) && (!hasBody(req) || req.GetBody != nil)
+	return st.hedges && classify.IdempotentMethod(req.Method) && (!hasBody(req) || req.GetBody != nil) && !st.sdkRetries(req)
+}
+
+// sdkRetries reports whether req bears the mark of an SDK that retries
+// its requests itself (sdkAttemptOf), unless the policy ignores such marks
+// (Policy.IgnoreSDKAttempts). Such a request is not hedged: the SDK makes
+// its own attempts, the transport sends each of them as few times as it
+// can (limitForSDK), and hedges would multiply them again, the SDK's last
+// attempt included. A mark with max=1 says the SDK's retries are off.
+func (st *hostState) sdkRetries(req *http.Request) bool {
+	if st.p.IgnoreSDKAttempts || len(req.Header) == 0 {
+		return false
+	}
+	a, ok := sdkAttemptOf(req.Header)
+	return ok && a.max != 1
 }
 
 // entrant is one copy of a hedged attempt: the attempt itself (n 0) or a
@@ -113,9 +128,11 @@ func (rc *race) taken(e *entrant) {
 // The first response whose outcome is not retryable wins; the others are
 // cancelled, and their responses drained and closed. When every copy
 // failed, the attempt's result is the last response, or the last error if
-// none got a response. A timeout (AttemptTimeout, or what is left of
+// none got a response; a secondary's "not replicated yet" 404 is the
+// result only if no other copy got a response (see failureRank). A timeout (AttemptTimeout, or what is left of
 // MaxTotalTime) ends every copy, as it ends a lone attempt, but a response
-// that arrived before it is still the attempt's.
+// that arrived before it is still the attempt's, unless it is a
+// secondary's not-replicated 404.
 //
 // Each copy runs in a goroutine of its own, which ends with its round
 // trip; the hedge delay is slept in one more, which ends with the attempt.
@@ -175,7 +192,10 @@ func (c *call) sendHedged(areq *http.Request, timeout time.Duration) (*http.Resp
 					more = false
 				}
 			}
-			if h.kept != nil && h.kept.resp != nil { // a failure that came in time
+			// A failure that came in time is the attempt's result, as a
+			// lone attempt's would be; not a secondary's 404 while the
+			// primary's copy may still answer.
+			if h.kept != nil && failureRank(h.kept, h.keptOut) == rankResponse {
 				w, out := h.kept, h.keptOut
 				h.kept = nil
 				return c.endRace(&h, w, out)
@@ -193,11 +213,12 @@ func (c *call) sendHedged(areq *http.Request, timeout time.Duration) (*http.Resp
 type hedgeRun struct {
 	rc       *race
 	inflight int              // copies sent and not yet received
-	kept     *entrant         // the best failure so far: the latest response, or the latest error while there is none
+	kept     *entrant         // the best failure so far, by failureRank
 	keptOut  classify.Outcome // its outcome
 }
 
-// takeCopy classifies the result of copy e, records it in e's scope, and
+// takeCopy classifies the result of copy e, records it in e's scope (its
+// outcome, throttle and penalty, whether it wins or loses), and
 // returns the attempt's winner if there is one now: e, if it got a
 // response that will not be retried or the caller gave up; the best
 // failure, once every copy sent has failed.
@@ -218,17 +239,20 @@ func (c *call) takeCopy(h *hedgeRun, e *entrant) (*entrant, classify.Outcome, bo
 	if out.Kind == classify.Throttle {
 		e.counters.throttles.Add(1)
 	}
+	if st.penalty {
+		c.notePenalty(e.resp, out, e.counters)
+	}
 	if e.resp != nil && !out.Retryable() || c.ctx.Err() != nil {
 		return e, out, true
 	}
 	if c.route != nil {
 		c.route.failed |= 1 << e.endpoint
 	}
-	if h.kept == nil || e.resp != nil || h.kept.resp == nil {
+	if h.kept == nil || failureRank(e, out) >= failureRank(h.kept, h.keptOut) {
 		h.rc.discard(h.kept)
 		h.kept, h.keptOut = e, out
 	} else {
-		h.rc.discard(e) // an error, when a response is kept
+		h.rc.discard(e)
 	}
 	if h.inflight > 0 {
 		return nil, classify.Outcome{}, false
@@ -237,6 +261,28 @@ func (c *call) takeCopy(h *hedgeRun, e *entrant) (*entrant, classify.Outcome, bo
 	h.kept = nil
 	return w, wout, true
 }
+
+// failureRank ranks the failed result of copy e, classified as out, as
+// the attempt's result when every copy fails: a response above an error,
+// and among responses, any above a secondary's "not replicated yet" 404,
+// which may only mean that the secondary lags the primary. Of two results
+// of the same rank, the later is kept.
+func failureRank(e *entrant, out classify.Outcome) int {
+	switch {
+	case e.resp == nil:
+		return rankError
+	case out == notReplicatedOutcome:
+		return rankNotReplicated
+	}
+	return rankResponse
+}
+
+// The ranks of failureRank.
+const (
+	rankError = iota
+	rankNotReplicated
+	rankResponse
+)
 
 // endRace ends the race with w as the attempt's result (nil: none), records
 // for the latency quantile how long the losers had taken, and cancels,
@@ -250,6 +296,11 @@ func (c *call) endRace(h *hedgeRun, w *entrant, out classify.Outcome) (*http.Res
 	}
 	h.rc.finish(w)
 	if w == nil {
+		// No copy's result: the attempt's is its own (a timeout), in its
+		// own endpoint's scope, though a failed copy went elsewhere.
+		if r := c.route; r != nil {
+			r.sentTo, r.other = r.current(), nil
+		}
 		return nil, out, nil
 	}
 	return c.won(w, out)
@@ -289,10 +340,38 @@ func (c *call) won(e *entrant, out classify.Outcome) (*http.Response, classify.O
 	return e.resp, out, e.err
 }
 
-// enter readies copy e to be sent as r, with a context of its own.
+// enter readies copy e to be sent as a deep copy of r (its URL, header
+// and trailer), with a context of its own. A copy that loses the race may
+// still be in the base transport after RoundTrip returned, when the
+// caller may reuse its request: nothing the copy's round trip reads may be
+// the caller's. r's body must be the copy's own already (see ownBody).
 func (c *call) enter(e *entrant, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
-	e.req, e.cancel, e.start = r.WithContext(ctx), cancel, c.t.now()
+	e.req, e.cancel, e.start = r.Clone(ctx), cancel, c.t.now()
+}
+
+// ownBody gives *areq, the request of an attempt about to be hedged, a
+// body of the transport's own: the first attempt's is the caller's, which
+// a copy that loses may still be reading after RoundTrip returned, so it
+// gets a fresh one from GetBody, and the caller's is closed now, unread. A
+// retry's body came from GetBody already. When GetBody fails, the request
+// is not hedged after all: ownBody reports false, and the attempt goes
+// alone, with the caller's body, as an attempt that is not hedged does.
+func (c *call) ownBody(areq **http.Request) bool {
+	if c.attempt > 1 || !hasBody(c.req) {
+		return true
+	}
+	b, err := c.req.GetBody()
+	if err != nil || b == nil {
+		closeReader(b)
+		c.hedging = false
+		return false
+	}
+	closeReader(c.req.Body)
+	r := (*areq).WithContext((*areq).Context())
+	r.Body = b
+	*areq = r
+	return true
 }
 
 // armHedge sleeps the hedge delay, in a goroutine that ends with ctx, and

@@ -1,10 +1,12 @@
 package retrytransport_test
 
-// Faults of hedging, failover and the budget that a review found: each
-// test failed before its fix, and names the promise it keeps.
+// Hedging under faults, with failover and the budget: copies that stall,
+// fail, time out or are refused a send token, and where their outcomes,
+// costs and events are recorded. Each test names the promise it keeps.
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -454,18 +456,20 @@ func TestHedgeOfARetryKeepsTheHooksURL(t *testing.T) {
 	noLeaks(t)
 	var mu sync.Mutex
 	var seen []string // endpoint letter and query of each request, as they arrive
-	bothIn := make(chan struct{})
+	// Each attempt's first copy to arrive waits for the other, so that
+	// both are sent and both fail.
+	bothIn := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
 	var n atomic.Int64
 	record := func(name string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			mu.Lock()
 			seen = append(seen, name+"?"+r.URL.RawQuery)
 			mu.Unlock()
-			switch n.Add(1) {
-			case 1: // the first attempt waits for its hedge, so that both fail
-				<-bothIn
-			case 2:
-				close(bothIn)
+			k := n.Add(1)
+			if both := bothIn[(k-1)/2%2]; k%2 == 1 {
+				waitOr(both, r)
+			} else {
+				close(both)
 			}
 			w.WriteHeader(503)
 		}
@@ -524,4 +528,76 @@ func TestHedgeToThePrimaryNamedInTheEvent(t *testing.T) {
 	}
 	primary.conns.expectAllClosed(t, client)
 	secondary.conns.expectAllClosed(t, client)
+}
+
+// A hedged attempt whose copies all run into AttemptTimeout describes
+// itself in its own endpoint's scope: not in that of the copy whose result
+// the attempt before it took. Attempt 1 goes to the primary, its hedge to
+// A, and both fail, A last; attempt 2 goes to B, its hedge to the primary,
+// and neither answers in time.
+func TestHedgedAttemptTimeoutIsInItsOwnScope(t *testing.T) {
+	noLeaks(t)
+	aIn := make(chan struct{})
+	classified := make(chan struct{})
+	var pn atomic.Int64
+	primary := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if pn.Add(1) == 1 && waitOr(aIn, r) {
+			w.WriteHeader(500)
+			return
+		}
+		<-r.Context().Done()
+	}))
+	a := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(aIn)
+		if waitOr(classified, r) { // after the primary's 500, so that A's result is kept
+			w.WriteHeader(503)
+		}
+	}))
+	b := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	host := func(s *faultServer) string { return strings.TrimPrefix(s.URL, "http://") }
+	clock := faketime.NewAt(time.Now())
+	p := policy.Policy{MaxAttempts: 2, AttemptTimeout: 200 * time.Millisecond, Endpoints: []string{host(a), host(b)},
+		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(500, classified)}
+	client, tr, finals := hedgeClientOn(t, p, clock, nil)
+	_, err := client.Get(primary.URL)
+	if !errors.Is(err, retrytransport.ErrExhausted) {
+		t.Fatalf("Get = %v; want the second attempt's timeout, ErrExhausted", err)
+	}
+	ev := finals()
+	if len(ev) != 1 || ev[0].Attempt != 2 {
+		t.Fatalf("final events %+v; want one, of attempt 2", ev)
+	}
+	if want := host(b); ev[0].Endpoint != want || ev[0].Scope != want || ev[0].Quota != statsOf(tr, want).Quota {
+		t.Errorf("final event: Endpoint %s, Scope %s, Quota %v; want B's endpoint, scope and quota level (%s, %v)",
+			ev[0].Endpoint, ev[0].Scope, ev[0].Quota, want, statsOf(tr, want).Quota)
+	}
+	for _, s := range []*faultServer{primary, a, b} {
+		s.conns.expectAllClosed(t, client)
+	}
+}
+
+// So does one whose hedge failed with a transport error before the timer
+// ended the attempt's own copy: the attempt's timeout is the primary's,
+// and its event names the primary, with its scope.
+func TestHedgedAttemptTimeoutAfterAFailedHedgeIsInItsOwnScope(t *testing.T) {
+	noLeaks(t)
+	primary := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	a := newFaultServer(t, http.HandlerFunc(resetConn))
+	ph, ah := strings.TrimPrefix(primary.URL, "http://"), strings.TrimPrefix(a.URL, "http://")
+	clock := faketime.NewAt(time.Now())
+	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 200 * time.Millisecond, Endpoints: []string{ah},
+		Hedge: policy.Hedge{Delay: hedgeDelay}}
+	client, _, finals := hedgeClientOn(t, p, clock, nil)
+	if _, err := client.Get(primary.URL); err == nil {
+		t.Fatal("Get succeeded; want the attempt's timeout")
+	}
+	if ev := finals(); len(ev) != 1 || ev[0].Endpoint != ph || ev[0].Scope != ph {
+		t.Errorf("final events %+v; want one naming the primary (%s), in its scope", ev, ph)
+	}
+	primary.conns.expectAllClosed(t, client)
+	a.conns.expectAllClosed(t, client)
 }

@@ -196,6 +196,23 @@ func TestHedgeOnlySafeRequests(t *testing.T) {
 			return r
 		}, false},
 		{"DELETE", func(u string) *http.Request { r, _ := http.NewRequest("DELETE", u, nil); return r }, true},
+		// An SDK that retries the request itself: a hedge would multiply
+		// its attempts, as retries would (docs/sdk.md).
+		{"GETFromTheAWSSDK", func(u string) *http.Request {
+			r, _ := http.NewRequest("GET", u, nil)
+			r.Header.Set("amz-sdk-request", "attempt=1; max=3")
+			return r
+		}, false},
+		{"GETRetriedByAGoogleClient", func(u string) *http.Request {
+			r, _ := http.NewRequest("GET", u, nil)
+			r.Header.Set("x-goog-api-client", "gl-go/1.24 gccl-attempt-count/2")
+			return r
+		}, false},
+		{"GETFromTheAWSSDKWithItsRetriesOff", func(u string) *http.Request {
+			r, _ := http.NewRequest("GET", u, nil)
+			r.Header.Set("amz-sdk-request", "attempt=1; max=1")
+			return r
+		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			noLeaks(t)
@@ -425,6 +442,68 @@ func TestHedgeNotFoundOnSecondaryDoesNotWin(t *testing.T) {
 	}
 }
 
+// Nor does it when both copies fail: the primary's 503, which came first,
+// is the attempt's result, not the secondary's later 404.
+func TestHedgeNotFoundOnSecondaryDoesNotWinWhenBothFail(t *testing.T) {
+	noLeaks(t)
+	hedgeIn := make(chan struct{})
+	classified := make(chan struct{})
+	primary := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !waitOr(hedgeIn, r) {
+			return
+		}
+		w.WriteHeader(503)
+	}))
+	secondary := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(hedgeIn)
+		if !waitOr(classified, r) { // after the primary's 503
+			return
+		}
+		w.WriteHeader(404)
+	}))
+	p := policy.Policy{MaxAttempts: 1, Endpoints: []string{strings.TrimPrefix(secondary.URL, "http://")},
+		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(503, classified)}
+	client, _, _, finals := hedgeClient(t, p, nil)
+	resp, err := client.Get(primary.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if resp.StatusCode != 503 {
+		t.Errorf("status %d; want the primary's 503: a secondary's 404 never wins over the primary", resp.StatusCode)
+	}
+	if ev := finals(); len(ev) != 1 || ev[0].Endpoint != strings.TrimPrefix(primary.URL, "http://") {
+		t.Errorf("final events %+v; want one, naming the primary", ev)
+	}
+	primary.conns.expectAllClosed(t, client)
+	secondary.conns.expectAllClosed(t, client)
+}
+
+// Nor when the primary's copy is still out as the attempt times out: the
+// secondary's 404 is no answer that came in time, and the caller gets the
+// timeout.
+func TestHedgeNotFoundOnSecondaryDoesNotWinAtTheTimeout(t *testing.T) {
+	noLeaks(t)
+	pg := newGate(func(int, *http.Request) bool { return true })
+	primary := newFaultServer(t, pg)
+	sg := newGate(func(int, *http.Request) bool { return false })
+	sg.status = func(int) int { return 404 }
+	secondary := newFaultServer(t, sg)
+	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 200 * time.Millisecond,
+		Endpoints: []string{strings.TrimPrefix(secondary.URL, "http://")}, Hedge: policy.Hedge{Delay: hedgeDelay}}
+	client, _, _, _ := hedgeClient(t, p, nil)
+	resp, err := client.Get(primary.URL)
+	if err == nil {
+		readBody(t, resp)
+		t.Fatalf("status %d; want the attempt's timeout: the secondary's 404 does not win over the primary", resp.StatusCode)
+	}
+	if !errors.Is(err, retrytransport.ErrExhausted) || sg.n.Load() != 1 {
+		t.Errorf("Get = %v after %d request(s) at the secondary; want the timeout of the one attempt, ErrExhausted, after its hedge", err, sg.n.Load())
+	}
+	primary.conns.expectAllClosed(t, client)
+	secondary.conns.expectAllClosed(t, client)
+}
+
 // With a Quantile, the delay is the fixed Delay until the scope has seen
 // enough attempts, then the observed quantile.
 func TestHedgeDelayFollowsTheQuantile(t *testing.T) {
@@ -463,5 +542,92 @@ func TestHedgeDelayFollowsTheQuantile(t *testing.T) {
 		if d != want {
 			t.Errorf("attempt %d's hedge delay = %v; want %v", i+1, d, want)
 		}
+	}
+}
+
+// callerBody is a request body that counts the reads made of it after
+// the RoundTrip it was given to returned.
+type callerBody struct {
+	r         io.Reader
+	returned  atomic.Bool
+	lateReads atomic.Int64
+}
+
+func (b *callerBody) Read(p []byte) (int, error) {
+	if b.returned.Load() {
+		b.lateReads.Add(1)
+	}
+	return b.r.Read(p)
+}
+
+func (b *callerBody) Close() error { return nil }
+
+// Every copy of a hedged attempt is a request of its own: a copy that
+// loses may still be in the base transport after RoundTrip returned, when
+// the caller may reuse its request (the RoundTripper contract), so no copy
+// shares the caller's URL, header or body. Run with -race: the losing copy
+// reads its header and URL while the caller changes its own.
+func TestHedgeCopiesAreIndependentOfTheCallersRequest(t *testing.T) {
+	noLeaks(t)
+	srv := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "ok")
+	}))
+	inner := &http.Transport{}
+	t.Cleanup(inner.CloseIdleConnections)
+	reused := make(chan struct{})  // the caller has changed its request
+	loser := make(chan string, 1)  // what the losing copy saw of its request, after that
+	firstIn := make(chan struct{}) // the first copy is in the base transport
+	var n atomic.Int64
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if n.Add(1) > 1 {
+			return inner.RoundTrip(r) // the hedge, which wins
+		}
+		close(firstIn)
+		// The first copy is slow (an upload, say): still in the base
+		// transport, as a real one may be, when RoundTrip has returned.
+		<-r.Context().Done()
+		_ = r.Header.Get("X-Step") + r.URL.Path // unsynchronised with the caller: -race sees a shared map
+		<-reused
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		loser <- r.Header.Get("X-Step") + " " + r.URL.Path + " " + string(b)
+		return nil, r.Context().Err()
+	})
+	clock := faketime.NewAt(time.Now())
+	// The hedge is due once the first copy is in the base transport.
+	sleep := func(ctx context.Context, d time.Duration) error {
+		select {
+		case <-firstIn:
+		case <-ctx.Done():
+		}
+		return clock.Sleep(ctx, d)
+	}
+	tr := retrytransport.New(base, retrytransport.WithPolicy(policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay}}),
+		retrytransport.WithClock(clock.Now, sleep))
+
+	body := &callerBody{r: strings.NewReader("payload")}
+	req, err := http.NewRequest("PUT", srv.URL+"/first", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("payload")), nil }
+	req.ContentLength = int64(len("payload"))
+	req.Header.Set("X-Step", "1")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	body.returned.Store(true)
+	// The caller reuses its request at once.
+	req.Header.Set("X-Step", "2")
+	req.URL.Path = "/second"
+	close(reused)
+	if got, want := <-loser, "1 /first payload"; got != want {
+		t.Errorf("the losing copy saw %q after the caller changed its request; want %q, as it was sent", got, want)
+	}
+	if k := body.lateReads.Load(); k != 0 {
+		t.Errorf("the caller's body was read %d times after RoundTrip returned; want 0", k)
 	}
 }

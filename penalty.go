@@ -4,19 +4,20 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/retrytransport/retrytransport/classify"
 )
 
 // notePenalty starts, or starts again, the Policy.Penalty of the scope
-// whose server answered resp, if resp signals it: the scope of the copy
-// whose result the attempt took, which, for a hedge, may be another
-// endpoint's.
-func (c *call) notePenalty(resp *http.Response) {
-	if !c.signals(resp) {
+// whose server answered resp, classified as out, if resp signals it:
+// counters are that scope's, the attempt's, or for a hedged copy, the
+// copy's. Every response is noted, retried or not, and for a hedged
+// attempt every copy's, the losers' included: the server said it is busy
+// whichever result the attempt took. A response classified Success is not
+// read for a code, nor noted: its body is the caller's to stream.
+func (c *call) notePenalty(resp *http.Response, out classify.Outcome, counters *scopeCounters) {
+	if out.Kind == classify.Success || !c.signals(resp) {
 		return
-	}
-	counters := c.counters
-	if r := c.route; r != nil && r.other != nil {
-		counters = r.other.counters
 	}
 	counters.penalise(c.t.now(), c.st.p.Penalty.Period())
 }
@@ -37,19 +38,44 @@ func (c *call) signals(resp *http.Response) bool {
 // penaltyPeriod is when a scope's penalty began and when it ends.
 type penaltyPeriod struct{ start, end time.Time }
 
-// penalise starts the scope's penalty period at now, for d: it ends at
-// now + d, or later if an earlier signal said so, since signals read at
-// the same time may be noted out of order. The end keeps now's monotonic
-// clock reading, if it has one, so that a step of the wall clock does not
-// move it.
+// penalise starts the scope's penalty period at now, for d, or, when it
+// overlaps the current period, makes that period the union of the two: a
+// signal within the period renews it, from the period's start to now + d,
+// and a signal noted out of order (read at the same time as a later one,
+// whose code took longer to read) moves its start back to now. Either
+// way, a retry that read the clock in between and checks after both finds
+// the scope penalised, as it was all along. A signal after the period
+// ended starts a new one; one that ended before the period began (noted
+// late) changes nothing. The end keeps now's monotonic clock reading, if
+// it has one, so that a step of the wall clock does not move it.
 func (c *scopeCounters) penalise(now time.Time, d time.Duration) {
-	p := &penaltyPeriod{start: now, end: now.Add(d)}
-	if p.end.Before(now) { // d overflowed
-		p.end = now.Add(math.MaxInt64)
+	end := now.Add(d)
+	if end.Before(now) { // d overflowed
+		end = now.Add(math.MaxInt64)
 	}
 	for {
 		old := c.penalty.Load()
-		if old != nil && !p.end.After(old.end) || c.penalty.CompareAndSwap(old, p) {
+		p := &penaltyPeriod{start: now, end: end}
+		if old != nil && !now.After(old.end) {
+			if end.Before(old.start) {
+				return
+			}
+			longer := false
+			if old.start.Before(now) {
+				p.start = old.start
+			} else {
+				longer = now.Before(old.start)
+			}
+			if !old.end.Before(end) {
+				p.end = old.end
+			} else {
+				longer = true
+			}
+			if !longer {
+				return
+			}
+		}
+		if c.penalty.CompareAndSwap(old, p) {
 			return
 		}
 	}
