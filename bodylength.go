@@ -1,6 +1,7 @@
 package retrytransport
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 )
@@ -62,3 +63,19 @@ func lengthMismatch(req *http.Request, rec *recorder, limit int64) bool {
 	n, err := io.Copy(io.Discard, io.LimitReader(b, want+1))
 	return err == nil && n != want
 }
+
+// bodyLengthError is the error of an attempt whose request body is not
+// ContentLength bytes long. net/http reports the mismatch, or, when its
+// reader sees the connection it closed first, only "use of closed network
+// connection"; this error says what went wrong either way, and wraps
+// net/http's.
+type bodyLengthError struct {
+	declared int64
+	err      error
+}
+
+func (e *bodyLengthError) Error() string {
+	return fmt.Sprintf("retrytransport: request body length differs from ContentLength=%d: %v", e.declared, e.err)
+}
+
+func (e *bodyLengthError) Unwrap() error { return e.err }

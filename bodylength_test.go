@@ -27,10 +27,10 @@ func TestBodyLengthMismatchIsFinal(t *testing.T) {
 		withGetBody   bool
 		wantInMessage string
 	}{
-		{"ShortWithGetBody", 100, strings.Repeat("a", 50), true, "ContentLength=100 with Body length 50"},
-		{"ShortRecorded", 100, strings.Repeat("a", 50), false, "ContentLength=100 with Body length 50"},
-		{"LongWithGetBody", 10, strings.Repeat("a", 50), true, "ContentLength=10 with Body length 50"},
-		{"LongRecorded", 10, strings.Repeat("a", 50), false, "ContentLength=10 with Body length 50"},
+		{"ShortWithGetBody", 100, strings.Repeat("a", 50), true, "request body length differs from ContentLength=100"},
+		{"ShortRecorded", 100, strings.Repeat("a", 50), false, "request body length differs from ContentLength=100"},
+		{"LongWithGetBody", 10, strings.Repeat("a", 50), true, "request body length differs from ContentLength=10"},
+		{"LongRecorded", 10, strings.Repeat("a", 50), false, "request body length differs from ContentLength=10"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			noLeaks(t)

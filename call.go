@@ -214,7 +214,8 @@ func (c *call) send(areq *http.Request, timeout time.Duration) (*http.Response, 
 	if resp == nil && err == nil {
 		err = errNoResponse
 	}
-	return resp, c.outcome(areq, resp, err), err
+	out, err := c.outcome(areq, resp, err)
+	return resp, out, err
 }
 
 // sendTimed is send with an attempt timer.
@@ -233,13 +234,15 @@ func (c *call) sendTimed(areq *http.Request, timeout time.Duration) (*http.Respo
 	}
 	// The attempt's context stays alive while it is classified; classify
 	// bounds its own reads of the body.
-	out := c.outcome(areq, resp, err)
+	out, err := c.outcome(areq, resp, err)
 	timer.release(resp)
 	return resp, out, err
 }
 
-// outcome classifies an attempt that got resp or err.
-func (c *call) outcome(areq *http.Request, resp *http.Response, err error) classify.Outcome {
+// outcome classifies an attempt that got resp or err, and returns err,
+// said more precisely where the attempt knows more than the base transport
+// (see bodyLengthError).
+func (c *call) outcome(areq *http.Request, resp *http.Response, err error) (classify.Outcome, error) {
 	if resp != nil {
 		if areq != c.req {
 			resp.Request = c.req // the caller's request, not our per-attempt copy
@@ -248,12 +251,13 @@ func (c *call) outcome(areq *http.Request, resp *http.Response, err error) class
 		if c.route != nil && out.Kind != classify.Success && c.route.notReplicated(resp) {
 			out = notReplicatedOutcome
 		}
-		return out
+		return out, err
 	}
 	if err != errNoResponse && c.bodyLengthWrong() {
-		return classify.Outcome{Kind: classify.Fatal, Reason: "request body length differs from ContentLength"}
+		return classify.Outcome{Kind: classify.Fatal, Reason: "request body length differs from ContentLength"},
+			&bodyLengthError{declared: c.req.ContentLength, err: err}
 	}
-	return c.st.errorOutcome(areq, err)
+	return c.st.errorOutcome(areq, err), err
 }
 
 // classify classifies an attempt that got resp, bounding in time the reads

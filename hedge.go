@@ -232,7 +232,8 @@ func (c *call) takeCopy(h *hedgeRun, e *entrant) (*entrant, classify.Outcome, bo
 	if c.route != nil {
 		c.route.sentTo = e.endpoint
 	}
-	out := c.outcome(e.req, e.resp, e.err)
+	out, err := c.outcome(e.req, e.resp, e.err)
+	e.err = err
 	if st.recorder != nil && c.ctx.Err() == nil {
 		st.recorder.Record(e.scope, out.Kind)
 	}
