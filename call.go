@@ -184,7 +184,7 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 		c.resp, c.err = c.abandon(serr)
 		return true
 	}
-	c.waited += ev.Delay
+	c.waited = addSaturating(c.waited, ev.Delay)
 	return false
 }
 
