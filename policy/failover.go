@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // LocationMode says which of a request's endpoints its attempts go to when
@@ -123,14 +121,7 @@ func parseEndpoint(s string) (Endpoint, flaw) {
 	}
 	rest = strings.TrimSuffix(rest, "/")
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		part := "a path"
-		switch rest[i] {
-		case '?':
-			part = "a query"
-		case '#':
-			part = "a fragment"
-		}
-		return Endpoint{}, flaw{what: fmt.Sprintf("%s (%q)", part, rest[i:])}
+		return Endpoint{}, flaw{what: fmt.Sprintf("%s (%q)", urlPart(rest[i]), rest[i:])}
 	}
 	if strings.Contains(rest, "@") {
 		return Endpoint{}, flaw{what: "user information"}
@@ -201,16 +192,8 @@ func checkHostname(host string) flaw {
 	if host == "" {
 		return flaw{what: "empty host"}
 	}
-	if !utf8.ValidString(host) {
-		return flaw{what: fmt.Sprintf("host %q is not UTF-8", host)}
-	}
-	for _, c := range host {
-		if c >= utf8.RuneSelf && unicode.IsPrint(c) && !unicode.IsSpace(c) {
-			continue
-		}
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return flaw{fmt.Sprintf("%q in host %q", c, host), "want a host of letters, digits, '-', '_' and '.'"}
-		}
+	if c, ok := badHostnameRune(host); ok {
+		return flaw{fmt.Sprintf("%q in host %q", c, host), "want a host of " + wantHostnameRunes}
 	}
 	if strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
 		return flaw{what: fmt.Sprintf("empty label in host %q", host)}
