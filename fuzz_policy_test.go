@@ -36,33 +36,52 @@ const (
 )
 
 // fuzzEdgeDocuments are policy and map documents at the edges of what Load
-// and LoadMap accept.
-var fuzzEdgeDocuments = []string{
-	`{}`,
-	`{"maxAttempts": 1}`,
-	`{"maxAttempts": 50, "backoff": {"type": "constant", "interval": "2562047h47m16.854775807s"}}`,
-	`{"maxAttempts": 4, "maxDelay": "2562047h47m16.854775807s", "serverDelayBound": "2562047h", "maxTotalTime": "2562047h"}`,
-	`{"maxAttempts": 4, "maxTotalWait": "1ns", "terminationBuffer": "2562047h"}`,
-	`{"maxAttempts": 4, "attemptTimeout": "1ns", "readTimeout": "1ns", "maxDrain": 1}`,
-	`{"maxAttempts": 4, "ignoreDelayHeaders": true, "retryNonIdempotent": true, "maxBodyBuffer": 1}`,
-	`{"maxAttempts": 6, "delayHeaders": "all", "throttleBackoff": {"type": "decorrelated", "base": "1ns", "max": "1ns"}}`,
-	`{"maxAttempts": 5, "backoff": {"type": "schedule", "numRetries": 4, "numNoDelayRetries": 4}}`,
-	`{"maxAttempts": 5, "quota": {"capacity": 9223372036854775807, "retryCost": 9223372036854775807, "timeoutCost": 0, "successIncrement": 9223372036854775807}}`,
-	`{"maxAttempts": 5, "quota": {"capacity": 1, "retryCost": 5, "wait": true, "refillPerSecond": 1e-300}}`,
-	`{"maxAttempts": 5, "quota": {"type": "budget", "ratio": 0.5}, "disableQuota": false}`,
-	`{"maxAttempts": 5, "budget": {"ratio": 1e308, "minPerSecond": -1, "window": "1s", "maxScopes": 1}}`,
-	`{"maxAttempts": 5, "adaptive": true, "limiter": {"maxWait": "1ns", "failFast": true, "maxScopes": 1}}`,
-	`{"maxAttempts": 5, "adaptive": true, "limiter": {"beta": 0.999, "scale": 1e-300, "minFillRate": 1e-300, "smoothing": 1}}`,
-	`{"maxAttempts": 5, "rateLimit": {"rate": 1e-300, "burst": 1, "maxWait": "2562047h"}}`,
-	`{"maxAttempts": 5, "rateLimit": {"rate": 1e300, "burst": 9223372036854775807, "failFast": true}}`,
-	`{"maxAttempts": 5, "hedge": {"delay": "1ns", "maxHedges": 3}}`,
-	`{"maxAttempts": 5, "hedge": {"quantile": 0.5, "minDelay": "1ns"}}`,
-	`{"maxAttempts": 6, "endpoints": ["b.example.com", "https://[::1]:8443", "10.0.0.1:65535"], "locationMode": "secondaryThenPrimary", "failoverMethods": ["GET", "PUT", "POST"]}`,
-	`{"maxAttempts": 6, "endpoints": ["b.example.com"], "locationMode": "secondaryOnly", "hedge": {"delay": "1ns", "maxHedges": 2}}`,
-	`{"maxAttempts": 5, "penalty": {"statuses": [503, 429], "codes": ["ThrottlingException"], "delay": "2562047h", "for": "2562047h"}}`,
-	`{"maxAttempts": 5, "classifier": {"throttlingStatuses": [503], "fatalStatuses": [429], "throttlingCodes": ["ThrottlingException"]}}`,
-	`{"maxAttempts": 5, "attemptHeader": "X-Attempt", "ignoreSDKAttempts": true}`,
-	`{"default": {"maxAttempts": 2}, "hosts": {"*.example.com": {"preset": "none"}, "127.0.0.1": {"maxAttempts": 4, "hedge": {"delay": "1ns"}}, "api.example.com": {"preset": "adaptive"}}}`,
+// and LoadMap accept. In a document, FuzzPolicyRoundTrip replaces $n with
+// its number n and $d with n as a duration, so that the fuzzer tries
+// numbers without having to spell them; each document comes with a seed
+// n.
+var fuzzEdgeDocuments = []struct {
+	doc string
+	n   int64
+}{
+	{`{}`, 0},
+	{`{"maxAttempts": 1}`, 0},
+	{`{"maxAttempts": $n}`, 1 << 20},
+	{`{"maxAttempts": 50, "backoff": {"type": "constant", "interval": "2562047h47m16.854775807s"}}`, 0},
+	{`{"maxAttempts": 5, "backoff": {"type": "constant", "interval": "$d"}, "maxTotalWait": "$d"}`, int64(time.Second)},
+	{`{"maxAttempts": 4, "maxDelay": "2562047h47m16.854775807s", "serverDelayBound": "2562047h", "maxTotalTime": "2562047h"}`, 0},
+	{`{"maxAttempts": 4, "maxDelay": "$d", "serverDelayBound": "$d"}`, int64(time.Minute)},
+	{`{"maxAttempts": 4, "maxTotalWait": "1ns", "terminationBuffer": "2562047h"}`, 0},
+	{`{"maxAttempts": 4, "maxTotalTime": "$d", "terminationBuffer": "$d"}`, int64(time.Second)},
+	{`{"maxAttempts": 4, "attemptTimeout": "1ns", "readTimeout": "1ns", "maxDrain": 1}`, 0},
+	{`{"maxAttempts": 4, "attemptTimeout": "$d", "readTimeout": "$d", "maxDrain": $n}`, int64(time.Millisecond)},
+	{`{"maxAttempts": 4, "ignoreDelayHeaders": true, "retryNonIdempotent": true, "maxBodyBuffer": 1}`, 0},
+	{`{"maxAttempts": 6, "delayHeaders": "all", "throttleBackoff": {"type": "decorrelated", "base": "1ns", "max": "1ns"}}`, 0},
+	{`{"maxAttempts": 6, "throttleBackoff": {"type": "exponential", "minBackoff": "$d", "maxBackoff": "$d", "deltaBackoff": "$d"}}`, int64(time.Second)},
+	{`{"maxAttempts": 5, "backoff": {"type": "schedule", "numRetries": 4, "numNoDelayRetries": 4}}`, 0},
+	{`{"maxAttempts": 5, "backoff": {"type": "schedule", "minDelay": "$d", "maxDelay": "$d", "numRetries": $n, "backoffFunction": "exponential"}}`, 3},
+	{`{"maxAttempts": 5, "quota": {"capacity": 9223372036854775807, "retryCost": 9223372036854775807, "timeoutCost": 0, "successIncrement": 9223372036854775807}}`, 0},
+	{`{"maxAttempts": 5, "quota": {"capacity": 1, "retryCost": 5, "wait": true, "refillPerSecond": 1e-300}}`, 0},
+	{`{"maxAttempts": 5, "quota": {"capacity": $n, "retryCost": $n, "wait": true, "refillPerSecond": 1}, "backoff": {"type": "constant", "interval": "$d"}}`, 5},
+	{`{"maxAttempts": 5, "quota": {"type": "budget", "ratio": 0.5}, "disableQuota": false}`, 0},
+	{`{"maxAttempts": 5, "budget": {"ratio": 1e308, "minPerSecond": -1, "window": "1s", "maxScopes": 1}}`, 0},
+	{`{"maxAttempts": 5, "budget": {"ratio": 0.5, "window": "$d", "maxScopes": $n}}`, 10},
+	{`{"maxAttempts": 5, "adaptive": true, "limiter": {"maxWait": "1ns", "failFast": true, "maxScopes": 1}}`, 0},
+	{`{"maxAttempts": 5, "adaptive": true, "limiter": {"beta": 0.999, "scale": 1e-300, "minFillRate": 1e-300, "smoothing": 1}}`, 0},
+	{`{"maxAttempts": 5, "adaptive": true, "limiter": {"maxWait": "$d", "maxScopes": $n}}`, int64(time.Second)},
+	{`{"maxAttempts": 5, "rateLimit": {"rate": 1e-300, "burst": 1, "maxWait": "2562047h"}}`, 0},
+	{`{"maxAttempts": 5, "rateLimit": {"rate": 1e300, "burst": 9223372036854775807, "failFast": true}}`, 0},
+	{`{"maxAttempts": 5, "rateLimit": {"rate": $n, "burst": $n, "maxWait": "$d"}}`, 1},
+	{`{"maxAttempts": 5, "hedge": {"delay": "1ns", "maxHedges": 3}}`, 0},
+	{`{"maxAttempts": 5, "hedge": {"delay": "$d", "maxHedges": $n}}`, 2},
+	{`{"maxAttempts": 5, "hedge": {"quantile": 0.5, "minDelay": "$d"}}`, 1},
+	{`{"maxAttempts": 6, "endpoints": ["b.example.com", "https://[::1]:8443", "10.0.0.1:65535"], "locationMode": "secondaryThenPrimary", "failoverMethods": ["GET", "PUT", "POST"]}`, 0},
+	{`{"maxAttempts": 6, "endpoints": ["b.example.com"], "locationMode": "secondaryOnly", "hedge": {"delay": "1ns", "maxHedges": 2}}`, 0},
+	{`{"maxAttempts": 5, "penalty": {"statuses": [503, 429], "codes": ["ThrottlingException"], "delay": "2562047h", "for": "2562047h"}}`, 0},
+	{`{"maxAttempts": 5, "penalty": {"statuses": [503], "delay": "$d", "for": "$d"}}`, int64(10 * time.Second)},
+	{`{"maxAttempts": 5, "classifier": {"throttlingStatuses": [503], "fatalStatuses": [429], "throttlingCodes": ["ThrottlingException"]}}`, 0},
+	{`{"maxAttempts": 5, "attemptHeader": "X-Attempt", "ignoreSDKAttempts": true}`, 0},
+	{`{"default": {"maxAttempts": $n}, "hosts": {"*.example.com": {"preset": "none"}, "127.0.0.1": {"maxAttempts": 4, "hedge": {"delay": "1ns"}}, "api.example.com": {"preset": "adaptive"}}}`, 2},
 }
 
 // fuzzScripts are seed scripts of the base transport's answers, one byte
@@ -74,29 +93,31 @@ var fuzzScripts = [][]byte{
 	{1 + 7*30, 2 + 7*16, 4, 1 + 7*36},
 }
 
-// FuzzPolicyRoundTrip loads a policy (or a Map) from JSON and sends a few
-// requests through a Transport that uses it, against a base transport that
+// FuzzPolicyRoundTrip loads a policy (or a Map) from JSON, with $n and $d
+// standing for n (see fuzzEdgeDocuments), and sends a few requests through a Transport that uses it, against a base transport that
 // answers from script, with a clock whose Sleep returns at once. It checks
 // that no request panics or hangs and that each returns a response or an
 // error.
 func FuzzPolicyRoundTrip(f *testing.F) {
 	for _, name := range policy.PresetNames() {
-		f.Add([]byte(`{"preset": "`+name+`", "maxAttempts": 4}`), fuzzScripts[1])
+		f.Add([]byte(`{"preset": "`+name+`", "maxAttempts": $n}`), fuzzScripts[1], int64(4))
 		p, err := policy.Preset(name)
 		if err != nil {
 			f.Fatalf("Preset(%q): %v", name, err)
 		}
 		if b, err := p.MarshalJSON(); err == nil {
-			f.Add(b, fuzzScripts[1])
+			f.Add(b, fuzzScripts[1], int64(0))
 		}
 	}
-	for i, doc := range fuzzEdgeDocuments {
-		f.Add([]byte(doc), fuzzScripts[i%len(fuzzScripts)])
+	for i, e := range fuzzEdgeDocuments {
+		f.Add([]byte(e.doc), fuzzScripts[i%len(fuzzScripts)], e.n)
 	}
-	f.Fuzz(func(t *testing.T, doc, script []byte) {
+	f.Fuzz(func(t *testing.T, doc, script []byte, n int64) {
 		if len(doc) > 4<<10 || len(script) > 64 {
 			return
 		}
+		doc = bytes.ReplaceAll(doc, []byte("$n"), strconv.AppendInt(nil, n, 10))
+		doc = bytes.ReplaceAll(doc, []byte("$d"), []byte(time.Duration(n).String()))
 		var opt retrytransport.Option
 		if p, err := policy.Load(bytes.NewReader(doc)); err == nil {
 			if p.Validate() != nil {
