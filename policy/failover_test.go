@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -261,4 +262,37 @@ func TestValidateNamesTheBadEndpoint(t *testing.T) {
 			t.Errorf("Validate(Endpoints %q) error %d = %q; want one starting \"policy: Endpoints%s: \" that names %q and says %q", p.Endpoints, i, msg, tt.index, tt.endpoint, tt.reason)
 		}
 	}
+}
+
+// FuzzParseEndpoint checks that an endpoint ParseEndpoint accepts is one
+// URL host that reads back the same: a host, at most one port 1..65535,
+// and an IPv6 address only in brackets.
+func FuzzParseEndpoint(f *testing.F) {
+	for _, s := range []string{"h", "h:443", "https://h:8443/", "[::1]", "[fe80::1]:443", "fe80::1:443", "10.0.0.1:8080:9090", "h:0", "u@h", "bücher.example"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := policy.ParseEndpoint(s)
+		if err != nil {
+			return
+		}
+		u, perr := url.Parse("http://" + e.Host)
+		if perr != nil || u.Host != e.Host || u.Hostname() == "" || u.Path != "" {
+			t.Fatalf("ParseEndpoint(%q) = %+v; url.Parse(http://%s) = %v, %v; want the same host back", s, e, e.Host, u, perr)
+		}
+		if h := u.Hostname(); strings.Contains(h, ":") != strings.HasPrefix(e.Host, "[") {
+			t.Fatalf("ParseEndpoint(%q) = %+v; want brackets exactly around an IPv6 address", s, e)
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+				t.Fatalf("ParseEndpoint(%q) = %+v; port %q not in 1..65535", s, e, p)
+			}
+		}
+		if strings.HasSuffix(u.Host, ":") {
+			t.Fatalf("ParseEndpoint(%q) = %+v; want no empty port", s, e)
+		}
+		if e.Scheme != "" && e.Scheme != "http" && e.Scheme != "https" {
+			t.Fatalf("ParseEndpoint(%q) = %+v; want scheme http or https", s, e)
+		}
+	})
 }
