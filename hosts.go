@@ -25,18 +25,13 @@ type wildEntry struct {
 
 // add registers st under pattern. Patterns are case-insensitive, an IPv6
 // literal may be given with or without brackets, and a fully qualified
-// name with or without its trailing dot.
+// name with or without its trailing dot. The options that take patterns
+// have checked them, so an error here is a bug.
 func (h *hostTable) add(pattern string, st *hostState) error {
-	pattern = strings.ToLower(pattern)
-	if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
-		pattern = pattern[1 : len(pattern)-1]
-	}
 	if err := policy.CheckPattern(pattern); err != nil {
 		return fmt.Errorf("retrytransport: %w", err)
 	}
-	// CheckPattern rejects "." and a trailing "..", so at most one dot
-	// remains to drop, and a name comes before it.
-	pattern = strings.TrimSuffix(pattern, ".")
+	pattern = patternKey(pattern)
 	if suffix, ok := strings.CutPrefix(pattern, "*"); ok {
 		for i := range h.wild {
 			if h.wild[i].suffix == suffix {
@@ -53,6 +48,19 @@ func (h *hostTable) add(pattern string, st *hostState) error {
 	}
 	h.exact[pattern] = st
 	return nil
+}
+
+// patternKey returns the form of a valid pattern that the table keeps: in
+// lower case, without the brackets of an IPv6 literal or a trailing dot.
+// Two patterns with the same key are the same pattern.
+func patternKey(pattern string) string {
+	pattern = strings.ToLower(pattern)
+	if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
+		pattern = pattern[1 : len(pattern)-1]
+	}
+	// CheckPattern rejects "." and a trailing "..", so at most one dot
+	// remains to drop, and a name comes before it.
+	return strings.TrimSuffix(pattern, ".")
 }
 
 // lookup returns the state for hostname, ignoring case and one trailing

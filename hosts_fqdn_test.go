@@ -83,31 +83,6 @@ func TestHostPatternWithTrailingDotIsTheSamePattern(t *testing.T) {
 	}
 }
 
-func TestHostPatternTrailingDotErrors(t *testing.T) {
-	tests := []struct {
-		pattern string
-		want    string
-	}{
-		{".", `retrytransport: policy: host pattern ".": a lone "."; want a hostname or "*." and a domain`},
-		{"..", `retrytransport: policy: host pattern "..": ".." at the end; want at most one trailing "."`},
-		{"api.example.com..", `retrytransport: policy: host pattern "api.example.com..": ".." at the end; want at most one trailing "."`},
-		{"*.example.com..", `retrytransport: policy: host pattern "*.example.com..": ".." at the end; want at most one trailing "."`},
-		{"*..", `retrytransport: policy: host pattern "*..": ".." at the end; want at most one trailing "."`},
-		{"*.", `retrytransport: policy: host pattern "*.": nothing after "*."; want a domain`},
-	}
-	for _, tt := range tests {
-		s := &script{steps: []step{{status: 200}}}
-		tr, _ := newTransport(t, s, policy.Standard(), retrytransport.WithHostPolicy(tt.pattern, policy.None()))
-		_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-		if err == nil || err.Error() != tt.want {
-			t.Errorf("WithHostPolicy(%q): RoundTrip error = %v; want %s", tt.pattern, err, tt.want)
-		}
-		if s.count() != 0 {
-			t.Errorf("WithHostPolicy(%q): RoundTrip made %d attempts; want 0", tt.pattern, s.count())
-		}
-	}
-}
-
 // BenchmarkOverheadHostPolicy is BenchmarkOverhead's GET through a
 // Transport with an exact and a wildcard host policy, for hostnames with
 // and without the trailing dot. Finding the policy must not allocate.

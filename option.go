@@ -2,8 +2,12 @@ package retrytransport
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/retrytransport/retrytransport/policy"
@@ -38,35 +42,66 @@ func WithPolicy(p policy.Policy) Option {
 }
 
 // WithHostPolicy sets the policy for the hosts that pattern matches. A
-// pattern is either an exact hostname ("api.example.com") or a wildcard
-// "*.example.com", which matches every name below example.com at any depth
-// ("a.example.com", "a.b.example.com") but not example.com itself. Patterns
-// are matched against the request URL's hostname, without port, case
-// insensitively. A trailing dot is ignored on both sides, as in DNS: the
-// pattern "api.example.com." is the same as "api.example.com", and a
-// request to "api.example.com." or "a.example.com." gets the policy of
-// "api.example.com" or "*.example.com". An exact pattern wins over
+// pattern is either an exact hostname ("api.example.com") or IP address
+// ("10.0.0.1", "::1" or "[::1]"), or a wildcard "*.example.com", which
+// matches every name below example.com at any depth ("a.example.com",
+// "a.b.example.com") but not example.com itself. Patterns are matched
+// against the request URL's hostname, without port, case insensitively,
+// so a pattern has no port: "127.0.0.1" covers "127.0.0.1:8080" and every
+// other port of that host. A trailing dot is ignored on both sides, as in
+// DNS: the pattern "api.example.com." is the same as "api.example.com",
+// and a request to "api.example.com." or "a.example.com." gets the policy
+// of "api.example.com" or "*.example.com". An exact pattern wins over
 // wildcards, and a longer wildcard over a shorter one. Giving the same
 // pattern twice keeps the last policy.
 //
-// An invalid pattern (empty, a lone ".", ending in "..", with a port, a
-// "*" not followed by "." or anywhere but the start) does not panic: every
-// request then fails with an error naming it, so the mistake shows on the
-// first request.
+// WithHostPolicy panics, when called, if pattern is not a valid pattern
+// (see policy.CheckPattern: empty, with a scheme, port, path or user, a
+// "*" anywhere but a leading "*.", a character no hostname has), as
+// http.ServeMux.Handle panics on an invalid pattern: such a pattern is a
+// mistake in the program, which would otherwise show only at run time.
+// This is the one exception to New never panicking. Code that takes
+// patterns from configuration checks them with policy.CheckPattern first,
+// or loads a policy.Map with policy.LoadMap, which returns an error.
+// Errors in p itself do not panic: see New.
 func WithHostPolicy(pattern string, p policy.Policy) Option {
+	mustBePattern("WithHostPolicy", pattern)
 	return func(c *config) { c.hosts = append(c.hosts, hostEntry{pattern, p}) }
 }
 
 // WithPolicyMap sets the default policy and the per-host policies from m,
 // as WithPolicy(m.Default) followed by WithHostPolicy for each of m.Hosts
 // would. It suits a policy.Map loaded with policy.LoadMap from a
-// configuration file.
+// configuration file, which has checked its patterns.
+//
+// Like WithHostPolicy, WithPolicyMap panics, when called, if a pattern of
+// m.Hosts is invalid, or if two are the same pattern written differently
+// (in another case, with brackets or a trailing dot), which would leave
+// the policy of their hosts to chance. m.Validate reports both as errors.
 func WithPolicyMap(m policy.Map) Option {
+	seen := make(map[string]string, len(m.Hosts)) // key -> pattern
+	for _, pattern := range slices.Sorted(maps.Keys(m.Hosts)) {
+		mustBePattern("WithPolicyMap", pattern)
+		key := patternKey(pattern)
+		if first, ok := seen[key]; ok {
+			panic(fmt.Sprintf("retrytransport: WithPolicyMap: host patterns %q and %q are the same pattern; want each once", first, pattern))
+		}
+		seen[key] = pattern
+	}
 	return func(c *config) {
 		c.def = m.Default
 		for pattern, p := range m.Hosts {
 			c.hosts = append(c.hosts, hostEntry{pattern, p})
 		}
+	}
+}
+
+// mustBePattern panics if pattern, given to the option fn, is not a valid
+// host pattern, with a message that names fn, the pattern and what is
+// wrong with it.
+func mustBePattern(fn, pattern string) {
+	if err := policy.CheckPattern(pattern); err != nil {
+		panic("retrytransport: " + fn + ": " + strings.TrimPrefix(err.Error(), "policy: "))
 	}
 }
 
@@ -111,7 +146,7 @@ func WithObserver(f func(Event)) Option {
 // so that their Event has an Outcome (see Event).
 //
 // A request that RoundTrip rejects before it reaches a policy (a nil URL,
-// an invalid WithHostPolicy pattern) has no Event. f must not block and
+// a policy that New cannot use) has no Event. f must not block and
 // must be safe for concurrent use; it must not read or close the response.
 // Each WithFinalObserver adds one, called in the order given, after the
 // WithObserver observers have seen the same Event. A nil f is ignored. The

@@ -73,7 +73,7 @@ func ExampleLoad_failover() {
 	// endpoints: [https://secondary.example.com] PrimaryThenSecondary
 	// hedge: {Delay:200ms Quantile:0.95 MinDelay:20ms MaxHedges:0}
 	// quota: *ratelimit.Budget
-	// policy: endpoints[0] = "ftp://secondary.example.com"; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 0..65535 and no path or user
+	// policy: endpoints[0] = "ftp://secondary.example.com"; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user (scheme "ftp" is not http or https)
 	// policy: hedge.quantile = 1; want a number 0 <= q < 1 (0: delay alone)
 }
 

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -70,31 +71,134 @@ type Endpoint struct {
 }
 
 // ParseEndpoint parses an alternate endpoint as Policy.Endpoints holds it:
-// "host", "host:port" or "scheme://host[:port]", with scheme http or
-// https (in any case; it is returned in lower case), a port 0..65535, at
-// most a trailing "/", and no path, query or user information. For any
-// other s it returns the zero Endpoint and an error that quotes s.
+// "host", "host:port", "scheme://host" or "scheme://host:port", with at
+// most a trailing "/".
+//
+//   - The scheme is http or https, in any case; it is returned in lower
+//     case.
+//   - The host is a name of letters, digits, '-', '_' and non-ASCII
+//     letters, in dot-separated labels with at most a trailing dot, or an
+//     IP address. An IPv6 address is always in brackets ("[::1]",
+//     "[fe80::1]:443"), since "fe80::1:443" could be an address alone or
+//     one with a port; a zone ("%eth0") is not allowed.
+//   - The port is a decimal number 1..65535.
+//   - There is no path, query, fragment or user information.
+//
+// The host and port are kept as written. For any other s it returns the
+// zero Endpoint and an error that quotes s and says what is wrong.
 func ParseEndpoint(s string) (Endpoint, error) {
-	raw := s
-	var e Endpoint
-	if i := strings.Index(s, "://"); i >= 0 {
-		e.Scheme, s = strings.ToLower(s[:i]), s[i+3:]
-		if e.Scheme != "http" && e.Scheme != "https" {
-			return Endpoint{}, fmt.Errorf("policy: endpoint %q: scheme %q; want http or https", raw, e.Scheme)
-		}
+	e, f := parseEndpoint(s)
+	if f.what != "" {
+		return Endpoint{}, fmt.Errorf("policy: endpoint %q: %s; %s", s, f.what, f.remedy())
 	}
-	s = strings.TrimSuffix(s, "/")
-	u, err := url.Parse("http://" + s)
-	if err != nil || u.Host != s || u.Hostname() == "" || strings.ContainsAny(s, "/?#@") {
-		return Endpoint{}, fmt.Errorf("policy: endpoint %q; want host, host:port or scheme://host:port, with no path", raw)
-	}
-	if p := u.Port(); p != "" || strings.HasSuffix(s, ":") {
-		if _, err := strconv.ParseUint(p, 10, 16); err != nil {
-			return Endpoint{}, fmt.Errorf("policy: endpoint %q: port %q; want a number 0..65535", raw, p)
-		}
-	}
-	e.Host = s
 	return e, nil
+}
+
+// A flaw is what is wrong with an endpoint, and how to write it instead.
+type flaw struct {
+	what string // "" for no flaw
+	fix  string // "" for the want of the JSON schema's endpoints
+}
+
+// remedy returns the fix, or the endpoints' want.
+func (f flaw) remedy() string {
+	if f.fix != "" {
+		return f.fix
+	}
+	return "want " + wantEndpoint
+}
+
+// parseEndpoint is ParseEndpoint, which returns what is wrong with s as a
+// flaw, the zero flaw when nothing is.
+func parseEndpoint(s string) (Endpoint, flaw) {
+	var e Endpoint
+	rest := s
+	if scheme, after, ok := strings.Cut(rest, "://"); ok {
+		e.Scheme, rest = strings.ToLower(scheme), after
+		if e.Scheme != "http" && e.Scheme != "https" {
+			return Endpoint{}, flaw{what: fmt.Sprintf("scheme %q is not http or https", scheme)}
+		}
+	}
+	rest = strings.TrimSuffix(rest, "/")
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		return Endpoint{}, flaw{what: fmt.Sprintf("%s (%q)", urlPart(rest[i]), rest[i:])}
+	}
+	if strings.Contains(rest, "@") {
+		return Endpoint{}, flaw{what: "user information"}
+	}
+	host, port, hasPort := rest, "", false
+	if strings.HasPrefix(rest, "[") {
+		end := strings.Index(rest, "]")
+		if end < 0 {
+			return Endpoint{}, flaw{what: `"[" without "]"`}
+		}
+		host = rest[:end+1]
+		switch after := rest[end+1:]; {
+		case after == "":
+		case after[0] == ':':
+			port, hasPort = after[1:], true
+		default:
+			return Endpoint{}, flaw{fmt.Sprintf(`%q after "]"`, after), `want nothing or ":" and a port`}
+		}
+		a, err := netip.ParseAddr(host[1:end])
+		switch {
+		case err != nil || !a.Is6():
+			return Endpoint{}, flaw{what: fmt.Sprintf("%q is not an IPv6 address in brackets", host)}
+		case a.Zone() != "":
+			return Endpoint{}, flaw{what: fmt.Sprintf("%q has an IPv6 zone", host)}
+		}
+	} else {
+		switch strings.Count(rest, ":") {
+		case 0:
+		case 1:
+			host, port, _ = strings.Cut(rest, ":")
+			hasPort = true
+		default:
+			return Endpoint{}, colons(rest)
+		}
+		if f := checkHostname(host); f.what != "" {
+			return Endpoint{}, f
+		}
+	}
+	if hasPort {
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+			return Endpoint{}, flaw{what: fmt.Sprintf("port %q is not a number 1..65535", port)}
+		}
+	}
+	e.Host = rest
+	return e, flaw{}
+}
+
+// colons says what is wrong with hostport, which has two or more colons
+// and no brackets: an IPv6 address, maybe followed by a port, that needs
+// brackets, or a second port.
+func colons(hostport string) flaw {
+	if a, err := netip.ParseAddr(hostport); err == nil && a.Is6() && a.Zone() == "" {
+		fix := fmt.Sprintf("write %q", "["+hostport+"]")
+		i := strings.LastIndex(hostport, ":")
+		if h, port := hostport[:i], hostport[i+1:]; port != "" && strings.Trim(port, "0123456789") == "" {
+			if a, err := netip.ParseAddr(h); err == nil && a.Is6() {
+				fix += fmt.Sprintf(", or %q for port %s", "["+h+"]:"+port, port)
+			}
+		}
+		return flaw{"an IPv6 address without brackets", fix}
+	}
+	return flaw{"more than one ':' outside brackets", `want one, before the port, and an IPv6 address in brackets ("[::1]:443")`}
+}
+
+// checkHostname says what is wrong with host, a name or an IPv4 address
+// without port, or returns the zero flaw.
+func checkHostname(host string) flaw {
+	if host == "" {
+		return flaw{what: "empty host"}
+	}
+	if c, ok := badHostnameRune(host); ok {
+		return flaw{fmt.Sprintf("%q in host %q", c, host), "want a host of " + wantHostnameRunes}
+	}
+	if strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
+		return flaw{what: fmt.Sprintf("empty label in host %q", host)}
+	}
+	return flaw{}
 }
 
 // URL returns u with e's host, and scheme if e has one: the URL an attempt

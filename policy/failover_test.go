@@ -1,10 +1,13 @@
 package policy_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +27,15 @@ func TestParseEndpointAcceptsHostPortAndScheme(t *testing.T) {
 		{"HTTPS://h", policy.Endpoint{Scheme: "https", Host: "h"}},
 		{"http://h", policy.Endpoint{Scheme: "http", Host: "h"}},
 		{"[::1]:80", policy.Endpoint{Host: "[::1]:80"}},
-		{"h:0", policy.Endpoint{Host: "h:0"}},
+		{"[::1]", policy.Endpoint{Host: "[::1]"}},
+		{"https://[fe80::1]:443", policy.Endpoint{Scheme: "https", Host: "[fe80::1]:443"}},
+		{"10.0.0.1:8080", policy.Endpoint{Host: "10.0.0.1:8080"}},
+		{"h:1", policy.Endpoint{Host: "h:1"}},
 		{"h:65535", policy.Endpoint{Host: "h:65535"}},
 		{"eu.example.com/", policy.Endpoint{Host: "eu.example.com"}},
+		{"https://eu.example.com:8443/", policy.Endpoint{Scheme: "https", Host: "eu.example.com:8443"}},
+		{"eu.example.com.", policy.Endpoint{Host: "eu.example.com."}},
+		{"my_host-1.example.com", policy.Endpoint{Host: "my_host-1.example.com"}},
 	}
 	for _, tt := range tests {
 		got, err := policy.ParseEndpoint(tt.in)
@@ -44,17 +53,60 @@ func TestParseEndpointRejectsOtherForms(t *testing.T) {
 	for _, in := range []string{
 		"ftp://h", "h/path", "https://h/path", "h:99999", "h:65536", "h:", "h:-1", "user@h",
 		"https://user:pw@h", "", "https://", "h?q=1", "h#frag", " h", "h h",
+		"h:0", "h:+80", "h:0x50", ":443", "https://:443", "/", "://h", "http:/h", "https:h",
+		"10.0.0.1:8080:9090", "h:80:90", "::1", "fe80::1", "fe80::1:443", "[::1", "::1]",
+		"[]", "[]:443", "[h]", "[10.0.0.1]", "[::1]x", "[::1]:", "[::1]:0", "[::1]:65536",
+		"[fe80::1%25eth0]", "https://h/?q", "h\\x", "h%20", "*.example.com", ".h", "a..b",
+		"h\t", "h\x00",
 	} {
 		got, err := policy.ParseEndpoint(in)
 		if err == nil {
 			t.Errorf("ParseEndpoint(%q) = %+v, nil; want an error", in, got)
 			continue
 		}
-		if prefix := "policy: endpoint " + `"` + in + `"`; !strings.HasPrefix(err.Error(), prefix) {
+		if prefix := fmt.Sprintf("policy: endpoint %q", in); !strings.HasPrefix(err.Error(), prefix) {
 			t.Errorf("ParseEndpoint(%q) error = %q; want one starting %q", in, err, prefix)
 		}
 		if got != (policy.Endpoint{}) {
 			t.Errorf("ParseEndpoint(%q) = %+v with an error; want the zero Endpoint", in, got)
+		}
+		p := policy.Policy{Endpoints: []string{in}}
+		if verr := p.Validate(); verr == nil || !strings.Contains(verr.Error(), err.Error()[len("policy: "):]) {
+			t.Errorf("Validate(Endpoints %q) = %v; want it to contain %q", p.Endpoints, verr, err)
+		}
+		doc, _ := json.Marshal(map[string][]string{"endpoints": {in}})
+		if _, lerr := policy.Load(bytes.NewReader(doc)); lerr == nil || !strings.Contains(lerr.Error(), "endpoints[0]") {
+			t.Errorf("Load(%s) error = %v; want one about endpoints[0]", doc, lerr)
+		}
+	}
+}
+
+// TestParseEndpointErrorSaysWhy checks that the error of an endpoint that
+// could be read more than one way says what is wrong and how to write it.
+func TestParseEndpointErrorSaysWhy(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"fe80::1:443", `an IPv6 address without brackets; write "[fe80::1:443]", or "[fe80::1]:443" for port 443`},
+		{"::1", `an IPv6 address without brackets; write "[::1]"`},
+		{"10.0.0.1:8080:9090", `more than one ':' outside brackets`},
+		{"h:0", `port "0" is not a number 1..65535`},
+		{"h:", `port "" is not a number 1..65535`},
+		{":443", "empty host"},
+		{"https://", "empty host"},
+		{"ftp://h", `scheme "ftp" is not http or https`},
+		{"https://h/x", `a path ("/x")`},
+		{"h?q=1", `a query ("?q=1")`},
+		{"h#f", `a fragment ("#f")`},
+		{"u:p@h", "user information"},
+		{"[h]:80", `"[h]" is not an IPv6 address in brackets`},
+		{"[::1]x", `"x" after "]"; want nothing or ":" and a port`},
+		{"h h", `' ' in host "h h"`},
+		{"a..b", `empty label in host "a..b"`},
+	}
+	for _, tt := range tests {
+		_, err := policy.ParseEndpoint(tt.in)
+		want := fmt.Sprintf("policy: endpoint %q: %s", tt.in, tt.want)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("ParseEndpoint(%q) error = %v; want one starting %s", tt.in, err, want)
 		}
 	}
 }
@@ -204,8 +256,8 @@ func TestValidateNamesTheBadEndpoint(t *testing.T) {
 		t.Fatalf("Validate(Endpoints %q) = %v; want 2 errors", p.Endpoints, errs)
 	}
 	for i, tt := range []struct{ index, endpoint, reason string }{
-		{"[1]", "ftp://c.example.com", "want http or https"},
-		{"[2]", "d.example.com/path", "no path"},
+		{"[1]", "ftp://c.example.com", "is not http or https"},
+		{"[2]", "d.example.com/path", "a path"},
 	} {
 		msg := errs[i].Error()
 		if !strings.HasPrefix(msg, "policy: Endpoints"+tt.index+": ") || !strings.Contains(msg, tt.endpoint) || !strings.Contains(msg, tt.reason) || strings.Contains(msg, "%!") {
@@ -225,4 +277,37 @@ func TestHedgeCopies(t *testing.T) {
 			t.Errorf("Hedge{MaxHedges: %d}.Copies() = %d; want %d", tt.max, got, tt.want)
 		}
 	}
+}
+
+// FuzzParseEndpoint checks that an endpoint ParseEndpoint accepts is one
+// URL host that reads back the same: a host, at most one port 1..65535,
+// and an IPv6 address only in brackets.
+func FuzzParseEndpoint(f *testing.F) {
+	for _, s := range []string{"h", "h:443", "https://h:8443/", "[::1]", "[fe80::1]:443", "fe80::1:443", "10.0.0.1:8080:9090", "h:0", "u@h", "bücher.example"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := policy.ParseEndpoint(s)
+		if err != nil {
+			return
+		}
+		u, perr := url.Parse("http://" + e.Host)
+		if perr != nil || u.Host != e.Host || u.Hostname() == "" || u.Path != "" {
+			t.Fatalf("ParseEndpoint(%q) = %+v; url.Parse(http://%s) = %v, %v; want the same host back", s, e, e.Host, u, perr)
+		}
+		if h := u.Hostname(); strings.Contains(h, ":") != strings.HasPrefix(e.Host, "[") {
+			t.Fatalf("ParseEndpoint(%q) = %+v; want brackets exactly around an IPv6 address", s, e)
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+				t.Fatalf("ParseEndpoint(%q) = %+v; port %q not in 1..65535", s, e, p)
+			}
+		}
+		if strings.HasSuffix(u.Host, ":") {
+			t.Fatalf("ParseEndpoint(%q) = %+v; want no empty port", s, e)
+		}
+		if e.Scheme != "" && e.Scheme != "http" && e.Scheme != "https" {
+			t.Fatalf("ParseEndpoint(%q) = %+v; want scheme http or https", s, e)
+		}
+	})
 }

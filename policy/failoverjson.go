@@ -8,19 +8,26 @@ import "encoding/json"
 
 // Descriptions of the values the failover and hedge members accept.
 const (
-	wantEndpoint  = `"host", "host:port" or "scheme://host:port", with scheme http or https, a port 0..65535 and no path or user`
+	wantEndpoint  = `"host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user`
 	wantMethod    = "a method name such as GET"
 	wantQuantile  = "a number 0 <= q < 1 (0: delay alone)"
 	wantMaxHedges = "an integer 1..4 (HedgeLimit), or 0 for 1"
 )
 
 // endpoints decodes a list of alternate endpoints, each checked with
-// ParseEndpoint and kept as written. An empty list gives an empty, non-nil
-// slice, so that the policy written back is the same.
+// ParseEndpoint and kept as written; the error of a bad one says what
+// ParseEndpoint found wrong. An empty list gives an empty, non-nil slice,
+// so that the policy written back is the same.
 func (v value) endpoints() []string {
-	return v.stringList("a list of endpoints", wantEndpoint, func(s string) bool {
-		_, err := ParseEndpoint(s)
-		return err == nil
+	return v.checkedList("a list of endpoints", wantEndpoint, func(s string) string {
+		_, f := parseEndpoint(s)
+		switch {
+		case f.what == "":
+			return ""
+		case f.fix != "":
+			return wantEndpoint + " (" + f.what + "; " + f.fix + ")"
+		}
+		return wantEndpoint + " (" + f.what + ")"
 	})
 }
 
@@ -34,6 +41,17 @@ func (v value) failoverMethods() []string {
 // stringList decodes a list of strings for which ok holds. want describes
 // the list, wantElem each string. It returns nil only when v is not a list.
 func (v value) stringList(want, wantElem string, ok func(string) bool) []string {
+	return v.checkedList(want, wantElem, func(s string) string {
+		if !ok(s) {
+			return wantElem
+		}
+		return ""
+	})
+}
+
+// checkedList is stringList for a check that says what is wrong: check
+// returns "" for a good string, else what the error wants instead.
+func (v value) checkedList(want, wantElem string, check func(string) string) []string {
 	elems := v.elements(want)
 	if elems == nil {
 		return nil
@@ -41,8 +59,10 @@ func (v value) stringList(want, wantElem string, ok func(string) bool) []string 
 	list := make([]string, 0, len(elems))
 	for _, e := range elems {
 		s, isString := e.string(wantElem)
-		if isString && !ok(s) {
-			e.fail(wantElem)
+		if isString {
+			if why := check(s); why != "" {
+				e.fail(why)
+			}
 		}
 		list = append(list, s)
 	}

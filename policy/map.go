@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Map holds a policy per host pattern and a default for the other hosts,
@@ -28,9 +30,10 @@ type Map struct {
 	// ("api.example.com"), an IP address (an IPv6 one with or without
 	// brackets), or "*." and a domain ("*.example.com"), which matches
 	// every name below the domain but not the domain itself. Patterns
-	// match in any case, and carry no scheme, port or path. A trailing dot
-	// is ignored ("api.example.com." is the pattern "api.example.com"), as
-	// DNS ignores it.
+	// match in any case, and carry no scheme, port or path: "10.0.0.1"
+	// covers every port of that host. A trailing dot is ignored
+	// ("api.example.com." is the pattern "api.example.com"), as DNS
+	// ignores it. [CheckPattern] says what is wrong with a pattern.
 	Hosts map[string]Policy
 }
 
@@ -191,11 +194,19 @@ func normalizePattern(pattern string) string {
 }
 
 // CheckPattern reports why pattern is not a host pattern as Map and the
-// transport's WithHostPolicy accept it: a hostname, an IP address (IPv6
-// with or without brackets) or "*." and a domain; case does not matter,
-// and one trailing dot is allowed and ignored ("api.example.com." is
-// "api.example.com"). A lone "." and a pattern that ends in ".." are
-// invalid. It returns nil for a valid pattern.
+// transport's WithHostPolicy accept it, or returns nil for a valid one. A
+// pattern is a hostname ("api.example.com"), an IP address (an IPv6 one
+// with or without brackets), or "*." and a domain ("*.example.com"); case
+// does not matter, and one trailing dot is allowed and ignored
+// ("api.example.com." is "api.example.com"). A pattern matches hostnames
+// only, so it has no scheme, port, path or user information: the error of
+// "127.0.0.1:8080" says it has a port. A hostname is made of letters,
+// digits, '-', '_' and non-ASCII letters, in labels separated by single
+// dots; a leading dot, a lone "." and a pattern that ends in ".." are
+// invalid.
+//
+// Code that takes patterns from configuration checks them with
+// CheckPattern first, since WithHostPolicy panics on an invalid one.
 func CheckPattern(pattern string) error {
 	if why := checkHostPattern(normalizePattern(pattern)); why != "" {
 		return fmt.Errorf("policy: host pattern %q: %s", pattern, why)
@@ -208,7 +219,7 @@ func CheckPattern(pattern string) error {
 // in "." only when no name comes before its last dot (see
 // normalizePattern).
 func checkHostPattern(pattern string) string {
-	rest := strings.TrimPrefix(pattern, "*.")
+	rest, wild := strings.CutPrefix(pattern, "*.")
 	switch {
 	case pattern == "":
 		return `empty pattern; want a hostname or "*." and a domain`
@@ -216,14 +227,81 @@ func checkHostPattern(pattern string) string {
 		return `'*' in a pattern; want it only as a leading "*."`
 	case rest == "":
 		return `nothing after "*."; want a domain`
-	case net.ParseIP(rest) == nil && strings.ContainsAny(rest, ":/[] "):
-		return "not a host pattern; want a hostname without scheme, port or path"
 	case pattern == ".":
 		return `a lone "."; want a hostname or "*." and a domain`
 	case strings.HasSuffix(pattern, ".."):
 		return `".." at the end; want at most one trailing "."`
 	}
+	if _, err := netip.ParseAddr(rest); err == nil {
+		if wild {
+			return `"*." before an IP address; want "*." only before a domain`
+		}
+		return ""
+	}
+	if strings.Contains(rest, "://") {
+		return "has a scheme; patterns match hostnames only, for every scheme"
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		return fmt.Sprintf("has %s (%q); patterns match hostnames only", urlPart(rest[i]), rest[i:])
+	}
+	if strings.Contains(rest, "@") {
+		return "has user information; patterns match hostnames only"
+	}
+	if i := strings.LastIndex(rest, ":"); i >= 0 && isHostPort(rest[:i], rest[i+1:]) {
+		return "has a port; patterns match hostnames only, on every port"
+	}
+	if c, ok := badHostnameRune(rest); ok {
+		return fmt.Sprintf("has %q, which no hostname has; want %s", c, wantHostnameRunes)
+	}
+	switch {
+	case strings.HasPrefix(pattern, "."):
+		return fmt.Sprintf("a leading \".\"; want %q for the names below %s", "*"+pattern, pattern[1:])
+	case strings.Contains(rest, ".."), strings.HasPrefix(rest, "."):
+		return `an empty label; want labels separated by one "."`
+	}
 	return ""
+}
+
+// isHostPort reports whether host and port, the parts of a pattern around
+// its last ':', look like a host and a port: port is decimal or empty, and
+// host has no ':' but in brackets.
+func isHostPort(host, port string) bool {
+	bracketed := strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]")
+	return strings.Trim(port, "0123456789") == "" && (bracketed || !strings.Contains(host, ":"))
+}
+
+// wantHostnameRunes says what badHostnameRune allows.
+const wantHostnameRunes = "letters, digits, '-', '_' and '.'"
+
+// badHostnameRune returns the first rune of s that no hostname has, and
+// true; or false when s has none. A hostname has ASCII letters and digits,
+// '-', '_', '.' and non-ASCII letters (a name before IDNA encoding), not
+// spaces, controls or punctuation. An invalid UTF-8 sequence, and
+// utf8.RuneError itself, which strings.ToLower makes of one, are
+// utf8.RuneError.
+func badHostnameRune(s string) (rune, bool) {
+	for _, c := range s {
+		switch {
+		case c == utf8.RuneError:
+			return c, true
+		case c >= utf8.RuneSelf && unicode.IsPrint(c) && !unicode.IsSpace(c),
+			'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// urlPart names the part of a URL that c, one of '/', '?' and '#', starts.
+func urlPart(c byte) string {
+	switch c {
+	case '?':
+		return "a query"
+	case '#':
+		return "a fragment"
+	}
+	return "a path"
 }
 
 // hostPath returns the path of pattern's policy in a Map document.

@@ -3,6 +3,7 @@ package policy_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -89,8 +90,11 @@ func TestLoadMapErrors(t *testing.T) {
 		{"InnerStar", `{"hosts": {"a.*.com": {}}}`, `policy: hosts["a.*.com"]: '*' in a pattern; want it only as a leading "*."`},
 		{"BareStar", `{"hosts": {"*": {}}}`, `policy: hosts["*"]: '*' in a pattern; want it only as a leading "*."`},
 		{"NothingAfterStar", `{"hosts": {"*.": {}}}`, `policy: hosts["*."]: nothing after "*."; want a domain`},
-		{"Scheme", `{"hosts": {"https://api.example.com": {}}}`, `policy: hosts["https://api.example.com"]: not a host pattern; want a hostname without scheme, port or path`},
-		{"Port", `{"hosts": {"api.example.com:443": {}}}`, `policy: hosts["api.example.com:443"]: not a host pattern; want a hostname without scheme, port or path`},
+		{"Scheme", `{"hosts": {"https://api.example.com": {}}}`, `policy: hosts["https://api.example.com"]: has a scheme; patterns match hostnames only, for every scheme`},
+		{"Port", `{"hosts": {"api.example.com:443": {}}}`, `policy: hosts["api.example.com:443"]: has a port; patterns match hostnames only, on every port`},
+		{"AddressPort", `{"hosts": {"127.0.0.1:8080": {}}}`, `policy: hosts["127.0.0.1:8080"]: has a port; patterns match hostnames only, on every port`},
+		{"IPv6Port", `{"hosts": {"[::1]:443": {}}}`, `policy: hosts["[::1]:443"]: has a port; patterns match hostnames only, on every port`},
+		{"LeadingDot", `{"hosts": {".example.com": {}}}`, `policy: hosts[".example.com"]: a leading "."; want "*.example.com" for the names below example.com`},
 		{"SameInAnotherCase", `{"hosts": {"api.example.com": {}, "API.example.com": {}}}`, `policy: hosts["API.example.com"]: the same pattern as hosts["api.example.com"]; want each pattern once`},
 		{"SameWithBrackets", `{"hosts": {"::1": {}, "[::1]": {}}}`, `policy: hosts["[::1]"]: the same pattern as hosts["::1"]; want each pattern once`},
 		{"Repeated", `{"hosts": {"a.com": {}, "a.com": {}}}`, `policy: hosts["a.com"]: repeated field; want it once`},
@@ -112,6 +116,54 @@ func TestLoadMapErrors(t *testing.T) {
 	}
 }
 
+// TestCheckPatternSaysWhatIsWrong checks the patterns CheckPattern accepts,
+// and that its error for the others says what part of a URL or which
+// character a pattern must not have.
+func TestCheckPatternSaysWhatIsWrong(t *testing.T) {
+	tests := []struct {
+		pattern string
+		want    string // after `policy: host pattern "<pattern>": `; "" for a valid pattern
+	}{
+		{"api.example.com", ""},
+		{"*.example.com", ""},
+		{"localhost", ""},
+		{"my_host-1", ""},
+		{"bücher.example", ""},
+		{"127.0.0.1", ""},
+		{"::1", ""},
+		{"[::1]", ""},
+		{"fe80::1:443", ""}, // an IPv6 address: a pattern has no port
+		{"127.0.0.1:8080", "has a port; patterns match hostnames only, on every port"},
+		{"api.example.com:443", "has a port; patterns match hostnames only, on every port"},
+		{"api.example.com:", "has a port; patterns match hostnames only, on every port"},
+		{"[::1]:443", "has a port; patterns match hostnames only, on every port"},
+		{"*.example.com:443", "has a port; patterns match hostnames only, on every port"},
+		{"https://api.example.com", "has a scheme; patterns match hostnames only, for every scheme"},
+		{"api.example.com/v1", `has a path ("/v1"); patterns match hostnames only`},
+		{"api.example.com?x=1", `has a query ("?x=1"); patterns match hostnames only`},
+		{"api.example.com#x", `has a fragment ("#x"); patterns match hostnames only`},
+		{"user@api.example.com", "has user information; patterns match hostnames only"},
+		{"bad host", `has ' ', which no hostname has; want letters, digits, '-', '_' and '.'`},
+		{"a:b", `has ':', which no hostname has; want letters, digits, '-', '_' and '.'`},
+		{"[::1", `has '[', which no hostname has; want letters, digits, '-', '_' and '.'`},
+		{"a\x00b", `has '\x00', which no hostname has; want letters, digits, '-', '_' and '.'`},
+		{"a\xffb", `has '�', which no hostname has; want letters, digits, '-', '_' and '.'`},
+		{".example.com", `a leading "."; want "*.example.com" for the names below example.com`},
+		{"a..example.com", `an empty label; want labels separated by one "."`},
+		{"*..example.com", `an empty label; want labels separated by one "."`},
+		{"*.127.0.0.1", `"*." before an IP address; want "*." only before a domain`},
+	}
+	for _, tt := range tests {
+		want := ""
+		if tt.want != "" {
+			want = fmt.Sprintf("policy: host pattern %q: %s", tt.pattern, tt.want)
+		}
+		if got := errorString(policy.CheckPattern(tt.pattern)); got != want {
+			t.Errorf("CheckPattern(%q) = %s; want %s", tt.pattern, orNil(got), orNil(want))
+		}
+	}
+}
+
 func TestMapValidate(t *testing.T) {
 	m := policy.Map{
 		Default: policy.Policy{MaxAttempts: -1},
@@ -120,7 +172,7 @@ func TestMapValidate(t *testing.T) {
 	// Patterns in sorted order, upper case first.
 	want := "policy: default: MaxAttempts = -1; want >= 1, or 0 for the default\n" +
 		`policy: hosts["OK.com"]: MaxDrain = -2; want > 0, or 0 for the default` + "\n" +
-		`policy: hosts["bad host"]: not a host pattern; want a hostname without scheme, port or path` + "\n" +
+		`policy: hosts["bad host"]: has ' ', which no hostname has; want letters, digits, '-', '_' and '.'` + "\n" +
 		`policy: hosts["ok.com"]: the same pattern as hosts["OK.com"]; want each pattern once`
 	if err := m.Validate(); err == nil || err.Error() != want {
 		t.Errorf("Map.Validate() = %v; want\n%s", err, want)
