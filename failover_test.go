@@ -343,12 +343,24 @@ func TestDeadPrimaryDoesNotDrainTheSecondary(t *testing.T) {
 	}
 }
 
+// An endpoint New cannot use fails the requests of the hosts whose policy
+// names it, before any attempt, and no other host's.
 func TestInvalidEndpointIsAConfigurationError(t *testing.T) {
-	tr := retrytransport.New(nil, retrytransport.WithHostPolicy("api.example.com", policy.Policy{Endpoints: []string{"ftp://x"}}))
-	_, err := tr.RoundTrip(newReq(t, "GET", "http://127.0.0.1:1/", ""))
+	srv := newEndpointServer(t, 200)
+	base := &countingBase{base: http.DefaultTransport}
+	tr := retrytransport.New(base, retrytransport.WithHostPolicy("api.example.com", policy.Policy{Endpoints: []string{"ftp://x"}}))
+	_, err := tr.RoundTrip(newReq(t, "GET", "http://api.example.com/", ""))
 	if err == nil || !strings.Contains(err.Error(), "ftp") {
-		t.Errorf("RoundTrip = %v; want the endpoint's error", err)
+		t.Errorf("RoundTrip(api.example.com) = %v; want the endpoint's error", err)
 	}
+	if n := base.calls.Load(); n != 0 {
+		t.Errorf("base transport called %d times; want none", n)
+	}
+	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip(%s) = %v; want the other host's policy unaffected", srv.URL, err)
+	}
+	resp.Body.Close()
 }
 
 // The budget is kept in the request's own scope, beside the quota, and each

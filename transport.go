@@ -195,14 +195,10 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	t := &Transport{base: base, now: c.now, sleep: c.sleep, observe: fanOut(c.observe), final: fanOut(c.final),
 		logger: c.logger, beforeRetry: c.beforeRetry}
 	t.hosts.def = newHostState(c.def, c.now)
-	t.err = t.hosts.def.err
 	for _, h := range c.hosts {
-		st := newHostState(h.p, c.now)
-		err := st.err
-		if aerr := t.hosts.add(h.pattern, st); err == nil {
-			err = aerr
-		}
-		if err != nil && t.err == nil {
+		// The With* options checked the patterns already; a policy New
+		// cannot use fails only the requests it is for (hostState.err).
+		if err := t.hosts.add(h.pattern, newHostState(h.p, c.now)); err != nil && t.err == nil {
 			t.err = err
 		}
 	}
@@ -251,8 +247,9 @@ func (t *Transport) fillDefaults() {
 // wraps it in a *url.Error; when http.Client's own Timeout fires first,
 // net/http may report its own error instead.
 //
-// Some errors come before any attempt, and so are not a *RetryError: an
-// invalid host pattern or policy endpoint given to New, a nil req.URL, and a wait for the
+// Some errors come before any attempt, and so are not a *RetryError: a
+// policy New cannot use (an invalid endpoint, for one), for the requests
+// whose host it is for, a nil req.URL, and a wait for the
 // first attempt's send token that a client-side rate limiter refuses
 // (wrapping ratelimit.ErrRateLimited), that would pass the context's
 // deadline (ErrDeadline) or the policy's MaxTotalTime (ErrBudget).
@@ -266,6 +263,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("retrytransport: nil Request.URL")
 	}
 	st := t.hosts.lookup(req.URL.Hostname())
+	if st.err != nil {
+		closeReader(req.Body)
+		return nil, st.err
+	}
 	if st.direct && t.final == nil { // a final observer needs the outcome classified
 		scope := st.scope(req)
 		t.stats.get(scope, st).attempts.Add(1)
