@@ -102,7 +102,8 @@ func TestLoneSlowCallLeavesCircuitClosed(t *testing.T) {
 
 // TestQuotaRepaysOwedAfterSlowCall checks that the tokens a replica owes
 // survive a call that misses the deadline: the next call that Redis
-// answers pays them, so no success or refund is lost to a slow Redis.
+// answers pays them, so no success or refund is lost to a slow Redis (and
+// charges the retry the slow call took locally).
 func TestQuotaRepaysOwedAfterSlowCall(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
@@ -117,7 +118,7 @@ func TestQuotaRepaysOwedAfterSlowCall(t *testing.T) {
 	if err := adm.ClientPause(context.Background(), 150*time.Millisecond).Err(); err != nil {
 		t.Fatalf("CLIENT PAUSE: %v", err)
 	}
-	q.Acquire(scope, classify.Transient) // times out: decided locally, the 3 still owed
+	q.Acquire(scope, classify.Transient) // times out: taken from the view, the 3 still owed
 	pollUntil(t, 5*time.Second, "the pause ends", func() bool { return adm.Ping(context.Background()).Err() == nil })
 	if n := q.Fallbacks(scope); n != 1 {
 		t.Fatalf("Fallbacks after one slow call = %d; want 1", n)
@@ -125,7 +126,56 @@ func TestQuotaRepaysOwedAfterSlowCall(t *testing.T) {
 	if _, _, ok := q.Acquire(scope, classify.Transient); !ok {
 		t.Fatal("Acquire refused once Redis answered again")
 	}
-	if got, want := q.Level(scope), 15.0+3-5; got != want {
-		t.Errorf("Level after 15 tokens, 3 owed through a slow call, then a retry at 5 = %v; want %v", got, want)
+	// The retry taken locally during the slow call is charged too.
+	if got, want := q.Level(scope), 15.0+3-5-5; got != want {
+		t.Errorf("Level after 15 tokens, 3 owed and a retry at 5 taken through a slow call, then a retry at 5 = %v; want %v", got, want)
+	}
+}
+
+// TestQuotaChargesLocalRetriesWhenRedisAnswers checks that the retries a
+// replica takes from its view of the shared bucket while Redis does not
+// answer are charged to the bucket once it answers again, so that the
+// fleet spends one bucket across the fallback, not one bucket plus what
+// each replica took from its view meanwhile.
+func TestQuotaChargesLocalRetriesWhenRedisAnswers(t *testing.T) {
+	srv := startRedis(t)
+	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
+	clock := faketime.New()
+	prefix := uniquePrefix(t)
+	replica := func() *redisretry.Quota {
+		s := &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: 20 * time.Millisecond, Now: clock.Now}
+		return s.Quota(&ratelimit.Quota{Capacity: 20, Now: clock.Now})
+	}
+	a, b := replica(), replica()
+	if _, _, ok := a.Acquire(scope, classify.Transient); !ok { // 15 left
+		t.Fatal("a.Acquire refused on a full bucket")
+	}
+	if err := adm.ClientPause(context.Background(), 150*time.Millisecond).Err(); err != nil {
+		t.Fatalf("CLIENT PAUSE: %v", err)
+	}
+	for i := range 2 { // from a's view: 15, then 10
+		if _, _, ok := a.Acquire(scope, classify.Transient); !ok {
+			t.Fatalf("a.Acquire %d with Redis paused refused; want taken from its view of 15 tokens", i+1)
+		}
+	}
+	pollUntil(t, 5*time.Second, "the pause ends", func() bool { return adm.Ping(context.Background()).Err() == nil })
+	if n := a.Fallbacks(scope); n != 2 {
+		t.Fatalf("a.Fallbacks with Redis paused = %d; want 2", n)
+	}
+	clock.Advance(redisretry.DefaultBackoff) // past any open circuit
+
+	// b takes 5 of the 15 in Redis; a's next call charges its 10, which
+	// empties the bucket: the fleet has had its 20 tokens.
+	if _, _, ok := b.Acquire(scope, classify.Transient); !ok {
+		t.Fatal("b.Acquire refused on a bucket of 15 in Redis")
+	}
+	if _, _, ok := a.Acquire(scope, classify.Transient); ok {
+		t.Error("a.Acquire allowed after a took 10 of 20 tokens locally and b 5 from Redis; want refused (its 10 charged)")
+	}
+	if _, _, ok := b.Acquire(scope, classify.Transient); ok {
+		t.Error("b.Acquire allowed after the fleet took 20 tokens of 20; want refused")
+	}
+	if got := a.Level(scope); got != 0 {
+		t.Errorf("a.Level after the fleet took 20 tokens of 20 = %v; want 0", got)
 	}
 }

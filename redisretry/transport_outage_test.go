@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
@@ -19,9 +20,9 @@ import (
 // transports, each with the shared quota and adaptive limiter, while Redis
 // is killed and started again: every request succeeds, none takes longer
 // than the Store's Timeout allows beyond the request itself, the replicas
-// count fallbacks in their Snapshot, and once Redis is back they share
-// one quota again: an outage of the API then costs the fleet one quota's
-// worth of retries.
+// count fallbacks in their Snapshot, and once each is back on Redis they
+// share one quota again: an outage of the API then costs the fleet one
+// quota's worth of retries.
 func TestTransportSurvivesRedisRestart(t *testing.T) {
 	srv := startRedis(t)
 	var failing atomic.Bool
@@ -36,15 +37,20 @@ func TestTransportSurvivesRedisRestart(t *testing.T) {
 
 	prefix := uniquePrefix(t)
 	const timeout = 50 * time.Millisecond
-	var ts []*retrytransport.Transport
+	var (
+		ts []*retrytransport.Transport
+		qs []*redisretry.Quota
+	)
 	for range 3 {
 		p := policy.Adaptive()
 		p.Backoff = noWait
 		s := &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: timeout, Backoff: 100 * time.Millisecond}
-		p.Quota, p.Limiter = s.Quota(nil), s.Adaptive(nil)
+		q := s.Quota(nil)
+		p.Quota, p.Limiter = q, s.Adaptive(nil)
 		tr := retrytransport.New(nil, retrytransport.WithPolicy(p))
 		defer tr.CloseIdleConnections()
 		ts = append(ts, tr)
+		qs = append(qs, q)
 	}
 
 	var (
@@ -103,6 +109,15 @@ func TestTransportSurvivesRedisRestart(t *testing.T) {
 	srv.restart(t)
 	adm := srv.client(t, nil)
 	waitSent(100)
+	// A replica goes back to Redis at its first probe after Backoff, which
+	// may come after those 100 requests: until then it decides locally.
+	for i, q := range qs {
+		probe := "probe" + itoa(i)
+		pollUntil(t, 5*time.Second, "replica "+itoa(i)+" uses the restarted Redis", func() bool {
+			q.Acquire(probe, classify.Transient)
+			return exists(t, adm, prefix+"{"+probe+"}:quota")
+		})
+	}
 	close(stop)
 	wg.Wait()
 
