@@ -68,41 +68,51 @@ func TestQuotaFallbackSpendsOnlyWhatWasLeft(t *testing.T) {
 	}
 }
 
-// TestLoneSlowCallLeavesCircuitClosed checks that one call that misses the
-// deadline decides alone, and that three in a row open the circuit: the
-// Store's clock does not move, so an open circuit would send every later
-// call local.
-func TestLoneSlowCallLeavesCircuitClosed(t *testing.T) {
+// TestSlowCallSendsLaterCallsLocalUntilBackoff checks that one call that
+// misses the deadline opens the circuit: the calls after it decide locally
+// without asking Redis until Backoff has passed, so that a request that
+// has waited on Redis once does not wait again; then one call probes, and
+// Redis's answer closes the circuit. The Store's clock moves only when the
+// test says.
+func TestSlowCallSendsLaterCallsLocalUntilBackoff(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
 	clock := faketime.New()
-	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 20 * time.Millisecond, Now: clock.Now}).Quota(nil)
+	const timeout = 20 * time.Millisecond
+	s := &redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: timeout, Now: clock.Now}
+	q := s.Quota(nil)
 	q.Acquire(scope, classify.Transient) // connects
-	pause := func(n int) {
-		t.Helper()
-		if err := adm.ClientPause(context.Background(), 150*time.Millisecond).Err(); err != nil {
-			t.Fatalf("CLIENT PAUSE: %v", err)
-		}
-		for range n {
-			q.Acquire(scope, classify.Transient)
-		}
-		pollUntil(t, 5*time.Second, "the pause ends", func() bool { return adm.Ping(context.Background()).Err() == nil })
+	if err := adm.ClientPause(context.Background(), 150*time.Millisecond).Err(); err != nil {
+		t.Fatalf("CLIENT PAUSE: %v", err)
 	}
-	pause(1)
-	q.Acquire(scope, classify.Transient)
-	if n := q.Fallbacks(scope); n != 1 {
-		t.Fatalf("Fallbacks after one slow call and one answered = %d; want 1 (the circuit stayed closed)", n)
+	q.Acquire(scope, classify.Transient) // waits out the Timeout
+	pollUntil(t, 5*time.Second, "the pause ends", func() bool { return adm.Ping(context.Background()).Err() == nil })
+	resetStats(t, adm)
+	clock.Advance(redisretry.DefaultBackoff - time.Nanosecond)
+	for range 3 {
+		q.Acquire(scope, classify.Transient)
 	}
-	pause(3)
-	q.Acquire(scope, classify.Transient)
-	if n := q.Fallbacks(scope); n != 5 {
-		t.Errorf("Fallbacks after three slow calls in a row and one more = %d; want 5 (the circuit opened)", n)
+	if n := q.Fallbacks(scope); n != 4 {
+		t.Errorf("Fallbacks after a slow call and 3 more within Backoff = %d; want 4 (the circuit opened)", n)
+	}
+	if n := scriptCalls(t, adm); n != 0 {
+		t.Errorf("Redis ran %d scripts within Backoff of a slow call; want 0", n)
+	}
+	clock.Advance(time.Nanosecond)
+	for range 2 {
+		q.Acquire(scope, classify.Transient) // the probe, then a call on the closed circuit
+	}
+	if n := q.Fallbacks(scope); n != 4 {
+		t.Errorf("Fallbacks after Backoff = %d; want still 4 (the probe closed the circuit)", n)
+	}
+	if n := scriptCalls(t, adm); n != 2 {
+		t.Errorf("Redis ran %d scripts after Backoff; want 2", n)
 	}
 }
 
 // TestQuotaRepaysOwedAfterSlowCall checks that the tokens a replica owes
 // survive a call that misses the deadline: the next call that Redis
-// answers pays them, so no success or refund is lost to a slow Redis (and
+// answers, the probe after Backoff, pays them, so no success or refund is lost to a slow Redis (and
 // charges the retry the slow call took locally).
 func TestQuotaRepaysOwedAfterSlowCall(t *testing.T) {
 	srv := startRedis(t)
@@ -120,6 +130,7 @@ func TestQuotaRepaysOwedAfterSlowCall(t *testing.T) {
 	}
 	q.Acquire(scope, classify.Transient) // times out: taken from the view, the 3 still owed
 	pollUntil(t, 5*time.Second, "the pause ends", func() bool { return adm.Ping(context.Background()).Err() == nil })
+	clock.Advance(redisretry.DefaultBackoff) // the circuit the slow call opened: probe
 	if n := q.Fallbacks(scope); n != 1 {
 		t.Fatalf("Fallbacks after one slow call = %d; want 1", n)
 	}
