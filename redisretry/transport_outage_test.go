@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -140,6 +141,14 @@ func TestTransportSurvivesRedisRestart(t *testing.T) {
 	if err := adm.FlushAll(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
+	host := strings.TrimPrefix(api.URL, "http://")
+	local := func() (n uint64) { // retries the replicas decided without Redis
+		for _, q := range qs {
+			n += q.Fallbacks(host)
+		}
+		return n
+	}
+	localBefore := local()
 	failing.Store(true)
 	before := hits.Load()
 	const requests = 150
@@ -150,8 +159,18 @@ func TestTransportSurvivesRedisRestart(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	if retries := hits.Load() - before - requests; retries < 95 || retries > 105 {
-		t.Errorf("after the restart, 3 replicas retried %d times in an API outage; want about 100 (one shared quota)", retries)
+	// 500 tokens at 5 a retry, give or take the successes the replicas
+	// still owed the bucket. A call that misses the Timeout (a machine
+	// that stalls the test for longer) sends its replica local for a
+	// Backoff: until Redis answers it again, its retries come from its
+	// view of the bucket, and the ones beyond what the bucket had left
+	// are more than one quota's worth.
+	retries, decidedLocally := hits.Load()-before-requests, local()-localBefore
+	if decidedLocally > 0 {
+		t.Logf("%d retries in the API outage, %d of the quota's decisions local", retries, decidedLocally)
+	}
+	if retries < 95 || retries > 105+int64(decidedLocally) {
+		t.Errorf("after the restart, 3 replicas retried %d times in an API outage, %d of the quota's decisions local; want about 100 (one shared quota)", retries, decidedLocally)
 	}
 }
 
