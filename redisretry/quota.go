@@ -82,7 +82,12 @@ var quotaScript = redis.NewScript(quotaSource)
 // an outage does not start over with a full quota per replica: each can
 // spend at most what the bucket held when it last heard. A scope with no
 // answer yet, or a quota in Wait mode, is decided by Local, to which
-// every call is also applied. Owed tokens wait for Redis to answer again.
+// every call is also applied. Owed tokens wait for Redis to answer again,
+// and so do the retries decided locally: the next call that Redis answers
+// pays the one and takes the other from the shared bucket, never below
+// empty. So the fleet spends one bucket across a fallback, except what
+// replicas deciding locally take beyond what it had left before they hear
+// from Redis again.
 // Level returns the same view, without a round trip. A bucket not written to
 // for the Store's TTL expires and starts full again, a leniency that
 // ratelimit.Quota does not have.
