@@ -60,10 +60,11 @@
 // # Failures
 //
 // No call waits on Redis longer than the Store's Timeout (5 ms by
-// default). A call that fails or times out decides locally; three in a
-// row open the Store's circuit: for Backoff (1 s) every call decides
-// locally at once, then one call probes Redis, and the first answer closes
-// the circuit. A Quota decides locally from the last level Redis reported
+// default). A call that fails or times out decides locally and opens the
+// Store's circuit: for Backoff (1 s) every call decides locally at once,
+// then one call probes Redis, and the first answer closes the circuit. So
+// a request waits on a Redis that does not answer for at most Timeout,
+// and once more per Backoff only if it outlasts one (see [Store]). A Quota decides locally from the last level Redis reported
 // for the scope, less what the replica has taken since, so a fleet whose
 // Redis fails during an outage does not start over with a full quota per
 // replica. The decisions made locally are counted per scope

@@ -82,7 +82,12 @@ var quotaScript = redis.NewScript(quotaSource)
 // an outage does not start over with a full quota per replica: each can
 // spend at most what the bucket held when it last heard. A scope with no
 // answer yet, or a quota in Wait mode, is decided by Local, to which
-// every call is also applied. Owed tokens wait for Redis to answer again.
+// every call is also applied. Owed tokens wait for Redis to answer again,
+// and so do the retries decided locally: the next call that Redis answers
+// pays the one and takes the other from the shared bucket, never below
+// empty. So the fleet spends one bucket across a fallback, except what
+// replicas deciding locally take beyond what it had left before they hear
+// from Redis again.
 // Level returns the same view, without a round trip. A bucket not written to
 // for the Store's TTL expires and starts full again, a leniency that
 // ratelimit.Quota does not have.
@@ -120,6 +125,7 @@ type quotaScope struct {
 	full     bool      // the last answer said the bucket was full
 	at       time.Time // when that answer came; zero if none yet
 	owed     float64   // tokens added here and not yet paid to Redis
+	spent    float64   // tokens of retries taken here while Redis did not answer, not yet charged to it
 	paid     time.Time // when owed tokens were last taken out to be paid
 	flushing bool      // a Success or Refund is paying them
 }
@@ -174,10 +180,10 @@ func (q *Quota) Acquire(scope string, k classify.Kind) (cost int, wait time.Dura
 		return 0, 0, false
 	}
 	now := q.store().now()
-	owed := q.takeOwed(now, scope)
-	taken, tokens, full, err := q.run(now, scope, &p, cost, owed)
+	owed, spent := q.takeOwed(now, scope)
+	taken, tokens, full, err := q.run(now, scope, &p, cost, owed, spent)
 	if err != nil {
-		q.repay(scope, owed)
+		q.repay(scope, owed, spent)
 		q.store().fallback(&q.fb, scope, err)
 		if ok, known := q.takeFromView(now, scope, &p, cost); known {
 			if !ok {
@@ -186,7 +192,11 @@ func (q *Quota) Acquire(scope string, k classify.Kind) (cost int, wait time.Dura
 			l.AcquireAt(now, scope, k)
 			return cost, 0, true
 		}
-		return l.AcquireAt(now, scope, k)
+		cost, wait, ok = l.AcquireAt(now, scope, k)
+		if ok {
+			q.charge(scope, cost)
+		}
+		return cost, wait, ok
 	}
 	q.answer(now, scope, tokens, full)
 	if !taken {
@@ -273,9 +283,22 @@ func (q *Quota) takeFromView(now time.Time, scope string, p *quotaParams, cost i
 	if v < float64(cost) {
 		return false, true
 	}
-	// The view after is v - cost: the owed tokens stay owed to Redis.
+	// The view after is v - cost: the owed tokens stay owed to Redis, and
+	// the cost is charged to it once it answers.
 	st.level, st.full, st.at = v-float64(cost)-st.owed, false, now
+	st.spent += float64(cost)
 	return true, true
+}
+
+// charge records that a retry of the given cost was taken locally, by
+// Local, while Redis did not answer: the next call that Redis answers
+// takes it from the shared bucket.
+func (q *Quota) charge(scope string, cost int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if st := q.scopes[scope]; st != nil {
+		st.spent += float64(cost)
+	}
 }
 
 // Fallbacks returns how many of scope's Acquire calls Local decided
@@ -296,43 +319,46 @@ func (q *Quota) owe(now time.Time, scope string, n float64, l *ratelimit.Quota) 
 		q.mu.Unlock()
 		return
 	}
-	owed := st.owed
-	st.owed, st.paid, st.flushing = 0, now, true
+	owed, spent := st.owed, st.spent
+	st.owed, st.spent, st.paid, st.flushing = 0, 0, now, true
 	q.mu.Unlock()
 
 	p := paramsOf(l)
-	_, tokens, full, err := q.run(now, scope, &p, 0, owed)
+	_, tokens, full, err := q.run(now, scope, &p, 0, owed, spent)
 	q.mu.Lock()
 	st.flushing = false
 	q.mu.Unlock()
 	if err != nil {
-		q.repay(scope, owed)
+		q.repay(scope, owed, spent)
 		q.store().failed(err, false)
 		return
 	}
 	q.answer(now, scope, tokens, full)
 }
 
-// takeOwed takes out the tokens owed to scope's bucket, to be paid by a
-// call at now, creating the scope's record if needed.
-func (q *Quota) takeOwed(now time.Time, scope string) float64 {
+// takeOwed takes out the tokens owed to scope's bucket and those spent
+// locally, to be paid and charged by a call at now, creating the scope's
+// record if needed.
+func (q *Quota) takeOwed(now time.Time, scope string) (owed, spent float64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	st := q.scopeLocked(scope)
-	owed := st.owed
-	st.owed, st.paid = 0, now
-	return owed
+	owed, spent = st.owed, st.spent
+	st.owed, st.spent, st.paid = 0, 0, now
+	return owed, spent
 }
 
-// repay puts back owed tokens that a failed call did not pay.
-func (q *Quota) repay(scope string, owed float64) {
-	if owed == 0 {
+// repay puts back the owed and spent tokens that a failed call did not
+// pay or charge.
+func (q *Quota) repay(scope string, owed, spent float64) {
+	if owed == 0 && spent == 0 {
 		return
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if st := q.scopes[scope]; st != nil {
 		st.owed += owed
+		st.spent += spent
 	}
 }
 
@@ -351,17 +377,18 @@ func (q *Quota) scopeLocked(scope string) *quotaScope {
 	return record(&q.scopes, scope, q.store().maxScopes())
 }
 
-// run calls the quota script for scope at now: it adds owed, then takes
-// cost unless cost is 0. It returns whether the cost was taken, the level
-// after and whether the bucket is full.
-func (q *Quota) run(now time.Time, scope string, p *quotaParams, cost int, owed float64) (taken bool, tokens float64, full bool, err error) {
+// run calls the quota script for scope at now: it adds owed, takes spent
+// (never below an empty bucket), then takes cost unless cost is 0. It
+// returns whether the cost was taken, the level after and whether the
+// bucket is full.
+func (q *Quota) run(now time.Time, scope string, p *quotaParams, cost int, owed, spent float64) (taken bool, tokens float64, full bool, err error) {
 	wait := "0"
 	if p.wait {
 		wait = "1"
 	}
 	err = q.store().do(func(ctx context.Context, c redis.UniversalClient) error {
 		v, err := quotaScript.Run(ctx, c, []string{q.store().key(scope, "quota")},
-			q.store().clockArg(now), p.capacity, p.rate, cost, wait, owed, q.store().ttlMillis()).Slice()
+			q.store().clockArg(now), p.capacity, p.rate, cost, wait, owed, q.store().ttlMillis(), spent).Slice()
 		if err != nil {
 			return err
 		}

@@ -11,6 +11,8 @@
 -- ARGV[5]  "1": take the cost when short (Wait mode) if refill > 0
 -- ARGV[6]  tokens to add first: successes and refunds the replica owes
 -- ARGV[7]  TTL of the key, milliseconds
+-- ARGV[8]  tokens to take next, never below an empty bucket: the retries
+--          the replica took from its own view while Redis did not answer
 --
 -- Returns {ok, tokens, full}: ok 1 if the cost was taken (always, for a
 -- cost of 0); tokens, a string, the level after; full 1 if the bucket is
@@ -27,6 +29,7 @@ local cost = tonumber(ARGV[4])
 local waitMode = ARGV[5] == '1'
 local add = tonumber(ARGV[6])
 local ttl = tonumber(ARGV[7])
+local debt = tonumber(ARGV[8])
 
 local fmt = '%.17g'
 local v = redis.call('HMGET', key, 'tokens', 'last')
@@ -34,13 +37,10 @@ local tokens, last = tonumber(v[1]), tonumber(v[2])
 
 if not tokens or not last then
   -- A full bucket: what is owed adds nothing to it.
-  if cost == 0 then
+  if cost == 0 and debt == 0 then
     return {1, string.format(fmt, capacity), 1}
   end
-  tokens = capacity - cost
-  redis.call('HSET', key, 'tokens', string.format(fmt, tokens), 'last', string.format(fmt, now))
-  redis.call('PEXPIRE', key, ttl)
-  return {1, string.format(fmt, tokens), 0}
+  tokens, last = capacity, now
 end
 
 -- Refill up to now; a clock behind the last refill adds nothing and leaves
@@ -53,6 +53,11 @@ if now > last then
 end
 if add > 0 then
   tokens = math.min(tokens + add, capacity)
+end
+-- A debt empties the bucket at most: it stands for retries already made,
+-- not for a deficit to wait out.
+if debt > 0 then
+  tokens = math.max(tokens - debt, math.min(tokens, 0))
 end
 
 local ok = 1

@@ -68,41 +68,52 @@ func TestQuotaFallbackSpendsOnlyWhatWasLeft(t *testing.T) {
 	}
 }
 
-// TestLoneSlowCallLeavesCircuitClosed checks that one call that misses the
-// deadline decides alone, and that three in a row open the circuit: the
-// Store's clock does not move, so an open circuit would send every later
-// call local.
-func TestLoneSlowCallLeavesCircuitClosed(t *testing.T) {
+// TestSlowCallSendsLaterCallsLocalUntilBackoff checks that one call that
+// misses the deadline opens the circuit: the calls after it decide locally
+// without asking Redis until Backoff has passed, so that a request that
+// has waited on Redis once does not wait again; then one call probes, and
+// Redis's answer closes the circuit. The Store's clock moves only when the
+// test says.
+func TestSlowCallSendsLaterCallsLocalUntilBackoff(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
 	clock := faketime.New()
-	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 20 * time.Millisecond, Now: clock.Now}).Quota(nil)
+	const timeout = 20 * time.Millisecond
+	s := &redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: timeout, Now: clock.Now}
+	q := s.Quota(nil)
 	q.Acquire(scope, classify.Transient) // connects
-	pause := func(n int) {
-		t.Helper()
-		if err := adm.ClientPause(context.Background(), 150*time.Millisecond).Err(); err != nil {
-			t.Fatalf("CLIENT PAUSE: %v", err)
-		}
-		for range n {
-			q.Acquire(scope, classify.Transient)
-		}
-		pollUntil(t, 5*time.Second, "the pause ends", func() bool { return adm.Ping(context.Background()).Err() == nil })
+	if err := adm.ClientPause(context.Background(), 150*time.Millisecond).Err(); err != nil {
+		t.Fatalf("CLIENT PAUSE: %v", err)
 	}
-	pause(1)
-	q.Acquire(scope, classify.Transient)
-	if n := q.Fallbacks(scope); n != 1 {
-		t.Fatalf("Fallbacks after one slow call and one answered = %d; want 1 (the circuit stayed closed)", n)
+	q.Acquire(scope, classify.Transient) // waits out the Timeout
+	pollUntil(t, 5*time.Second, "the pause ends", func() bool { return adm.Ping(context.Background()).Err() == nil })
+	resetStats(t, adm)
+	clock.Advance(redisretry.DefaultBackoff - time.Nanosecond)
+	for range 3 {
+		q.Acquire(scope, classify.Transient)
 	}
-	pause(3)
-	q.Acquire(scope, classify.Transient)
-	if n := q.Fallbacks(scope); n != 5 {
-		t.Errorf("Fallbacks after three slow calls in a row and one more = %d; want 5 (the circuit opened)", n)
+	if n := q.Fallbacks(scope); n != 4 {
+		t.Errorf("Fallbacks after a slow call and 3 more within Backoff = %d; want 4 (the circuit opened)", n)
+	}
+	if n := scriptCalls(t, adm); n != 0 {
+		t.Errorf("Redis ran %d scripts within Backoff of a slow call; want 0", n)
+	}
+	clock.Advance(time.Nanosecond)
+	for range 2 {
+		q.Acquire(scope, classify.Transient) // the probe, then a call on the closed circuit
+	}
+	if n := q.Fallbacks(scope); n != 4 {
+		t.Errorf("Fallbacks after Backoff = %d; want still 4 (the probe closed the circuit)", n)
+	}
+	if n := scriptCalls(t, adm); n != 2 {
+		t.Errorf("Redis ran %d scripts after Backoff; want 2", n)
 	}
 }
 
 // TestQuotaRepaysOwedAfterSlowCall checks that the tokens a replica owes
 // survive a call that misses the deadline: the next call that Redis
-// answers pays them, so no success or refund is lost to a slow Redis.
+// answers, the probe after Backoff, pays them, so no success or refund is lost to a slow Redis (and
+// charges the retry the slow call took locally).
 func TestQuotaRepaysOwedAfterSlowCall(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
@@ -117,15 +128,65 @@ func TestQuotaRepaysOwedAfterSlowCall(t *testing.T) {
 	if err := adm.ClientPause(context.Background(), 150*time.Millisecond).Err(); err != nil {
 		t.Fatalf("CLIENT PAUSE: %v", err)
 	}
-	q.Acquire(scope, classify.Transient) // times out: decided locally, the 3 still owed
+	q.Acquire(scope, classify.Transient) // times out: taken from the view, the 3 still owed
 	pollUntil(t, 5*time.Second, "the pause ends", func() bool { return adm.Ping(context.Background()).Err() == nil })
+	clock.Advance(redisretry.DefaultBackoff) // the circuit the slow call opened: probe
 	if n := q.Fallbacks(scope); n != 1 {
 		t.Fatalf("Fallbacks after one slow call = %d; want 1", n)
 	}
 	if _, _, ok := q.Acquire(scope, classify.Transient); !ok {
 		t.Fatal("Acquire refused once Redis answered again")
 	}
-	if got, want := q.Level(scope), 15.0+3-5; got != want {
-		t.Errorf("Level after 15 tokens, 3 owed through a slow call, then a retry at 5 = %v; want %v", got, want)
+	// The retry taken locally during the slow call is charged too.
+	if got, want := q.Level(scope), 15.0+3-5-5; got != want {
+		t.Errorf("Level after 15 tokens, 3 owed and a retry at 5 taken through a slow call, then a retry at 5 = %v; want %v", got, want)
+	}
+}
+
+// TestQuotaChargesLocalRetriesWhenRedisAnswers checks that the retries a
+// replica takes from its view of the shared bucket while Redis does not
+// answer are charged to the bucket once it answers again, so that the
+// fleet spends one bucket across the fallback, not one bucket plus what
+// each replica took from its view meanwhile.
+func TestQuotaChargesLocalRetriesWhenRedisAnswers(t *testing.T) {
+	srv := startRedis(t)
+	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
+	clock := faketime.New()
+	prefix := uniquePrefix(t)
+	replica := func() *redisretry.Quota {
+		s := &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: 20 * time.Millisecond, Now: clock.Now}
+		return s.Quota(&ratelimit.Quota{Capacity: 20, Now: clock.Now})
+	}
+	a, b := replica(), replica()
+	if _, _, ok := a.Acquire(scope, classify.Transient); !ok { // 15 left
+		t.Fatal("a.Acquire refused on a full bucket")
+	}
+	if err := adm.ClientPause(context.Background(), 150*time.Millisecond).Err(); err != nil {
+		t.Fatalf("CLIENT PAUSE: %v", err)
+	}
+	for i := range 2 { // from a's view: 15, then 10
+		if _, _, ok := a.Acquire(scope, classify.Transient); !ok {
+			t.Fatalf("a.Acquire %d with Redis paused refused; want taken from its view of 15 tokens", i+1)
+		}
+	}
+	pollUntil(t, 5*time.Second, "the pause ends", func() bool { return adm.Ping(context.Background()).Err() == nil })
+	if n := a.Fallbacks(scope); n != 2 {
+		t.Fatalf("a.Fallbacks with Redis paused = %d; want 2", n)
+	}
+	clock.Advance(redisretry.DefaultBackoff) // past any open circuit
+
+	// b takes 5 of the 15 in Redis; a's next call charges its 10, which
+	// empties the bucket: the fleet has had its 20 tokens.
+	if _, _, ok := b.Acquire(scope, classify.Transient); !ok {
+		t.Fatal("b.Acquire refused on a bucket of 15 in Redis")
+	}
+	if _, _, ok := a.Acquire(scope, classify.Transient); ok {
+		t.Error("a.Acquire allowed after a took 10 of 20 tokens locally and b 5 from Redis; want refused (its 10 charged)")
+	}
+	if _, _, ok := b.Acquire(scope, classify.Transient); ok {
+		t.Error("b.Acquire allowed after the fleet took 20 tokens of 20; want refused")
+	}
+	if got := a.Level(scope); got != 0 {
+		t.Errorf("a.Level after the fleet took 20 tokens of 20 = %v; want 0", got)
 	}
 }

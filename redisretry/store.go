@@ -41,17 +41,24 @@ const (
 // Every call to Redis has Timeout to answer. A call that fails or passes
 // the deadline makes the decision from this replica's local state instead
 // (see Local of the Quota, Fixed or Adaptive) and counts it as a fallback
-// of its scope. Three calls in a row that fail open the Store's circuit:
-// for Backoff, calls do not go to Redis but decide locally at once, so
-// that no request pays the deadline while Redis is down; a lone slow call
-// between answers does not. After Backoff one call, and only one
-// at a time, probes Redis again; the first that succeeds closes the
-// circuit. The circuit is the Store's, not a scope's: with Redis Cluster,
-// a node that fails sends every scope of the Store local for Backoff.
+// of its scope, and it opens the Store's circuit: for Backoff, calls do
+// not go to Redis but decide locally at once. After Backoff one call, and
+// only one at a time, probes Redis again; the first that succeeds closes
+// the circuit, and one that fails opens it for another Backoff. The
+// circuit is the Store's, not a scope's: with Redis Cluster, a node that
+// fails sends every scope of the Store local for Backoff. A lone call that
+// misses the deadline on a busy machine opens it too: the replica is then
+// on its own for Backoff while the others go on sharing.
 //
-// No request waits on Redis longer than Timeout, provided the client
-// honours a context's deadline, as go-redis clients do only when created
-// with ContextTimeoutEnabled: true (recommended). A *redis.Client without
+// So a request waits on a Redis that does not answer for at most Timeout:
+// its first call that fails waits out the deadline, as do the calls of
+// other requests already waiting beside it, and every call after that
+// decides at once. Only a request that is still running Backoff later
+// (after long backoffs between its attempts, say) can make the probe, and
+// wait Timeout once more: at most once per Backoff. Every call is bounded
+// by Timeout provided the client honours a context's deadline, as go-redis
+// clients do only when created with ContextTimeoutEnabled: true
+// (recommended). A *redis.Client without
 // it, as NewClient and NewFailoverClient return by default, is used
 // through its WithTimeout clone, which shares its connections and times
 // out each read and write after Timeout; waiting for a connection is
@@ -119,7 +126,6 @@ type Store struct {
 
 	openUntil atomic.Int64 // unix ns before which calls stay local; 0 when the circuit is closed
 	probing   atomic.Bool  // a call is probing Redis after Backoff
-	failures  atomic.Int32 // calls failed in a row since the last that succeeded
 
 	logMu     sync.Mutex
 	lastWarn  time.Time // guarded by logMu
@@ -147,18 +153,13 @@ func (s *Store) Adaptive(local *ratelimit.Adaptive) *Adaptive {
 	return &Adaptive{Store: s, Local: local}
 }
 
-// openAfter is how many calls in a row must fail before the circuit
-// opens. One call that misses the deadline on a busy machine, between
-// calls that do not, decides alone from local state; opening the circuit
-// for it would send the replica local for a whole Backoff, with a whole
-// quota or rate of its own, while the fleet goes on sharing. A Redis that
-// is down or stalled fails every call, so three in a row come at once.
-const openAfter = 3
-
 // do runs fn against Redis with a context that ends after Timeout, unless
-// the circuit is open: then it returns errOpen at once. openAfter failures
-// of fn in a row open the circuit for Backoff, as does a failed probe; a
-// success closes it.
+// the circuit is open: then it returns errOpen at once. A failure of fn
+// opens the circuit for Backoff, so that no call waits on Redis again
+// until a probe, one at a time, after Backoff; the probe's success closes
+// it. Only the calls already waiting when the first failed wait out their
+// deadline too: each of them belongs to a request that was waiting on
+// Redis for the first time, or was probing.
 func (s *Store) do(fn func(ctx context.Context, c redis.UniversalClient) error) error {
 	c, err := s.resolved()
 	if err != nil {
@@ -177,15 +178,13 @@ func (s *Store) do(fn func(ctx context.Context, c redis.UniversalClient) error) 
 	err = fn(ctx, c)
 	cancel()
 	if err != nil {
-		if s.failures.Add(1) >= openAfter || probe {
-			s.openUntil.Store(s.now().Add(s.backoff()).UnixNano())
-			s.failed(err, true)
-		} else {
-			s.failed(err, false)
-		}
+		// A Redis that is stalled or down fails every call: had the circuit
+		// waited for more failures before opening, each would have been a
+		// request's second or third wait on it.
+		old := s.openUntil.Swap(s.now().Add(s.backoff()).UnixNano())
+		s.failed(err, old == 0)
 		return err
 	}
-	s.failures.Store(0)
 	if probe {
 		s.openUntil.Store(0)
 		s.recovered()

@@ -1,7 +1,9 @@
 // Package redisproc runs redis-server processes for the redisretry tests
 // and the demofleet demo: each on a free 127.0.0.1 port, ready once it
 // answers PING, dying with the process that started it, and killed, as a
-// crash would, by [Server.Kill], which waits until it has exited.
+// crash would, by [Server.Kill], which waits until it has exited; or
+// stopped and continued, as a stalled host would be, by [Server.Pause]
+// and [Server.Resume].
 //
 // It does not install Redis: redis-server must be on PATH, and [Start]
 // returns [ErrNotFound] when it is not. It knows nothing of testing.T;
@@ -15,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -181,6 +184,28 @@ func (s *Server) kill() {
 	_ = s.cmd.Process.Kill()
 	<-s.exited
 	s.cmd = nil
+}
+
+// Pause stops s with SIGSTOP, as a stalled host would: the kernel still
+// accepts connections on its port, but nothing is read or answered until
+// [Server.Resume]. It returns an error if s is not running, or on a
+// system without SIGSTOP. Kill and Restart work on a paused server.
+func (s *Server) Pause() error { return s.signal(sigStop) }
+
+// Resume continues s, paused by [Server.Pause], with SIGCONT.
+func (s *Server) Resume() error { return s.signal(sigCont) }
+
+// signal sends sig to s's process.
+func (s *Server) signal(sig os.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("redisproc: redis-server on %s is not running", s.Addr)
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("redisproc: signal redis-server on %s: %w", s.Addr, err)
+	}
+	return nil
 }
 
 // Restart kills s if it is running and starts it again on the same port

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/redisretry/internal/redisproc"
@@ -128,5 +129,29 @@ func TestStartCanceled(t *testing.T) {
 	_, err := redisproc.Start(ctx, func(port int) ([]string, error) { return redisproc.Standalone(port), nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Start(canceled context) error = %v; want %v", err, context.Canceled)
+	}
+}
+
+// TestPauseResume checks that a paused server accepts a connection but
+// does not answer until it is resumed.
+func TestPauseResume(t *testing.T) {
+	s := start(t)
+	if err := s.Pause(); err != nil {
+		t.Fatalf("Pause: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if err := redisproc.Ping(ctx, s.Addr); err == nil {
+		t.Fatal("Ping of a paused server answered; want no answer")
+	}
+	if err := s.Resume(); err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if err := redisproc.Ping(t.Context(), s.Addr); err != nil {
+		t.Errorf("Ping after Resume: %v", err)
+	}
+	s.Kill()
+	if err := s.Pause(); err == nil {
+		t.Error("Pause of a killed server = nil; want an error")
 	}
 }
