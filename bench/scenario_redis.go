@@ -167,7 +167,7 @@ func runFleetRedis(w io.Writer, cfg config, _ []contender) error {
 	loadScripts(f.adm)
 	fmt.Fprintf(w, "\nredis-server %s on %s (no persistence), started by the bench and emptied before every run. Each replica has its own "+
 		"go-redis client, whose pool starts with %d open connections, and a redisretry.Store with the defaults (Timeout %v: a call "+
-		"that takes longer is decided from the replica's own state, a fallback; three in a row keep its calls local for the next %v); the scripts "+
+		"that takes longer is decided from the replica's own state, a fallback, and keeps its calls local for the next %v); the scripts "+
 		"are loaded before the first run, as a long-running deployment has them.\n",
 		redisVersion(f.adm), srv.addr, fleetWorkers, redisretry.DefaultTimeout, redisretry.DefaultBackoff)
 	for _, part := range []func(io.Writer, config, *redisFleet) error{

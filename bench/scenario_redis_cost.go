@@ -130,7 +130,7 @@ func runRedisCost(w io.Writer, cfg config, f *redisFleet) error {
 	acq, res := goalOps["redisretry.Quota.Acquire"], goalOps["redisretry.Adaptive.Reserve"]
 	writeGoals(w, []goal{{acq.trips == int64(len(acq.d)) && res.trips == int64(len(res.d)),
 		fmt.Sprintf("redisretry's Quota.Acquire and Adaptive.Reserve (scope limited) one round trip per call: %s and %s round trips per call; "+
-			"calls decided locally, which make none while the Store's circuit is open (three calls in a row slower than its Timeout, %v, less than %v ago): %d and %d",
+			"calls decided locally, which make none while the Store's circuit is open (a call slower than its Timeout, %v, less than %v ago): %d and %d",
 			tripsPerCall(acq), tripsPerCall(res), redisretry.DefaultTimeout, redisretry.DefaultBackoff,
 			sq.Fallbacks(costScope), sa.Fallbacks(costScope))}})
 	return nil

@@ -129,10 +129,13 @@ func TestTransportSurvivesRedisRestart(t *testing.T) {
 	if n := failed.Load(); n != 0 {
 		t.Errorf("%d of %d requests failed while Redis was killed and restarted; want none", n, sent.Load())
 	}
-	// A request waits on the store for one Timeout at most, once per
-	// Backoff (see Store); the loopback request itself takes far less, and
-	// the rest is slack for a loaded machine.
-	if got, bound := time.Duration(longest.Load()), 4*timeout+200*time.Millisecond; got > bound {
+	// No request stalls on the dead or restarting store: each waits on it
+	// for one Timeout at most, once per Backoff (see Store, and
+	// TestRequestWaitsOnStalledRedisOnce, which counts those waits). The
+	// bound leaves a second for a loaded machine, where a loopback call can
+	// take hundreds of milliseconds, and still catches a request held for a
+	// client's own dial or read timeout (seconds).
+	if got, bound := time.Duration(longest.Load()), 4*timeout+time.Second; got > bound {
 		t.Errorf("the longest request took %v with Redis down; want at most %v", got, bound)
 	}
 
