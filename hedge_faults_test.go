@@ -341,7 +341,7 @@ func TestBudgetAsQuotaLetsReadsFailOver(t *testing.T) {
 	secondary := newEndpointServer(t, 200)
 	clock := faketime.NewAt(time.Now())
 	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr, _ := failoverTransport(t, policy.Policy{MaxAttempts: 2, Quota: budget, Endpoints: []string{secondary.host()}})
+	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Quota: budget, Endpoints: []string{secondary.host()}})
 	ok := 0
 	for range 20 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))

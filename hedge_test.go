@@ -92,32 +92,14 @@ func hedgeClient(t *testing.T, p policy.Policy, sleep func(context.Context, time
 	return client, tr, clock, finals
 }
 
-// hedgeClientOn is a client over a real http.Transport wrapped by a
-// Transport with p on clock, sleeping with sleep (nil: the clock's Sleep),
-// and a final observer whose events the func returns.
+// hedgeClientOn is a client over the rig on clock, sleeping with sleep
+// (nil: the clock's Sleep), with a Constant 1 s backoff unless p sets one,
+// and the rig's final events.
 func hedgeClientOn(t *testing.T, p policy.Policy, clock *faketime.Clock, sleep func(context.Context, time.Duration) error) (*http.Client, *retrytransport.Transport, func() []retrytransport.Event) {
 	t.Helper()
-	if p.Backoff == nil {
-		p.Backoff = backoff.Constant{Interval: time.Second}
-	}
-	if sleep == nil {
-		sleep = clock.Sleep
-	}
-	var mu sync.Mutex
-	var finals []retrytransport.Event
-	tr := retrytransport.New(&http.Transport{}, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, sleep),
-		retrytransport.WithFinalObserver(func(ev retrytransport.Event) {
-			mu.Lock()
-			finals = append(finals, ev)
-			mu.Unlock()
-		}))
-	client := &http.Client{Transport: tr}
-	t.Cleanup(client.CloseIdleConnections)
-	return client, tr, func() []retrytransport.Event {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]retrytransport.Event(nil), finals...)
-	}
+	r := newRig(t, nil, p, onClock(clock), sleepingWith(sleep),
+		backoffUnlessSet(backoff.Constant{Interval: time.Second}), recordFinals())
+	return r.client(t), r.Transport, r.finalEvents
 }
 
 func statsOf(tr *retrytransport.Transport, scope string) retrytransport.ScopeStats {

@@ -3,8 +3,6 @@ package retrytransport_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
@@ -16,18 +14,20 @@ import (
 // The Cosmos DB and Service Bus presets, driven through the Transport
 // against 127.0.0.1 servers on a fake clock.
 
-func cosmosThrottled(t *testing.T, retryAfterMS string) (string, func() int64) {
-	srv, n := answering(t, func(_ int, w http.ResponseWriter) {
-		w.Header().Set("x-ms-retry-after-ms", retryAfterMS)
-		w.Header().Set("Retry-After", "1") // not the header Cosmos DB's clients read
-		w.WriteHeader(429)
-	})
-	return srv.URL, n.Load
+// cosmosThrottled returns the URL of a server that throttles every request
+// with retryAfterMS in x-ms-retry-after-ms, and its count of requests.
+func cosmosThrottled(t *testing.T, retryAfterMS string) (string, func() int) {
+	s := &script{steps: []step{{
+		status: 429,
+		// Retry-After is not the header Cosmos DB's clients read.
+		header: h("x-ms-retry-after-ms", retryAfterMS, "Retry-After", "1"),
+	}}}
+	return serve(t, s).URL, s.count
 }
 
 func TestCosmosDBRetriesThrottlesNineTimes(t *testing.T) {
 	url, attempts := cosmosThrottled(t, "100")
-	tr, clock, stop := waitsTransport(t, policy.AzureCosmosDB())
+	tr := newRig(t, nil, policy.AzureCosmosDB(), recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestCosmosDBRetriesThrottlesNineTimes(t *testing.T) {
 	if resp.StatusCode != 429 || attempts() != 10 {
 		t.Errorf("status %d after %d attempts; want the 429 after 1 + 9 retries", resp.StatusCode, attempts())
 	}
-	sleeps := clock.Sleeps()
+	sleeps := tr.clock.Sleeps()
 	if len(sleeps) != 9 {
 		t.Fatalf("sleeps %v; want 9", sleeps)
 	}
@@ -46,14 +46,14 @@ func TestCosmosDBRetriesThrottlesNineTimes(t *testing.T) {
 			break
 		}
 	}
-	if !errors.Is(stop(), retrytransport.ErrExhausted) {
-		t.Errorf("stop = %v; want ErrExhausted", stop())
+	if !errors.Is(tr.stop(), retrytransport.ErrExhausted) {
+		t.Errorf("stop = %v; want ErrExhausted", tr.stop())
 	}
 }
 
 func TestCosmosDBWaitsAtMostThirtySeconds(t *testing.T) {
 	url, attempts := cosmosThrottled(t, "4000")
-	tr, clock, stop := waitsTransport(t, policy.AzureCosmosDB())
+	tr := newRig(t, nil, policy.AzureCosmosDB(), recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -61,14 +61,14 @@ func TestCosmosDBWaitsAtMostThirtySeconds(t *testing.T) {
 	resp.Body.Close()
 	// 7 waits of 4 s are 28 s; an eighth would make 32 s.
 	var total time.Duration
-	for _, d := range clock.Sleeps() {
+	for _, d := range tr.clock.Sleeps() {
 		total += d
 	}
 	if resp.StatusCode != 429 || attempts() != 8 || total != 28*time.Second {
 		t.Errorf("status %d after %d attempts and %v of waits; want the 429 after 8 attempts and 28 s", resp.StatusCode, attempts(), total)
 	}
-	if !errors.Is(stop(), retrytransport.ErrBudget) {
-		t.Errorf("stop = %v; want ErrBudget (MaxTotalWait)", stop())
+	if !errors.Is(tr.stop(), retrytransport.ErrBudget) {
+		t.Errorf("stop = %v; want ErrBudget (MaxTotalWait)", tr.stop())
 	}
 }
 
@@ -76,7 +76,7 @@ func TestCosmosDBWaitsAtMostThirtySeconds(t *testing.T) {
 func TestCosmosDBOptionsAsTheSDKNamesThem(t *testing.T) {
 	url, attempts := cosmosThrottled(t, "1000")
 	p := policy.AzureCosmosDBOptions{MaxRetryAttemptsOnThrottledRequests: 5, MaxRetryWaitTimeInSeconds: 15}.Policy()
-	tr, _, _ := waitsTransport(t, p)
+	tr := newRig(t, nil, p, recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -88,15 +88,16 @@ func TestCosmosDBOptionsAsTheSDKNamesThem(t *testing.T) {
 }
 
 func TestCosmosDBDoesNotRetryOtherStatuses(t *testing.T) {
-	srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(503) })
-	tr, _, _ := waitsTransport(t, policy.AzureCosmosDB())
+	s := &script{steps: []step{{status: 503}}}
+	srv := serve(t, s)
+	tr := newRig(t, nil, policy.AzureCosmosDB(), recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if n.Load() != 1 {
-		t.Errorf("%d attempts after a 503; want 1: Cosmos DB's retries are for 429s", n.Load())
+	if s.count() != 1 {
+		t.Errorf("%d attempts after a 503; want 1: Cosmos DB's retries are for 429s", s.count())
 	}
 }
 
@@ -111,14 +112,10 @@ func serviceBus() policy.Policy {
 }
 
 func TestServiceBusServerBusyPenaltyAppliedAndReset(t *testing.T) {
-	srv, _ := answering(t, func(k int, w http.ResponseWriter) {
-		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(503)
-		if k <= 2 {
-			io.WriteString(w, `<Error><Code>ServerBusy</Code><Detail>The server is busy.</Detail></Error>`)
-		}
-	})
-	tr, clock, _ := waitsTransport(t, serviceBus())
+	xml := h("Content-Type", "application/xml")
+	busy := step{status: 503, header: xml, body: `<Error><Code>ServerBusy</Code><Detail>The server is busy.</Detail></Error>`}
+	srv := serve(t, &script{steps: []step{busy, busy, {status: 503, header: xml}}})
+	tr := newRig(t, nil, serviceBus(), recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -128,24 +125,25 @@ func TestServiceBusServerBusyPenaltyAppliedAndReset(t *testing.T) {
 	// ServerBusy again at 10.1 s: busy until 20.1 s, retry 2 waits 3.1 + 10 s.
 	// A plain 503 at 23.2 s, after the mode reset: retry 3 waits 9.1 s.
 	want := []time.Duration{10100 * time.Millisecond, 13100 * time.Millisecond, 9100 * time.Millisecond}
-	if got := clock.Sleeps(); !equalDurations(got, want) {
+	if got := tr.clock.Sleeps(); !equalDurations(got, want) {
 		t.Errorf("sleeps %v; want %v", got, want)
 	}
 }
 
 func TestServiceBusTerminationBuffer(t *testing.T) {
-	srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(503) })
-	tr, clock, stop := waitsTransport(t, serviceBus())
+	s := &script{steps: []step{{status: 503}}}
+	srv := serve(t, s)
+	tr := newRig(t, nil, serviceBus(), recordEvents())
 	// 8 s for the operation: retry 1 starts at 0.1 s with 7.9 s left;
 	// retry 2 would start at 3.2 s with 4.8 s left, less than 5 s.
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(8*time.Second))
+	ctx, cancel := context.WithDeadline(context.Background(), tr.clock.Now().Add(8*time.Second))
 	defer cancel()
 	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, "").WithContext(ctx))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if n.Load() != 2 || !errors.Is(stop(), retrytransport.ErrDeadline) {
-		t.Errorf("%d attempts, stop %v; want 2 and ErrDeadline", n.Load(), stop())
+	if s.count() != 2 || !errors.Is(tr.stop(), retrytransport.ErrDeadline) {
+		t.Errorf("%d attempts, stop %v; want 2 and ErrDeadline", s.count(), tr.stop())
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jarcoal/httpmock"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/policy"
 )
@@ -14,13 +13,11 @@ import (
 // snapshotMaxScopes is how many scopes Snapshot keeps at most.
 const snapshotMaxScopes = 10_000
 
-// statsTransport returns a Transport that makes one attempt per request over
-// an httpmock base answering every request 200.
+// statsTransport returns the rig making one attempt per request over a
+// script answering every request 200.
 func statsTransport(t *testing.T) *retrytransport.Transport {
 	t.Helper()
-	mt := httpmock.NewMockTransport()
-	mt.RegisterNoResponder(httpmock.NewStringResponder(200, ""))
-	return retrytransport.New(mt, retrytransport.WithPolicy(policy.Policy{MaxAttempts: 1}))
+	return newRig(t, &script{steps: []step{{status: 200}}}, policy.Policy{MaxAttempts: 1}).Transport
 }
 
 // statsGet sends one GET to host through tr.

@@ -12,11 +12,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jarcoal/httpmock"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/classify"
@@ -24,40 +22,15 @@ import (
 	"github.com/retrytransport/retrytransport/policy"
 )
 
-// numbered is a base RoundTripper made of f, which it gives each request's
-// number, 1 for the first.
-func numbered(f func(k int, r *http.Request) (*http.Response, error)) roundTripFunc {
-	var n atomic.Int64
-	return func(r *http.Request) (*http.Response, error) { return f(int(n.Add(1)), r) }
-}
-
-// scriptedResp returns a response to r with status and body.
-func scriptedResp(r *http.Request, status int, body string) *http.Response {
-	resp := httpmock.NewStringResponse(status, body)
-	resp.Request = r
-	return resp
-}
-
-// getAndClose sends a GET to url through tr and closes the response.
-func getAndClose(t *testing.T, tr http.RoundTripper, url string) *http.Response {
-	t.Helper()
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip(GET %s): %v", url, err)
-	}
-	resp.Body.Close()
-	return resp
-}
-
 // With failover, the penalty is that of the scope a retry goes to: "every
 // request to that scope pays it on its retries until the period ends"
 // (README), and a retry to an endpoint that is not busy does not.
 func TestPenaltyFollowsTheScopeARetryGoesTo(t *testing.T) {
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		if r.URL.Host == "primary.test" {
-			return scriptedResp(r, 503, `{"code":"ServerBusy"}`), nil
+			return step{status: 503, body: `{"code":"ServerBusy"}`}.response(r), nil
 		}
-		return scriptedResp(r, 500, ""), nil
+		return step{status: 500}.response(r), nil
 	})
 	p := policy.Policy{
 		MaxAttempts: 3,
@@ -65,14 +38,14 @@ func TestPenaltyFollowsTheScopeARetryGoesTo(t *testing.T) {
 		Backoff:     backoff.Constant{Interval: time.Second},
 		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
 	}
-	tr, clock, _ := stopTransport(t, base, p)
-	getAndClose(t, tr, "http://primary.test/")
+	tr := newRig(t, base, p, recordEvents())
+	tr.get(t, "http://primary.test/")
 	// Attempt 1 on the primary: ServerBusy, the primary is penalised for an
 	// hour; retry 1 goes to the secondary, not busy, and waits 1 s. Attempt
 	// 2 on the secondary: a plain 500; retry 2 goes back to the penalised
 	// primary and waits 1 + 10 s.
 	want := []time.Duration{time.Second, 11 * time.Second}
-	if got := clock.Sleeps(); !equalDurations(got, want) {
+	if got := tr.clock.Sleeps(); !equalDurations(got, want) {
 		t.Errorf("sleeps %v; want %v: retry 2 goes to the primary, penalised until an hour after its ServerBusy", got, want)
 	}
 }
@@ -92,17 +65,17 @@ func TestPenaltyPeriodNotShortenedByALateSignal(t *testing.T) {
 		n := calls[who]
 		mu.Unlock()
 		if n > 1 {
-			return scriptedResp(r, 200, "ok"), nil
+			return step{status: 200, body: "ok"}.response(r), nil
 		}
 		switch who {
 		case "A": // its error code arrives late
-			resp := scriptedResp(r, 503, "")
+			resp := step{status: 503}.response(r)
 			resp.Body = readNotify{r: slowR, c: slowR, first: func() { once.Do(func() { close(reading) }) }}
 			return resp, nil
 		case "B":
-			return scriptedResp(r, 503, `{"code":"ServerBusy"}`), nil
+			return step{status: 503, body: `{"code":"ServerBusy"}`}.response(r), nil
 		}
-		return scriptedResp(r, 500, ""), nil // C: no signal
+		return step{status: 500}.response(r), nil // C: no signal
 	})
 	p := policy.Policy{
 		MaxAttempts: 2,
@@ -110,12 +83,12 @@ func TestPenaltyPeriodNotShortenedByALateSignal(t *testing.T) {
 		Backoff:     backoff.Constant{Interval: time.Second},
 		// A classifier that does not read the body, so the penalty's read is the first.
 		Classify: func(*http.Request, *http.Response, error) classify.Outcome {
-			return classify.Outcome{Kind: classify.Transient, Reason: "review"}
+			return classify.Outcome{Kind: classify.Transient, Reason: "body unread"}
 		},
 		Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Delay: time.Second, For: 100 * time.Second},
 	}
-	tr, clock, _ := stopTransport(t, base, p)
-	t0 := clock.Now()
+	tr := newRig(t, base, p, recordEvents())
+	t0 := tr.clock.Now()
 	send := func(who string) {
 		req := newReq(t, "GET", "http://busy.test/", "")
 		req.Header.Set("X-Who", who)
@@ -129,16 +102,16 @@ func TestPenaltyPeriodNotShortenedByALateSignal(t *testing.T) {
 	aDone := make(chan struct{})
 	go func() { defer close(aDone); send("A") }() // A's signal: t0, read late
 	<-reading
-	clock.Advance(5 * time.Second)
+	tr.clock.Advance(5 * time.Second)
 	send("B") // B's signal: t0+5s, so the period runs to t0+105s
 	io.WriteString(slowW, `{"code":"ServerBusy"}`)
 	slowW.Close()
 	<-aDone
 	// At t0+102s the period of B's signal has not ended.
-	clock.Advance(t0.Add(102 * time.Second).Sub(clock.Now()))
-	before := len(clock.Sleeps())
+	tr.clock.Advance(t0.Add(102 * time.Second).Sub(tr.clock.Now()))
+	before := len(tr.clock.Sleeps())
 	send("C")
-	got := clock.Sleeps()[before:]
+	got := tr.clock.Sleeps()[before:]
 	if !equalDurations(got, []time.Duration{2 * time.Second}) {
 		t.Errorf("C's sleeps %v at t0+102s; want [2s] (1 s + the 1 s penalty): the last signal, at t0+5s, penalises the scope until t0+105s", got)
 	}
@@ -158,27 +131,27 @@ func (b readNotify) Close() error               { return b.c.Close() }
 // make a 10 s penalty last an hour longer: a clock read before the period
 // began ends it.
 func TestPenaltyClockBackwardsDoesNotProlongThePeriod(t *testing.T) {
-	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
+	base := &script{answer: func(k int, _ *http.Request) step {
 		switch k {
 		case 1:
-			return scriptedResp(r, 503, `{"code":"ServerBusy"}`), nil
+			return step{status: 503, body: `{"code":"ServerBusy"}`}
 		case 3:
-			return scriptedResp(r, 503, ""), nil
+			return step{status: 503}
 		}
-		return scriptedResp(r, 200, "ok"), nil
-	})
+		return step{status: 200, body: "ok"}
+	}}
 	p := policy.Policy{
 		MaxAttempts: 2,
 		Backoff:     backoff.Constant{Interval: time.Second},
 		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
 	}
-	tr, clock, _ := stopTransport(t, base, p)
-	getAndClose(t, tr, "http://busy.test/") // signal; retry waits 11 s
-	clock.Advance(-time.Hour)
-	clock.Advance(time.Minute) // a minute of forward time since
-	before := len(clock.Sleeps())
-	getAndClose(t, tr, "http://busy.test/")
-	if got := clock.Sleeps()[before:]; !equalDurations(got, []time.Duration{time.Second}) {
+	tr := newRig(t, base, p, recordEvents())
+	tr.get(t, "http://busy.test/") // signal; retry waits 11 s
+	tr.clock.Advance(-time.Hour)
+	tr.clock.Advance(time.Minute) // a minute of forward time since
+	before := len(tr.clock.Sleeps())
+	tr.get(t, "http://busy.test/")
+	if got := tr.clock.Sleeps()[before:]; !equalDurations(got, []time.Duration{time.Second}) {
 		t.Errorf("sleeps %v a minute after a 10 s penalty began (clock stepped back 1h); want [1s]", got)
 	}
 }
@@ -186,15 +159,15 @@ func TestPenaltyClockBackwardsDoesNotProlongThePeriod(t *testing.T) {
 // A Penalty.For long enough to mean "for good" must not overflow the
 // period's end into the past.
 func TestPenaltyLongForDoesNotOverflow(t *testing.T) {
-	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
+	base := &script{answer: func(k int, _ *http.Request) step {
 		switch k {
 		case 1:
-			return scriptedResp(r, 503, ""), nil // signals
+			return step{status: 503} // signals
 		case 3:
-			return scriptedResp(r, 500, ""), nil // no signal
+			return step{status: 500} // no signal
 		}
-		return scriptedResp(r, 200, "ok"), nil
-	})
+		return step{status: 200, body: "ok"}
+	}}
 	p := policy.Policy{
 		MaxAttempts: 2,
 		Backoff:     backoff.Constant{Interval: time.Second},
@@ -203,11 +176,11 @@ func TestPenaltyLongForDoesNotOverflow(t *testing.T) {
 	if err := p.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	tr, clock, _ := stopTransport(t, base, p)
-	getAndClose(t, tr, "http://busy.test/")
-	getAndClose(t, tr, "http://busy.test/")
+	tr := newRig(t, base, p, recordEvents())
+	tr.get(t, "http://busy.test/")
+	tr.get(t, "http://busy.test/")
 	want := []time.Duration{11 * time.Second, 11 * time.Second}
-	if got := clock.Sleeps(); !equalDurations(got, want) {
+	if got := tr.clock.Sleeps(); !equalDurations(got, want) {
 		t.Errorf("sleeps %v; want %v: Penalty.For = %v has not run out", got, want, time.Duration(math.MaxInt64))
 	}
 }
@@ -215,7 +188,7 @@ func TestPenaltyLongForDoesNotOverflow(t *testing.T) {
 // A large Penalty.Delay must not overflow the wait (backoff + penalty) into
 // a negative one that passes the deadline check.
 func TestPenaltyLongDelayDoesNotOverflow(t *testing.T) {
-	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return scriptedResp(r, 503, ""), nil })
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return step{status: 503}.response(r), nil })
 	p := policy.Policy{
 		MaxAttempts: 2,
 		Backoff:     backoff.Constant{Interval: time.Second},
@@ -251,27 +224,27 @@ func TestPenaltyLongDelayDoesNotOverflow(t *testing.T) {
 // too: Service Bus's client enters its server-busy mode on any ServerBusy
 // error, and the next request's retry waits the 10 s more.
 func TestPenaltyStartedByAFinalAttempt(t *testing.T) {
-	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
+	base := &script{answer: func(k int, _ *http.Request) step {
 		switch k {
 		case 1:
-			return scriptedResp(r, 503, ""), nil
+			return step{status: 503}
 		case 2: // request 1's last attempt: ServerBusy
-			return scriptedResp(r, 503, `<Error><Code>ServerBusy</Code></Error>`), nil
+			return step{status: 503, body: `<Error><Code>ServerBusy</Code></Error>`}
 		case 3:
-			return scriptedResp(r, 503, ""), nil
+			return step{status: 503}
 		}
-		return scriptedResp(r, 200, "ok"), nil
-	})
+		return step{status: 200, body: "ok"}
+	}}
 	p := policy.Policy{
 		MaxAttempts: 2,
 		Backoff:     backoff.Constant{Interval: time.Second},
 		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Minute},
 	}
-	tr, clock, _ := stopTransport(t, base, p)
-	getAndClose(t, tr, "http://busy.test/")
-	getAndClose(t, tr, "http://busy.test/")
+	tr := newRig(t, base, p, recordEvents())
+	tr.get(t, "http://busy.test/")
+	tr.get(t, "http://busy.test/")
 	want := []time.Duration{time.Second, 11 * time.Second}
-	if got := clock.Sleeps(); !equalDurations(got, want) {
+	if got := tr.clock.Sleeps(); !equalDurations(got, want) {
 		t.Errorf("sleeps %v; want %v: request 2 retries within a minute of the scope's ServerBusy", got, want)
 	}
 }
@@ -280,17 +253,15 @@ func TestPenaltyStartedByAFinalAttempt(t *testing.T) {
 // retried at once, as a server's zero delay is everywhere in this library;
 // the SDK waits 5 s, a departure docs/azure.md states.
 func TestCosmosDBZeroRetryAfterIsRetriedAtOnce(t *testing.T) {
-	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
+	base := &script{answer: func(k int, _ *http.Request) step {
 		if k == 1 {
-			resp := scriptedResp(r, 429, "")
-			resp.Header.Set("x-ms-retry-after-ms", "0")
-			return resp, nil
+			return step{status: 429, header: h("x-ms-retry-after-ms", "0")}
 		}
-		return scriptedResp(r, 200, "ok"), nil
-	})
-	tr, clock, _ := stopTransport(t, base, policy.AzureCosmosDB())
-	getAndClose(t, tr, "http://cosmos.test/")
-	if got := clock.Sleeps(); !equalDurations(got, []time.Duration{0}) {
+		return step{status: 200, body: "ok"}
+	}}
+	tr := newRig(t, base, policy.AzureCosmosDB(), recordEvents())
+	tr.get(t, "http://cosmos.test/")
+	if got := tr.clock.Sleeps(); !equalDurations(got, []time.Duration{0}) {
 		t.Errorf("sleeps %v; want [0s]: x-ms-retry-after-ms: 0 asks for no wait", got)
 	}
 }
@@ -300,7 +271,7 @@ func TestCosmosDBZeroRetryAfterIsRetriedAtOnce(t *testing.T) {
 func TestMaxTotalWaitStopNamesIt(t *testing.T) {
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return nil, errors.New("connection refused") })
 	p := policy.Policy{MaxAttempts: 5, MaxTotalWait: time.Second, Backoff: backoff.Constant{Interval: 2 * time.Second}}
-	tr, _, _ := stopTransport(t, base, p)
+	tr := newRig(t, base, p, recordEvents())
 	_, err := tr.RoundTrip(newReq(t, "GET", "http://down.test/", ""))
 	if !errors.Is(err, retrytransport.ErrBudget) {
 		t.Fatalf("err = %v; want ErrBudget", err)
@@ -314,18 +285,18 @@ func TestMaxTotalWaitStopNamesIt(t *testing.T) {
 // MaxTotalTime or AttemptTimeout is: it must not move the end of a wait
 // earlier, letting a wait that ends past the context's deadline start.
 func TestNegativeTerminationBufferDoesNotPassTheDeadline(t *testing.T) {
-	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return scriptedResp(r, 503, ""), nil })
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return step{status: 503}.response(r), nil })
 	p := policy.Policy{MaxAttempts: 2, TerminationBuffer: -time.Hour, Backoff: backoff.Constant{Interval: 30 * time.Second}}
-	tr, clock, stop := stopTransport(t, base, p)
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
+	tr := newRig(t, base, p, recordEvents())
+	ctx, cancel := context.WithDeadline(context.Background(), tr.clock.Now().Add(10*time.Second))
 	defer cancel()
 	resp, err := tr.RoundTrip(newReq(t, "GET", "http://svc.test/", "").WithContext(ctx))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if got := clock.Sleeps(); len(got) != 0 || !errors.Is(stop(), retrytransport.ErrDeadline) {
-		t.Errorf("sleeps %v, stop %v; want no sleep and ErrDeadline: a 30 s wait ends past a 10 s deadline", got, stop())
+	if got := tr.clock.Sleeps(); len(got) != 0 || !errors.Is(tr.stop(), retrytransport.ErrDeadline) {
+		t.Errorf("sleeps %v, stop %v; want no sleep and ErrDeadline: a 30 s wait ends past a 10 s deadline", got, tr.stop())
 	}
 }
 
@@ -349,11 +320,11 @@ func TestPenaltyFromAHedgeIsItsEndpoints(t *testing.T) {
 			return nil, errors.New("read: connection reset by peer")
 		case key == "GET secondary.test" && n == 1: // the hedge
 			once.Do(func() { close(hedgeArrived) })
-			return scriptedResp(r, 503, `{"code":"ServerBusy"}`), nil
+			return step{status: 503, body: `{"code":"ServerBusy"}`}.response(r), nil
 		case key == "POST secondary.test" && n == 1:
-			return scriptedResp(r, 500, ""), nil
+			return step{status: 500}.response(r), nil
 		}
-		return scriptedResp(r, 200, "ok"), nil
+		return step{status: 200, body: "ok"}.response(r), nil
 	})
 	p := policy.Policy{
 		MaxAttempts:        2,
@@ -363,9 +334,9 @@ func TestPenaltyFromAHedgeIsItsEndpoints(t *testing.T) {
 		Backoff:            backoff.Constant{Interval: time.Second},
 		Penalty:            policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
 	}
-	tr, clock, _ := stopTransport(t, base, p)
-	getAndClose(t, tr, "http://primary.test/")
-	before := clock.Sleeps()
+	tr := newRig(t, base, p, recordEvents())
+	tr.get(t, "http://primary.test/")
+	before := tr.clock.Sleeps()
 	// A request to the secondary itself (not hedged, no failover: POST).
 	resp, err := tr.RoundTrip(newReq(t, "POST", "http://secondary.test/", "x"))
 	if err != nil {
@@ -373,13 +344,13 @@ func TestPenaltyFromAHedgeIsItsEndpoints(t *testing.T) {
 	}
 	resp.Body.Close()
 	var retryWait []time.Duration
-	for _, d := range clock.Sleeps()[len(before):] {
+	for _, d := range tr.clock.Sleeps()[len(before):] {
 		if d != time.Millisecond { // leave out hedge delays
 			retryWait = append(retryWait, d)
 		}
 	}
 	if !equalDurations(retryWait, []time.Duration{11 * time.Second}) {
-		t.Errorf("POST to secondary.test retried after %v (all sleeps %v); want [11s]: secondary.test answered ServerBusy within the hour", retryWait, clock.Sleeps())
+		t.Errorf("POST to secondary.test retried after %v (all sleeps %v); want [11s]: secondary.test answered ServerBusy within the hour", retryWait, tr.clock.Sleeps())
 	}
 }
 
@@ -388,20 +359,20 @@ func TestPenaltyFromAHedgeIsItsEndpoints(t *testing.T) {
 // after a ServerBusyException the client waits 10 s more and retries, and
 // the service turned the request away without acting on it.
 func TestServiceBusServerBusyOnASendIsRetried(t *testing.T) {
-	base := numbered(func(k int, r *http.Request) (*http.Response, error) {
+	base := &script{answer: func(k int, _ *http.Request) step {
 		if k == 1 {
-			return scriptedResp(r, 503, `<Error><Code>ServerBusy</Code><Detail>The server is busy.</Detail></Error>`), nil
+			return step{status: 503, body: `<Error><Code>ServerBusy</Code><Detail>The server is busy.</Detail></Error>`}
 		}
-		return scriptedResp(r, 201, ""), nil
-	})
-	tr, clock, stop := stopTransport(t, base, serviceBus())
+		return step{status: 201}
+	}}
+	tr := newRig(t, base, serviceBus(), recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "POST", "http://ns.servicebus.test/queue/messages", `{"body":"hello"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	want := []time.Duration{10100 * time.Millisecond}
-	if got := clock.Sleeps(); resp.StatusCode != 201 || !equalDurations(got, want) {
-		t.Errorf("POST: status %d, sleeps %v, stop %v; want 201 after a retry waiting %v (0.1 s + the ServerBusy 10 s)", resp.StatusCode, got, stop(), want)
+	if got := tr.clock.Sleeps(); resp.StatusCode != 201 || !equalDurations(got, want) {
+		t.Errorf("POST: status %d, sleeps %v, stop %v; want 201 after a retry waiting %v (0.1 s + the ServerBusy 10 s)", resp.StatusCode, got, tr.stop(), want)
 	}
 }

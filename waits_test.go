@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,78 +19,32 @@ import (
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
-// answering returns a 127.0.0.1 server that answers request n (1-based)
-// with answer(n, w), and counts the requests.
-func answering(t *testing.T, answer func(n int, w http.ResponseWriter)) (*httptest.Server, *atomic.Int64) {
-	t.Helper()
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		answer(int(n.Add(1)), w)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &n
-}
-
-// waitsTransport is stopTransport over a real http.Transport.
-func waitsTransport(t *testing.T, p policy.Policy) (*retrytransport.Transport, *faketime.Clock, func() error) {
-	t.Helper()
-	base := &http.Transport{}
-	t.Cleanup(base.CloseIdleConnections)
-	return stopTransport(t, base, p)
-}
-
-// stopTransport is a Transport over base with p on a fake clock started
-// at the real time, whose observer records the final Event's Stop.
-func stopTransport(t *testing.T, base http.RoundTripper, p policy.Policy) (*retrytransport.Transport, *faketime.Clock, func() error) {
-	t.Helper()
-	clock := faketime.NewAt(time.Now())
-	var mu sync.Mutex
-	var stop error
-	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
-		retrytransport.WithObserver(func(ev retrytransport.Event) {
-			if ev.Final {
-				mu.Lock()
-				stop = ev.Stop
-				mu.Unlock()
-			}
-		}))
-	return tr, clock, func() error { mu.Lock(); defer mu.Unlock(); return stop }
-}
-
 func TestMaxTotalWaitCapsTheWaits(t *testing.T) {
-	srv, n := answering(t, func(_ int, w http.ResponseWriter) {
-		w.Header().Set("x-ms-retry-after-ms", "4000")
-		w.WriteHeader(429)
-	})
-	tr, clock, stop := waitsTransport(t, policy.Policy{MaxAttempts: 20, MaxTotalWait: 10 * time.Second})
+	s := &script{steps: []step{{status: 429, header: h("x-ms-retry-after-ms", "4000")}}}
+	srv := serve(t, s)
+	tr := newRig(t, nil, policy.Policy{MaxAttempts: 20, MaxTotalWait: 10 * time.Second}, recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	// 4 s + 4 s; a third 4 s would make 12 s, past the cap.
-	if resp.StatusCode != 429 || n.Load() != 3 {
-		t.Errorf("status %d after %d attempts; want the 429 after 3", resp.StatusCode, n.Load())
+	if resp.StatusCode != 429 || s.count() != 3 {
+		t.Errorf("status %d after %d attempts; want the 429 after 3", resp.StatusCode, s.count())
 	}
-	if got := clock.Sleeps(); len(got) != 2 || got[0] != 4*time.Second || got[1] != 4*time.Second {
+	if got := tr.clock.Sleeps(); len(got) != 2 || got[0] != 4*time.Second || got[1] != 4*time.Second {
 		t.Errorf("sleeps %v; want [4s 4s]", got)
 	}
-	if !errors.Is(stop(), retrytransport.ErrBudget) {
-		t.Errorf("stop = %v; want ErrBudget", stop())
+	if !errors.Is(tr.stop(), retrytransport.ErrBudget) {
+		t.Errorf("stop = %v; want ErrBudget", tr.stop())
 	}
 }
 
 // Unlike MaxTotalTime, MaxTotalWait does not count the attempts: slow
 // attempts do not use it up.
 func TestMaxTotalWaitIgnoresTheAttempts(t *testing.T) {
-	srv, n := answering(t, func(k int, w http.ResponseWriter) {
-		if k < 3 {
-			w.WriteHeader(503)
-			return
-		}
-		w.WriteHeader(200)
-	})
+	s := &script{steps: []step{{status: 503}, {status: 503}, {status: 200}}}
+	srv := serve(t, s)
 	p := policy.Policy{MaxTotalWait: 2 * time.Second, Backoff: backoff.Constant{Interval: time.Second}}
 	clock := faketime.NewAt(time.Now())
 	// Each attempt takes 10 s on the clock the transport reads.
@@ -104,8 +57,8 @@ func TestMaxTotalWaitIgnoresTheAttempts(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || n.Load() != 3 {
-		t.Errorf("status %d after %d attempts; want 200 at the third: 2 s of waits, 30 s of attempts", resp.StatusCode, n.Load())
+	if resp.StatusCode != 200 || s.count() != 3 {
+		t.Errorf("status %d after %d attempts; want 200 at the third: 2 s of waits, 30 s of attempts", resp.StatusCode, s.count())
 	}
 }
 
@@ -120,13 +73,14 @@ func TestTerminationBuffer(t *testing.T) {
 		{"MaxTotalTime", policy.Policy{TerminationBuffer: 2 * time.Second, MaxTotalTime: 10 * time.Second}, false, retrytransport.ErrBudget},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(503) })
+			s := &script{steps: []step{{status: 503}}}
+			srv := serve(t, s)
 			tc.p.MaxAttempts = 10
 			tc.p.Backoff = backoff.Constant{Interval: 3 * time.Second}
-			tr, clock, stop := waitsTransport(t, tc.p)
+			tr := newRig(t, nil, tc.p, recordEvents())
 			req := newReq(t, "GET", srv.URL, "")
 			if tc.deadline {
-				ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
+				ctx, cancel := context.WithDeadline(context.Background(), tr.clock.Now().Add(10*time.Second))
 				defer cancel()
 				req = req.WithContext(ctx)
 			}
@@ -137,30 +91,28 @@ func TestTerminationBuffer(t *testing.T) {
 			resp.Body.Close()
 			// Retries start at 3 s and 6 s, with 7 s and 4 s left; one at
 			// 9 s would have 1 s left, less than the 2 s buffer.
-			if n.Load() != 3 {
-				t.Errorf("%d attempts; want 3 (sleeps %v)", n.Load(), clock.Sleeps())
+			if s.count() != 3 {
+				t.Errorf("%d attempts; want 3 (sleeps %v)", s.count(), tr.clock.Sleeps())
 			}
-			if !errors.Is(stop(), tc.want) {
-				t.Errorf("stop = %v; want %v", stop(), tc.want)
+			if !errors.Is(tr.stop(), tc.want) {
+				t.Errorf("stop = %v; want %v", tr.stop(), tc.want)
 			}
 		})
 	}
 }
 
 func TestPenaltyAppliedAndReset(t *testing.T) {
-	srv, _ := answering(t, func(k int, w http.ResponseWriter) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(503)
-		if k == 1 {
-			io.WriteString(w, `{"code":"ServerBusy","message":"the server is busy"}`)
-		}
-	})
+	json := h("Content-Type", "application/json")
+	srv := serve(t, &script{steps: []step{
+		{status: 503, header: json, body: `{"code":"ServerBusy","message":"the server is busy"}`},
+		{status: 503, header: json},
+	}})
 	p := policy.Policy{
 		MaxAttempts: 5,
 		Backoff:     backoff.Constant{Interval: time.Second},
 		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 15 * time.Second},
 	}
-	tr, clock, _ := waitsTransport(t, p)
+	tr := newRig(t, nil, p, recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +121,7 @@ func TestPenaltyAppliedAndReset(t *testing.T) {
 	// The signal at 0 s penalises the scope until 15 s: the retries after
 	// it (at 0 s and 11 s) wait 1 + 10 s; those at 22 s and 23 s, 1 s.
 	want := []time.Duration{11 * time.Second, 11 * time.Second, time.Second, time.Second}
-	if got := clock.Sleeps(); !equalDurations(got, want) {
+	if got := tr.clock.Sleeps(); !equalDurations(got, want) {
 		t.Errorf("sleeps %v; want %v", got, want)
 	}
 }
@@ -177,17 +129,14 @@ func TestPenaltyAppliedAndReset(t *testing.T) {
 // The penalty is the scope's: a new request to the penalised scope pays
 // it from its first retry, and another scope does not.
 func TestPenaltyIsPerScope(t *testing.T) {
-	busy, _ := answering(t, func(_ int, w http.ResponseWriter) {
-		w.WriteHeader(503)
-		io.WriteString(w, `<Error><Code>ServerBusy</Code></Error>`)
-	})
-	plain, _ := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(503) })
+	busy := serve(t, &script{steps: []step{{status: 503, body: `<Error><Code>ServerBusy</Code></Error>`}}})
+	plain := serve(t, &script{steps: []step{{status: 503}}})
 	p := policy.Policy{
 		MaxAttempts: 2,
 		Backoff:     backoff.Constant{Interval: time.Second},
 		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Minute},
 	}
-	tr, clock, _ := waitsTransport(t, p)
+	tr := newRig(t, nil, p, recordEvents())
 	for _, u := range []string{busy.URL, plain.URL, busy.URL} {
 		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
 		if err != nil {
@@ -196,7 +145,7 @@ func TestPenaltyIsPerScope(t *testing.T) {
 		resp.Body.Close()
 	}
 	want := []time.Duration{11 * time.Second, time.Second, 11 * time.Second}
-	if got := clock.Sleeps(); !equalDurations(got, want) {
+	if got := tr.clock.Sleeps(); !equalDurations(got, want) {
 		t.Errorf("sleeps %v; want %v: the busy scope penalised, the other not", got, want)
 	}
 }
@@ -204,18 +153,15 @@ func TestPenaltyIsPerScope(t *testing.T) {
 // A status starts a penalty too, and a penalty's Delay is added to a
 // server's Retry-After.
 func TestPenaltyByStatus(t *testing.T) {
-	srv, _ := answering(t, func(_ int, w http.ResponseWriter) {
-		w.Header().Set("Retry-After", "2")
-		w.WriteHeader(503)
-	})
+	srv := serve(t, &script{steps: []step{{status: 503, header: retryAfter(2)}}})
 	p := policy.Policy{MaxAttempts: 2, Penalty: policy.Penalty{Statuses: []int{503}, Delay: 5 * time.Second}}
-	tr, clock, _ := waitsTransport(t, p)
+	tr := newRig(t, nil, p, recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if got := clock.Sleeps(); !equalDurations(got, []time.Duration{7 * time.Second}) {
+	if got := tr.clock.Sleeps(); !equalDurations(got, []time.Duration{7 * time.Second}) {
 		t.Errorf("sleeps %v; want [7s]: Retry-After 2 s and the penalty's 5 s", got)
 	}
 }
@@ -225,12 +171,16 @@ func TestPenaltyByStatus(t *testing.T) {
 func TestPenaltyCodeReadIsBounded(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	srv, n := answering(t, func(_ int, w http.ResponseWriter) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		io.Copy(io.Discard, r.Body)
 		w.WriteHeader(503)
 		io.WriteString(w, `{"message":"`)
 		w.(http.Flusher).Flush()
 		<-release
-	})
+	}))
+	t.Cleanup(srv.Close)
 	p := policy.Policy{
 		MaxAttempts: 2,
 		ReadTimeout: 50 * time.Millisecond,
@@ -239,7 +189,7 @@ func TestPenaltyCodeReadIsBounded(t *testing.T) {
 		},
 		Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second},
 	}
-	tr, _, _ := waitsTransport(t, p)
+	tr := newRig(t, nil, p, recordEvents())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -274,16 +224,12 @@ func equalDurations(a, b []time.Duration) bool {
 // MaxTotalWait once the request has waited: the waits' sum does not wrap
 // around to pass the cap.
 func TestMaxTotalWaitCapsASaturatedWait(t *testing.T) {
-	srv, n := answering(t, func(k int, w http.ResponseWriter) {
-		switch k {
-		case 1:
-			w.WriteHeader(500) // no signal: the first retry waits its backoff
-		case 2:
-			w.WriteHeader(503) // signals the penalty
-		default:
-			w.WriteHeader(200)
-		}
-	})
+	s := &script{steps: []step{
+		{status: 500}, // no signal: the first retry waits its backoff
+		{status: 503}, // signals the penalty
+		{status: 200},
+	}}
+	srv := serve(t, s)
 	p := policy.Policy{
 		MaxAttempts:  3,
 		Backoff:      backoff.Constant{Interval: time.Second},
@@ -293,18 +239,18 @@ func TestMaxTotalWaitCapsASaturatedWait(t *testing.T) {
 	if err := p.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	tr, clock, stop := waitsTransport(t, p)
+	tr := newRig(t, nil, p, recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 503 || n.Load() != 2 || !equalDurations(clock.Sleeps(), []time.Duration{time.Second}) {
+	if resp.StatusCode != 503 || s.count() != 2 || !equalDurations(tr.clock.Sleeps(), []time.Duration{time.Second}) {
 		t.Errorf("status %d after %d attempts, sleeps %v; want the 503 after 2 and sleeps [1s]: a 1s + %v wait passes the 1 min MaxTotalWait",
-			resp.StatusCode, n.Load(), clock.Sleeps(), time.Duration(math.MaxInt64))
+			resp.StatusCode, s.count(), tr.clock.Sleeps(), time.Duration(math.MaxInt64))
 	}
-	if !errors.Is(stop(), retrytransport.ErrBudget) {
-		t.Errorf("stop = %v; want ErrBudget", stop())
+	if !errors.Is(tr.stop(), retrytransport.ErrBudget) {
+		t.Errorf("stop = %v; want ErrBudget", tr.stop())
 	}
 }
 
@@ -313,7 +259,8 @@ func TestMaxTotalWaitCapsASaturatedWait(t *testing.T) {
 // backoff plus that wait does not wrap around to a negative wait that is
 // sent at once.
 func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
-	srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(503) })
+	s := &script{steps: []step{{status: 503}}}
+	srv := serve(t, s)
 	var delays []time.Duration
 	p := policy.Policy{
 		MaxAttempts: 3,
@@ -342,8 +289,8 @@ func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
 	resp.Body.Close()
 	// The first retry empties the bucket; the second would wait for 5
 	// tokens at 1e-300 a second.
-	if n.Load() != 2 || !equalDurations(delays, []time.Duration{time.Second}) {
-		t.Errorf("%d attempts, retry delays %v; want 2 attempts and delays [1s]", n.Load(), delays)
+	if s.count() != 2 || !equalDurations(delays, []time.Duration{time.Second}) {
+		t.Errorf("%d attempts, retry delays %v; want 2 attempts and delays [1s]", s.count(), delays)
 	}
 	if !errors.Is(stop, ratelimit.ErrQuotaExceeded) {
 		t.Errorf("stop = %v; want ErrQuotaExceeded", stop)
@@ -355,17 +302,12 @@ func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
 // backoff, and a delay above MaxDelay stops the request (ErrServerDelay)
 // only when the retry would go back to the server that asked for it.
 func TestServerDelayBindsOnlyRetriesToTheEndpointThatAsked(t *testing.T) {
-	asking := func(secs string) func(int, http.ResponseWriter) {
-		return func(_ int, w http.ResponseWriter) {
-			w.Header().Set("Retry-After", secs)
-			w.WriteHeader(429)
-		}
-	}
-	failing := func(_ int, w http.ResponseWriter) { w.WriteHeader(503) }
-	ok := func(_ int, w http.ResponseWriter) { w.WriteHeader(200) }
+	asking := func(secs string) step { return step{status: 429, header: h("Retry-After", secs)} }
+	failing := step{status: 503}
+	ok := step{status: 200}
 	for _, tc := range []struct {
 		name               string
-		primary, secondary func(int, http.ResponseWriter)
+		primary, secondary step
 		mode               policy.LocationMode
 		status             int // of the response the caller gets
 		attempts           int64
@@ -383,28 +325,28 @@ func TestServerDelayBindsOnlyRetriesToTheEndpointThatAsked(t *testing.T) {
 		{"SameEndpointAsksPastMaxDelay", failing, asking("3600"), policy.SecondaryOnly, 429, 1, nil, retrytransport.ErrServerDelay},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			primary, np := answering(t, tc.primary)
-			secondary, ns := answering(t, tc.secondary)
+			ps, ss := &script{steps: []step{tc.primary}}, &script{steps: []step{tc.secondary}}
+			primary, secondary := serve(t, ps), serve(t, ss)
 			p := policy.Policy{
 				MaxAttempts:  3,
 				Backoff:      backoff.Constant{Interval: time.Second},
 				Endpoints:    []string{secondary.Listener.Addr().String()},
 				LocationMode: tc.mode,
 			}
-			tr, clock, stop := waitsTransport(t, p)
+			tr := newRig(t, nil, p, recordEvents())
 			resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if n := np.Load() + ns.Load(); resp.StatusCode != tc.status || n != tc.attempts {
+			if n := int64(ps.count() + ss.count()); resp.StatusCode != tc.status || n != tc.attempts {
 				t.Errorf("status %d after %d attempts; want %d after %d", resp.StatusCode, n, tc.status, tc.attempts)
 			}
-			if got := clock.Sleeps(); !equalDurations(got, tc.sleeps) {
+			if got := tr.clock.Sleeps(); !equalDurations(got, tc.sleeps) {
 				t.Errorf("sleeps %v; want %v", got, tc.sleeps)
 			}
-			if !errors.Is(stop(), tc.stop) || (tc.stop == nil) != (stop() == nil) {
-				t.Errorf("stop = %v; want %v", stop(), tc.stop)
+			if !errors.Is(tr.stop(), tc.stop) || (tc.stop == nil) != (tr.stop() == nil) {
+				t.Errorf("stop = %v; want %v", tr.stop(), tc.stop)
 			}
 		})
 	}
@@ -413,7 +355,8 @@ func TestServerDelayBindsOnlyRetriesToTheEndpointThatAsked(t *testing.T) {
 // A MaxHedges that bypasses Validate is held to policy.HedgeLimit: the
 // request is sent, not a race sized by the field.
 func TestHedgeCountBeyondTheLimitIsBounded(t *testing.T) {
-	srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(200) })
+	s := &script{steps: []step{{status: 200}}}
+	srv := serve(t, s)
 	p := policy.Policy{Hedge: policy.Hedge{Delay: time.Hour, MaxHedges: math.MaxInt}}
 	never := func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() } // no hedge is due
 	client, _, _, _ := hedgeClient(t, p, never)
@@ -422,7 +365,7 @@ func TestHedgeCountBeyondTheLimitIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || n.Load() != 1 {
-		t.Errorf("status %d after %d requests; want 200 after 1", resp.StatusCode, n.Load())
+	if resp.StatusCode != 200 || s.count() != 1 {
+		t.Errorf("status %d after %d requests; want 200 after 1", resp.StatusCode, s.count())
 	}
 }
