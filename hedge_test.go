@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -611,5 +612,23 @@ func TestHedgeCopiesAreIndependentOfTheCallersRequest(t *testing.T) {
 	}
 	if k := body.lateReads.Load(); k != 0 {
 		t.Errorf("the caller's body was read %d times after RoundTrip returned; want 0", k)
+	}
+}
+
+// A MaxHedges that bypasses Validate is held to policy.HedgeLimit: the
+// request is sent, not a race sized by the field.
+func TestHedgeCountBeyondTheLimitIsBounded(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	srv := serve(t, s)
+	p := policy.Policy{Hedge: policy.Hedge{Delay: time.Hour, MaxHedges: math.MaxInt}}
+	never := func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() } // no hedge is due
+	client, _, _, _ := hedgeClient(t, p, never)
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || s.count() != 1 {
+		t.Errorf("status %d after %d requests; want 200 after 1", resp.StatusCode, s.count())
 	}
 }

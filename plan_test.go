@@ -104,32 +104,6 @@ func TestPlannedRetryThatCannotGoReturnsTheLastResponse(t *testing.T) {
 	}
 }
 
-// TestPlannedRetryCancelledDuringTheWait: the caller cancels while the
-// transport waits for a retry. The retry's cost is refunded, the observer
-// hears why the retry is not sent, and the caller gets its context's error
-// at once.
-func TestPlannedRetryCancelledDuringTheWait(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var last retrytransport.Event
-	tr, _ := newTransport(t, s, policy.Policy{}, retrytransport.WithClock(nil, func(ctx context.Context, _ time.Duration) error {
-		cancel() // the caller gives up while the transport waits
-		return ctx.Err()
-	}), retrytransport.WithObserver(func(e retrytransport.Event) { last = e }))
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
-	if resp != nil {
-		resp.Body.Close()
-		t.Fatalf("RoundTrip = %d; want the caller's cancellation", resp.StatusCode)
-	}
-	if !errors.Is(err, context.Canceled) || !errors.Is(last.Stop, context.Canceled) {
-		t.Errorf("RoundTrip error = %v, last Event.Stop = %v; want context.Canceled for both", err, last.Stop)
-	}
-	if q := tr.Snapshot()[0].Quota; q != ratelimit.DefaultQuotaCapacity {
-		t.Errorf("quota = %v; want %d, the cancelled retry's cost refunded", q, ratelimit.DefaultQuotaCapacity)
-	}
-}
-
 // TestCallerCancelWhilePacingARetry: the caller cancels while a planned
 // retry waits for its send token. The caller gets its context's error,
 // not the response that the retry was to replace; that response is closed,

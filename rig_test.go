@@ -350,3 +350,24 @@ func attemptsFor(t *testing.T, tr http.RoundTripper, s *script, url string) int 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func equalDurations(a, b []time.Duration) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// h builds a header from key, value pairs; a key may repeat.
+func h(kv ...string) http.Header {
+	out := http.Header{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out.Add(kv[i], kv[i+1])
+	}
+	return out
+}

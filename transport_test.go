@@ -1,7 +1,6 @@
 package retrytransport_test
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
@@ -182,112 +181,6 @@ func TestNotRetryableErrorSaysWhy(t *testing.T) {
 	_, err := tr.RoundTrip(newReq(t, "POST", url, "x"))
 	if !errors.Is(err, retrytransport.ErrNotRetryable) || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("RoundTrip(POST) error = %v; want ErrNotRetryable wrapping io.ErrUnexpectedEOF", err)
-	}
-}
-
-func TestRetryAfterIsHonoured(t *testing.T) {
-	s := &script{steps: []step{{status: 429, header: retryAfter(3)}, {status: 200}}}
-	tr, clock := newTransport(t, s, policy.Standard())
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	resp.Body.Close()
-	if diff := cmp.Diff([]time.Duration{3 * time.Second}, clock.Sleeps()); diff != "" {
-		t.Errorf("waits mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestRetryAfterAboveCapReturnsResponseAtOnce(t *testing.T) {
-	s := &script{steps: []step{{status: 503, header: retryAfter(60), body: "busy"}, {status: 200}}}
-	var events []retrytransport.Event
-	tr, clock := newTransport(t, s, policy.Standard(), retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	if got := readBody(t, resp); resp.StatusCode != 503 || got != "busy" {
-		t.Errorf("RoundTrip = %d %q; want 503 %q", resp.StatusCode, got, "busy")
-	}
-	if s.count() != 1 || len(clock.Sleeps()) != 0 {
-		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), clock.Sleeps())
-	}
-	if len(events) != 1 || !errors.Is(events[0].Stop, retrytransport.ErrServerDelay) {
-		t.Errorf("events = %+v; want one with Stop = ErrServerDelay", events)
-	}
-}
-
-func TestMaxDelayCapsBackoff(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	p := policy.Policy{MaxAttempts: 4, MaxDelay: 700 * time.Millisecond}
-	tr, clock := newTransport(t, s, p)
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	resp.Body.Close()
-	want := []time.Duration{500 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
-	if diff := cmp.Diff(want, clock.Sleeps()); diff != "" {
-		t.Errorf("waits mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestWaitPastDeadlineIsNotStarted(t *testing.T) {
-	s := &script{steps: []step{{status: 503, header: retryAfter(15), body: "later"}, {status: 200}}}
-	tr, clock := newTransport(t, s, policy.Standard())
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
-	defer cancel()
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	if got := readBody(t, resp); resp.StatusCode != 503 || got != "later" {
-		t.Errorf("RoundTrip = %d %q; want the last response 503 %q", resp.StatusCode, got, "later")
-	}
-	if s.count() != 1 || len(clock.Sleeps()) != 0 {
-		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), clock.Sleeps())
-	}
-}
-
-func TestWaitPastDeadlineAfterErrorReturnsErrDeadline(t *testing.T) {
-	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	tr, clock := newTransport(t, s, policy.Policy{Backoff: halfJitter})
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(100*time.Millisecond))
-	defer cancel()
-	_, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
-	if !errors.Is(err, retrytransport.ErrDeadline) || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("RoundTrip error = %v; want ErrDeadline wrapping io.ErrUnexpectedEOF", err)
-	}
-}
-
-func TestCancelDuringWaitReturnsAtOnce(t *testing.T) {
-	s := &script{steps: []step{{status: 503, header: retryAfter(10)}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	// The real timer: the observer cancels before the 10 s wait starts, so
-	// the wait must end at once for the test to finish.
-	tr := retrytransport.New(mockBase(s), retrytransport.WithObserver(func(retrytransport.Event) { cancel() }))
-	start := time.Now()
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
-	if resp != nil {
-		t.Errorf("RoundTrip returned a response; want none after cancellation")
-	}
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("RoundTrip error = %v; want it to wrap context.Canceled", err)
-	}
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
-		t.Errorf("RoundTrip took %v after cancellation; want it at once", elapsed)
-	}
-}
-
-func TestCancelledContextIsFinal(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	s := &script{steps: []step{{err: context.Canceled}}}
-	tr, _ := newTransport(t, s, policy.Standard())
-	_, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
-	var re *retrytransport.RetryError
-	if !errors.As(err, &re) || re.Attempts != 1 || !errors.Is(err, context.Canceled) || s.count() > 1 {
-		t.Errorf("RoundTrip = %v; want a *RetryError wrapping context.Canceled after 1 attempt", err)
 	}
 }
 

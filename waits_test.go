@@ -1,22 +1,26 @@
 package retrytransport_test
 
+// The waits between attempts: backoff, Retry-After and the other headers
+// that carry a server's delay, MaxDelay, MaxTotalWait, TerminationBuffer,
+// and the context's deadline and cancellation during a wait.
+
 import (
 	"context"
 	"errors"
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/backoff"
-	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 func TestMaxTotalWaitCapsTheWaits(t *testing.T) {
@@ -44,15 +48,14 @@ func TestMaxTotalWaitCapsTheWaits(t *testing.T) {
 // attempts do not use it up.
 func TestMaxTotalWaitIgnoresTheAttempts(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 503}, {status: 200}}}
-	srv := serve(t, s)
 	p := policy.Policy{MaxTotalWait: 2 * time.Second, Backoff: backoff.Constant{Interval: time.Second}}
 	clock := faketime.NewAt(time.Now())
 	// Each attempt takes 10 s on the clock the transport reads.
-	tr := retrytransport.New(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+	tr := newRig(t, roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		clock.Advance(10 * time.Second)
-		return http.DefaultTransport.RoundTrip(r)
-	}), retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep))
-	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+		return s.RoundTrip(r)
+	}), p, onClock(clock))
+	resp, err := tr.RoundTrip(newReq(t, "GET", "http://svc.test/", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,125 +102,6 @@ func TestTerminationBuffer(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestPenaltyAppliedAndReset(t *testing.T) {
-	json := h("Content-Type", "application/json")
-	srv := serve(t, &script{steps: []step{
-		{status: 503, header: json, body: `{"code":"ServerBusy","message":"the server is busy"}`},
-		{status: 503, header: json},
-	}})
-	p := policy.Policy{
-		MaxAttempts: 5,
-		Backoff:     backoff.Constant{Interval: time.Second},
-		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 15 * time.Second},
-	}
-	tr := newRig(t, nil, p, recordEvents())
-	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	// The signal at 0 s penalises the scope until 15 s: the retries after
-	// it (at 0 s and 11 s) wait 1 + 10 s; those at 22 s and 23 s, 1 s.
-	want := []time.Duration{11 * time.Second, 11 * time.Second, time.Second, time.Second}
-	if got := tr.clock.Sleeps(); !equalDurations(got, want) {
-		t.Errorf("sleeps %v; want %v", got, want)
-	}
-}
-
-// The penalty is the scope's: a new request to the penalised scope pays
-// it from its first retry, and another scope does not.
-func TestPenaltyIsPerScope(t *testing.T) {
-	busy := serve(t, &script{steps: []step{{status: 503, body: `<Error><Code>ServerBusy</Code></Error>`}}})
-	plain := serve(t, &script{steps: []step{{status: 503}}})
-	p := policy.Policy{
-		MaxAttempts: 2,
-		Backoff:     backoff.Constant{Interval: time.Second},
-		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Minute},
-	}
-	tr := newRig(t, nil, p, recordEvents())
-	for _, u := range []string{busy.URL, plain.URL, busy.URL} {
-		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	want := []time.Duration{11 * time.Second, time.Second, 11 * time.Second}
-	if got := tr.clock.Sleeps(); !equalDurations(got, want) {
-		t.Errorf("sleeps %v; want %v: the busy scope penalised, the other not", got, want)
-	}
-}
-
-// A status starts a penalty too, and a penalty's Delay is added to a
-// server's Retry-After.
-func TestPenaltyByStatus(t *testing.T) {
-	srv := serve(t, &script{steps: []step{{status: 503, header: retryAfter(2)}}})
-	p := policy.Policy{MaxAttempts: 2, Penalty: policy.Penalty{Statuses: []int{503}, Delay: 5 * time.Second}}
-	tr := newRig(t, nil, p, recordEvents())
-	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if got := tr.clock.Sleeps(); !equalDurations(got, []time.Duration{7 * time.Second}) {
-		t.Errorf("sleeps %v; want [7s]: Retry-After 2 s and the penalty's 5 s", got)
-	}
-}
-
-// A body that stalls while its code is read for a penalty does not hold
-// the request: the read is bounded by ReadTimeout, as classification's is.
-func TestPenaltyCodeReadIsBounded(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n.Add(1)
-		io.Copy(io.Discard, r.Body)
-		w.WriteHeader(503)
-		io.WriteString(w, `{"message":"`)
-		w.(http.Flusher).Flush()
-		<-release
-	}))
-	t.Cleanup(srv.Close)
-	p := policy.Policy{
-		MaxAttempts: 2,
-		ReadTimeout: 50 * time.Millisecond,
-		Classify: func(*http.Request, *http.Response, error) classify.Outcome {
-			return classify.Outcome{Kind: classify.Transient, Reason: "always"}
-		},
-		Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second},
-	}
-	tr := newRig(t, nil, p, recordEvents())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
-		if err == nil {
-			resp.Body.Close()
-		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(leakBound):
-		t.Fatal("the request is held by a stalled body")
-	}
-	if n.Load() != 2 {
-		t.Errorf("%d attempts; want 2", n.Load())
-	}
-}
-
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A penalty long enough to saturate the wait is still held to
@@ -352,20 +236,219 @@ func TestServerDelayBindsOnlyRetriesToTheEndpointThatAsked(t *testing.T) {
 	}
 }
 
-// A MaxHedges that bypasses Validate is held to policy.HedgeLimit: the
-// request is sent, not a race sized by the field.
-func TestHedgeCountBeyondTheLimitIsBounded(t *testing.T) {
-	s := &script{steps: []step{{status: 200}}}
-	srv := serve(t, s)
-	p := policy.Policy{Hedge: policy.Hedge{Delay: time.Hour, MaxHedges: math.MaxInt}}
-	never := func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() } // no hedge is due
-	client, _, _, _ := hedgeClient(t, p, never)
-	resp, err := client.Get(srv.URL)
+// When MaxTotalWait stops the retries, the caller's error names it, not
+// only MaxTotalTime, which the policy does not set.
+func TestMaxTotalWaitStopNamesIt(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return nil, errors.New("connection refused") })
+	p := policy.Policy{MaxAttempts: 5, MaxTotalWait: time.Second, Backoff: backoff.Constant{Interval: 2 * time.Second}}
+	tr := newRig(t, base, p, recordEvents())
+	_, err := tr.RoundTrip(newReq(t, "GET", "http://down.test/", ""))
+	if !errors.Is(err, retrytransport.ErrBudget) {
+		t.Fatalf("err = %v; want ErrBudget", err)
+	}
+	if !strings.Contains(err.Error(), "MaxTotalWait") {
+		t.Errorf("err = %q; want it to name MaxTotalWait, which stopped it", err)
+	}
+}
+
+// A negative TerminationBuffer is normalised to none, as a negative
+// MaxTotalTime or AttemptTimeout is: it must not move the end of a wait
+// earlier, letting a wait that ends past the context's deadline start.
+func TestNegativeTerminationBufferDoesNotPassTheDeadline(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return step{status: 503}.response(r), nil })
+	p := policy.Policy{MaxAttempts: 2, TerminationBuffer: -time.Hour, Backoff: backoff.Constant{Interval: 30 * time.Second}}
+	tr := newRig(t, base, p, recordEvents())
+	ctx, cancel := context.WithDeadline(context.Background(), tr.clock.Now().Add(10*time.Second))
+	defer cancel()
+	resp, err := tr.RoundTrip(newReq(t, "GET", "http://svc.test/", "").WithContext(ctx))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || s.count() != 1 {
-		t.Errorf("status %d after %d requests; want 200 after 1", resp.StatusCode, s.count())
+	if got := tr.clock.Sleeps(); len(got) != 0 || !errors.Is(tr.stop(), retrytransport.ErrDeadline) {
+		t.Errorf("sleeps %v, stop %v; want no sleep and ErrDeadline: a 30 s wait ends past a 10 s deadline", got, tr.stop())
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	s := &script{steps: []step{{status: 429, header: retryAfter(3)}, {status: 200}}}
+	tr, clock := newTransport(t, s, policy.Standard())
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	if diff := cmp.Diff([]time.Duration{3 * time.Second}, clock.Sleeps()); diff != "" {
+		t.Errorf("waits mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRetryAfterAboveCapReturnsResponseAtOnce(t *testing.T) {
+	s := &script{steps: []step{{status: 503, header: retryAfter(60), body: "busy"}, {status: 200}}}
+	var events []retrytransport.Event
+	tr, clock := newTransport(t, s, policy.Standard(), retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	if got := readBody(t, resp); resp.StatusCode != 503 || got != "busy" {
+		t.Errorf("RoundTrip = %d %q; want 503 %q", resp.StatusCode, got, "busy")
+	}
+	if s.count() != 1 || len(clock.Sleeps()) != 0 {
+		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), clock.Sleeps())
+	}
+	if len(events) != 1 || !errors.Is(events[0].Stop, retrytransport.ErrServerDelay) {
+		t.Errorf("events = %+v; want one with Stop = ErrServerDelay", events)
+	}
+}
+
+func TestMaxDelayCapsBackoff(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Policy{MaxAttempts: 4, MaxDelay: 700 * time.Millisecond}
+	tr, clock := newTransport(t, s, p)
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	want := []time.Duration{500 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
+	if diff := cmp.Diff(want, clock.Sleeps()); diff != "" {
+		t.Errorf("waits mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestWaitPastDeadlineIsNotStarted(t *testing.T) {
+	s := &script{steps: []step{{status: 503, header: retryAfter(15), body: "later"}, {status: 200}}}
+	tr, clock := newTransport(t, s, policy.Standard())
+	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
+	defer cancel()
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	if got := readBody(t, resp); resp.StatusCode != 503 || got != "later" {
+		t.Errorf("RoundTrip = %d %q; want the last response 503 %q", resp.StatusCode, got, "later")
+	}
+	if s.count() != 1 || len(clock.Sleeps()) != 0 {
+		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), clock.Sleeps())
+	}
+}
+
+func TestWaitPastDeadlineAfterErrorReturnsErrDeadline(t *testing.T) {
+	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
+	tr, clock := newTransport(t, s, policy.Policy{Backoff: halfJitter})
+	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(100*time.Millisecond))
+	defer cancel()
+	_, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	if !errors.Is(err, retrytransport.ErrDeadline) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("RoundTrip error = %v; want ErrDeadline wrapping io.ErrUnexpectedEOF", err)
+	}
+}
+
+func TestCancelDuringWaitReturnsAtOnce(t *testing.T) {
+	s := &script{steps: []step{{status: 503, header: retryAfter(10)}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	// The real timer: the observer cancels before the 10 s wait starts, so
+	// the wait must end at once for the test to finish.
+	tr := retrytransport.New(mockBase(s), retrytransport.WithObserver(func(retrytransport.Event) { cancel() }))
+	start := time.Now()
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	if resp != nil {
+		t.Errorf("RoundTrip returned a response; want none after cancellation")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("RoundTrip error = %v; want it to wrap context.Canceled", err)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("RoundTrip took %v after cancellation; want it at once", elapsed)
+	}
+}
+
+func TestCancelledContextIsFinal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s := &script{steps: []step{{err: context.Canceled}}}
+	tr, _ := newTransport(t, s, policy.Standard())
+	_, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	var re *retrytransport.RetryError
+	if !errors.As(err, &re) || re.Attempts != 1 || !errors.Is(err, context.Canceled) || s.count() > 1 {
+		t.Errorf("RoundTrip = %v; want a *RetryError wrapping context.Canceled after 1 attempt", err)
+	}
+}
+
+func TestDelayHeaders(t *testing.T) {
+	hint := func(k, v string) http.Header { return http.Header{http.CanonicalHeaderKey(k): {v}} }
+	tests := []struct {
+		name   string
+		p      policy.Policy
+		header http.Header
+		want   time.Duration
+	}{
+		{"RetryAfterMS", policy.Policy{}, hint("retry-after-ms", "1500"), 1500 * time.Millisecond},
+		{"AmzRetryAfter", policy.Policy{}, hint("x-amz-retry-after", "250"), 250 * time.Millisecond},
+		{"MSRetryAfterMS", policy.Policy{}, hint("x-ms-retry-after-ms", "40"), 40 * time.Millisecond},
+		{"UntrustedHeaderUsesBackoff", policy.Policy{DelayHeaders: retryafter.RetryAfter}, hint("x-amz-retry-after", "250"), 500 * time.Millisecond},
+		{"IgnoreDelayHeaders", policy.Policy{IgnoreDelayHeaders: true}, retryAfter(3), 500 * time.Millisecond},
+		{"ServerHintNotJittered", policy.Policy{}, retryAfter(0), 0},
+		// The newer SDKs (docs/aws.md): max(backoff, min(hint, backoff + 5 s)); backoff is 0.5 s here.
+		{"BoundedHintLong", policy.Policy{ServerDelayBound: 5 * time.Second, MaxDelay: time.Minute}, retryAfter(30), 5500 * time.Millisecond},
+		{"BoundedHintShort", policy.Policy{ServerDelayBound: 5 * time.Second}, retryAfter(0), 500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &script{steps: []step{{status: 503, header: tt.header}, {status: 200}}}
+			p := tt.p
+			p.MaxAttempts = 2
+			tr, clock := newTransport(t, s, p)
+			resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if diff := cmp.Diff([]time.Duration{tt.want}, clock.Sleeps()); diff != "" {
+				t.Errorf("waits mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestThrottleBackoff(t *testing.T) {
+	s := &script{steps: []step{{status: 429}, {status: 503}, {status: 200}}}
+	p := policy.Policy{ThrottleBackoff: backoff.Constant{Interval: 3 * time.Second}}
+	tr, clock := newTransport(t, s, p)
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// After the 429: ThrottleBackoff (3 s); after the 503: Backoff (halfJitter, retry 2: 1 s).
+	if diff := cmp.Diff([]time.Duration{3 * time.Second, time.Second}, clock.Sleeps()); diff != "" {
+		t.Errorf("waits mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestPlannedRetryCancelledDuringTheWait: the caller cancels while the
+// transport waits for a retry. The retry's cost is refunded, the observer
+// hears why the retry is not sent, and the caller gets its context's error
+// at once.
+func TestPlannedRetryCancelledDuringTheWait(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last retrytransport.Event
+	tr, _ := newTransport(t, s, policy.Policy{}, retrytransport.WithClock(nil, func(ctx context.Context, _ time.Duration) error {
+		cancel() // the caller gives up while the transport waits
+		return ctx.Err()
+	}), retrytransport.WithObserver(func(e retrytransport.Event) { last = e }))
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	if resp != nil {
+		resp.Body.Close()
+		t.Fatalf("RoundTrip = %d; want the caller's cancellation", resp.StatusCode)
+	}
+	if !errors.Is(err, context.Canceled) || !errors.Is(last.Stop, context.Canceled) {
+		t.Errorf("RoundTrip error = %v, last Event.Stop = %v; want context.Canceled for both", err, last.Stop)
+	}
+	if q := tr.Snapshot()[0].Quota; q != ratelimit.DefaultQuotaCapacity {
+		t.Errorf("quota = %v; want %d, the cancelled retry's cost refunded", q, ratelimit.DefaultQuotaCapacity)
 	}
 }
