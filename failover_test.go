@@ -431,3 +431,29 @@ func TestEndpointWithoutSchemeTakesTheRequestsScheme(t *testing.T) {
 	secure.conns.expectAllClosed(t, client)
 	held.cancelledSoon(t, held.n.Load())
 }
+
+// A *ratelimit.Budget used as the Quota is kept, like Policy.Budget, in
+// the request's own scope, where its requests are counted: paid in the
+// scope the retry goes to, where no request was ever counted, it would
+// refuse every failover retry (see TestBudgetStaysInTheRequestsScope).
+func TestBudgetAsQuotaLetsReadsFailOver(t *testing.T) {
+	primary := newEndpointServer(t, 503)
+	secondary := newEndpointServer(t, 200)
+	clock := faketime.NewAt(time.Now())
+	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
+	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Quota: budget, Endpoints: []string{secondary.host()}})
+	ok := 0
+	for range 20 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			ok++
+		}
+	}
+	if s := secondary.n.Load(); s != 10 || ok != 10 {
+		t.Errorf("%d retries failed over, %d reads succeeded; want 10 and 10: half the primary's 20 requests, as the budget allows", s, ok)
+	}
+}

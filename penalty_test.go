@@ -79,22 +79,9 @@ func TestPenaltyStartedByAResponseThatIsNotRetried(t *testing.T) {
 func TestPenaltyStartedByALosingHedge(t *testing.T) {
 	noLeaks(t)
 	classified := make(chan struct{})
-	var n atomic.Int64
-	srv := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch n.Add(1) {
-		case 1: // one copy: 200 once the other's 503 was classified
-			if !waitOr(classified, r) {
-				return
-			}
-			io.WriteString(w, "ok")
-		case 2: // the other copy: 503
-			w.WriteHeader(503)
-		case 3: // the POST, which is not hedged
-			w.WriteHeader(500)
-		default:
-			io.WriteString(w, "ok")
-		}
-	}))
+	// One copy gets 200 once the other's 503 was classified; then the
+	// POST, which is not hedged, gets a 500.
+	srv, _ := raceLostTo(t, 503, classified, 500)
 	clock := faketime.NewAt(time.Now())
 	p := policy.Policy{
 		RetryNonIdempotent: true,
