@@ -349,55 +349,6 @@ func TestInvalidEndpointIsAConfigurationError(t *testing.T) {
 	resp.Body.Close()
 }
 
-// The budget is kept in the request's own scope, beside the quota, and each
-// keeps its own cost: a retry pays both, a refusal of either stops it.
-func TestBudgetBesideQuota(t *testing.T) {
-	srv := newEndpointServer(t, 503)
-	clock := faketime.NewAt(time.Now())
-	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Budget: budget})
-	var refused int
-	for range 20 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if got := retrytransport.ResponseAttempts(resp).Count; got <= 1 {
-			refused++
-		}
-	}
-	if n := srv.n.Load(); n != 30 || refused != 10 {
-		t.Errorf("%d attempts, %d requests refused a retry; want 30 and 10 (the budget: half the requests)", n, refused)
-	}
-	snap := tr.Snapshot()
-	if len(snap) != 1 || snap[0].Quota != ratelimit.DefaultQuotaCapacity-10*ratelimit.DefaultRetryCost {
-		t.Errorf("snapshot %+v; want the quota paid for 10 retries at %d", snap, ratelimit.DefaultRetryCost)
-	}
-}
-
-// With failover, the budget stays in the request's own scope: retries that
-// go to the secondary are counted against the primary's requests.
-func TestBudgetStaysInTheRequestsScope(t *testing.T) {
-	primary := newEndpointServer(t, 503)
-	secondary := newEndpointServer(t, 503)
-	clock := faketime.NewAt(time.Now())
-	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Budget: budget, Endpoints: []string{secondary.host()}})
-	for range 20 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	if p, s := primary.n.Load(), secondary.n.Load(); p != 20 || s != 10 {
-		// Charged to the secondary's scope, which has no requests and no
-		// floor, every retry would be refused.
-		t.Errorf("primary %d, secondary %d attempts; want 20 and 10: half the primary's requests retried at the secondary", p, s)
-	}
-}
-
 // An endpoint that names no scheme takes the scheme of the caller's
 // request, wherever the attempt it goes beside was sent: the hedge of an
 // https request goes over TLS to such an endpoint, also when the attempt
@@ -430,30 +381,4 @@ func TestEndpointWithoutSchemeTakesTheRequestsScheme(t *testing.T) {
 	plain.conns.expectAllClosed(t, client)
 	secure.conns.expectAllClosed(t, client)
 	held.cancelledSoon(t, held.n.Load())
-}
-
-// A *ratelimit.Budget used as the Quota is kept, like Policy.Budget, in
-// the request's own scope, where its requests are counted: paid in the
-// scope the retry goes to, where no request was ever counted, it would
-// refuse every failover retry (see TestBudgetStaysInTheRequestsScope).
-func TestBudgetAsQuotaLetsReadsFailOver(t *testing.T) {
-	primary := newEndpointServer(t, 503)
-	secondary := newEndpointServer(t, 200)
-	clock := faketime.NewAt(time.Now())
-	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Quota: budget, Endpoints: []string{secondary.host()}})
-	ok := 0
-	for range 20 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == 200 {
-			ok++
-		}
-	}
-	if s := secondary.n.Load(); s != 10 || ok != 10 {
-		t.Errorf("%d retries failed over, %d reads succeeded; want 10 and 10: half the primary's 20 requests, as the budget allows", s, ok)
-	}
 }

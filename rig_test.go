@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -370,4 +371,33 @@ func h(kv ...string) http.Header {
 		out.Add(kv[i], kv[i+1])
 	}
 	return out
+}
+
+// countingBase counts the attempts a Transport hands to its base.
+type countingBase struct {
+	base  http.RoundTripper
+	calls atomic.Int32
+}
+
+func (c *countingBase) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.calls.Add(1)
+	return c.base.RoundTrip(req)
+}
+
+// calls records the method calls of the test implementations below.
+type calls struct {
+	mu  sync.Mutex
+	log []string
+}
+
+func (c *calls) add(s string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log = append(c.log, s)
+}
+
+func (c *calls) get() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.log...)
 }

@@ -1,10 +1,15 @@
 package retrytransport_test
 
+// The attempt loop: which answers are retried, what the caller gets back
+// (the last response, or a *RetryError), the RoundTripper contract (the
+// request is not modified, odd base transports), and the zero Transport.
+
 import (
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -13,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
@@ -184,81 +190,6 @@ func TestNotRetryableErrorSaysWhy(t *testing.T) {
 	}
 }
 
-func TestQuotaExhaustionStopsRetries(t *testing.T) {
-	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	q := &ratelimit.Quota{Capacity: 12} // two retries at cost 5
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 10, Quota: q})
-	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if !errors.Is(err, ratelimit.ErrQuotaExceeded) || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("RoundTrip error = %v; want ErrQuotaExceeded wrapping the last error", err)
-	}
-	if got := s.count(); got != 3 {
-		t.Errorf("attempts = %d; want 3 (two paid retries)", got)
-	}
-	var re *retrytransport.RetryError
-	if errors.As(err, &re) && re.Attempts != 3 {
-		t.Errorf("RetryError.Attempts = %d; want 3", re.Attempts)
-	}
-}
-
-func TestQuotaIsPerHost(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	p := policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 5}}
-	tr, _ := newTransport(t, s, p)
-	for _, u := range []string{"http://a.example/", "http://a.example/", "http://b.example/"} {
-		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
-		if err != nil {
-			t.Fatalf("RoundTrip(%s): %v", u, err)
-		}
-		resp.Body.Close()
-	}
-	// a: 2 attempts, then 1 (quota of a empty); b: 2 attempts.
-	if got := s.count(); got != 5 {
-		t.Errorf("attempts = %d; want 5", got)
-	}
-}
-
-func TestQuotaRefillsOnSuccess(t *testing.T) {
-	s := &script{steps: []step{{status: 503}, {status: 200}}}
-	q := &ratelimit.Quota{}
-	tr, _ := newTransport(t, s, policy.Policy{Quota: q})
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	resp.Body.Close()
-	if got := q.Level("api.example.com"); got != ratelimit.DefaultQuotaCapacity {
-		t.Errorf("quota level after a successful retry = %v; want %d (the retry cost refunded)", got, ratelimit.DefaultQuotaCapacity)
-	}
-}
-
-func TestEachNewOwnsItsQuota(t *testing.T) {
-	p := policy.Policy{MaxAttempts: 2}
-	s := &script{steps: []step{{status: 503}}}
-	tr1, _ := newTransport(t, s, p)
-	tr2, _ := newTransport(t, s, p)
-	// 100 failing requests drain tr1's default quota (100 retries at 5).
-	for range 101 {
-		resp, _ := tr1.RoundTrip(newReq(t, "GET", url, ""))
-		resp.Body.Close()
-	}
-	before := s.count()
-	resp, _ := tr2.RoundTrip(newReq(t, "GET", url, ""))
-	resp.Body.Close()
-	if got := s.count() - before; got != 2 {
-		t.Errorf("second transport made %d attempts; want 2 (its own quota is full)", got)
-	}
-}
-
-func TestDisableQuota(t *testing.T) {
-	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 200, DisableQuota: true})
-	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if !errors.Is(err, retrytransport.ErrExhausted) || s.count() != 200 {
-		t.Errorf("RoundTrip = %v after %d attempts; want ErrExhausted after 200", err, s.count())
-	}
-}
-
 func TestObserverSeesEachRetry(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 429, header: retryAfter(2)}, {status: 200}}}
 	var events []retrytransport.Event
@@ -417,30 +348,6 @@ func TestSnapshotCountsPerScope(t *testing.T) {
 	}
 }
 
-func TestScopeFunctionSplitsQuota(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	p := policy.Policy{
-		MaxAttempts: 2,
-		Quota:       &ratelimit.Quota{Capacity: 5},
-		Scope:       func(r *http.Request) string { return r.Header.Get("X-Table") },
-	}
-	tr, _ := newTransport(t, s, p)
-	send := func(table string) int {
-		before := s.count()
-		req := newReq(t, "GET", url, "")
-		req.Header.Set("X-Table", table)
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			t.Fatalf("RoundTrip(%s): %v", table, err)
-		}
-		resp.Body.Close()
-		return s.count() - before
-	}
-	if a1, a2, b := send("orders"), send("orders"), send("users"); a1 != 2 || a2 != 1 || b != 2 {
-		t.Errorf("attempts orders, orders, users = %d, %d, %d; want 2, 1, 2 (one quota per table)", a1, a2, b)
-	}
-}
-
 func TestWithPolicyMap(t *testing.T) {
 	m, err := policy.LoadMap(strings.NewReader(`{
 		"default": {"maxAttempts": 2},
@@ -484,4 +391,115 @@ func TestZeroTransportWorks(t *testing.T) {
 	if s := tr.Snapshot(); len(s) != 1 || s[0].Attempts != 2 || s[0].Quota != ratelimit.DefaultQuotaCapacity {
 		t.Errorf("Snapshot() = %+v; want one scope with 2 attempts and a full quota", s)
 	}
+}
+
+// TestBaseWithNoResponseIsAnError: a base transport that returns (nil,
+// nil) breaks the RoundTripper contract. Every path (the attempt loop, one
+// timed attempt, the direct single attempt, a classifier that copes with
+// it) reports it as a final error, as net/http's Client does, and never
+// panics.
+func TestBaseWithNoResponseIsAnError(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, nil
+	})
+	// A classifier that copes with (nil, nil) itself: the loop then builds
+	// a *RetryError with a nil Err, whose Error method panics.
+	tolerant := func(req *http.Request, resp *http.Response, err error) classify.Outcome {
+		if resp == nil && err == nil {
+			return classify.Outcome{Kind: classify.Transient, Reason: "nothing came back"}
+		}
+		return classify.Standard(req, resp, err)
+	}
+	for _, tt := range []struct {
+		name string
+		p    policy.Policy
+	}{
+		{"Standard", policy.Policy{}},
+		{"OneTimedAttempt", policy.Policy{MaxAttempts: 1, AttemptTimeout: time.Second}},
+		{"TolerantClassifier", policy.Policy{Classify: tolerant, DisableQuota: true}},
+		{"OneAttempt", policy.Policy{MaxAttempts: 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := retrytransport.New(base, retrytransport.WithPolicy(tt.p), retrytransport.WithClock(nil, faketime.New().Sleep))
+			noPanic(t, "RoundTrip over a (nil, nil) base, policy "+tt.name, func() {
+				resp, err := tr.RoundTrip(newReq(t, "GET", "http://api.example.com/", ""))
+				if resp != nil {
+					resp.Body.Close()
+				}
+				var re *retrytransport.RetryError
+				if !errors.As(err, &re) || re.Attempts != 1 || !strings.Contains(err.Error(), "nil *Response") {
+					t.Errorf("RoundTrip error = %v; want a *RetryError after 1 attempt saying the base returned no response", err)
+				}
+			})
+		})
+	}
+}
+
+// TestPlannedRetryThatCannotGoReturnsTheLastResponse: a retry was planned
+// and paid for, and then could not be sent: the body's GetBody failed, or
+// the rate limiter refused to wait for it. The retry's quota cost is
+// refunded, the observer hears why it stopped, and the caller gets the 503
+// it received, whole.
+func TestPlannedRetryThatCannotGoReturnsTheLastResponse(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		p      policy.Policy
+		getErr error
+		why    error
+	}{
+		{"GetBodyFails", policy.Policy{}, errors.New("upload source gone"), retrytransport.ErrNotRetryable},
+		{"RateLimiterRefuses", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1, FailFast: true}}, nil, ratelimit.ErrRateLimited},
+		// The backoff's 500 ms fits in MaxTotalTime; the send token's
+		// further 500 ms would not.
+		{"PacingPastBudget", policy.Policy{MaxTotalTime: 800 * time.Millisecond, RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1}}, nil, retrytransport.ErrBudget},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &script{steps: []step{{status: 503, body: "busy"}}}
+			var events []retrytransport.Event
+			tr, clock := newTransport(t, s, tt.p, retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
+			if tt.p.RateLimit != nil {
+				tt.p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
+			}
+			req := newReq(t, "PUT", url, "payload")
+			if tt.getErr != nil {
+				req.GetBody = func() (io.ReadCloser, error) { return nil, tt.getErr }
+			}
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("RoundTrip error = %v; want the 503", err)
+			}
+			if got := readBody(t, resp); resp.StatusCode != 503 || got != "busy" {
+				t.Errorf("RoundTrip = %d %q; want the 503 whole", resp.StatusCode, got)
+			}
+			if n := s.count(); n != 1 {
+				t.Errorf("attempts = %d; want 1", n)
+			}
+			if q := tr.Snapshot()[0].Quota; q != ratelimit.DefaultQuotaCapacity {
+				t.Errorf("quota = %v after a retry that was not sent; want %d, its cost refunded", q, ratelimit.DefaultQuotaCapacity)
+			}
+			if len(events) != 2 || events[0].Stop != nil || !errors.Is(events[1].Stop, tt.why) {
+				t.Errorf("events = %+v; want a retry, then a stop for %v", events, tt.why)
+			}
+			if tt.getErr != nil && !errors.Is(events[len(events)-1].Stop, tt.getErr) {
+				t.Errorf("stop event %v does not carry GetBody's error", events[len(events)-1].Stop)
+			}
+		})
+	}
+}
+
+// noPanic runs f and fails t if it panics.
+func noPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			if testing.Verbose() {
+				t.Logf("%s", debug.Stack())
+			}
+			t.Fatalf("%s panicked: %v", what, r)
+		}
+	}()
+	f()
 }

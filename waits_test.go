@@ -138,49 +138,6 @@ func TestMaxTotalWaitCapsASaturatedWait(t *testing.T) {
 	}
 }
 
-// A quota in Wait mode whose refill would take longer than a Duration
-// holds is refused as too slow, like any refill past MaxDelay: the
-// backoff plus that wait does not wrap around to a negative wait that is
-// sent at once.
-func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	srv := serve(t, s)
-	var delays []time.Duration
-	p := policy.Policy{
-		MaxAttempts: 3,
-		Backoff:     backoff.Constant{Interval: time.Second},
-		Quota:       &ratelimit.Quota{Capacity: 5, RetryCost: 5, Wait: true, RefillPerSecond: 1e-300},
-	}
-	if err := p.Validate(); err != nil {
-		t.Fatalf("Validate: %v", err)
-	}
-	clock := faketime.NewAt(time.Now())
-	var stop error
-	base := &http.Transport{}
-	t.Cleanup(base.CloseIdleConnections)
-	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
-		retrytransport.WithObserver(func(ev retrytransport.Event) {
-			if ev.Final {
-				stop = ev.Stop
-			} else {
-				delays = append(delays, ev.Delay)
-			}
-		}))
-	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	// The first retry empties the bucket; the second would wait for 5
-	// tokens at 1e-300 a second.
-	if s.count() != 2 || !equalDurations(delays, []time.Duration{time.Second}) {
-		t.Errorf("%d attempts, retry delays %v; want 2 attempts and delays [1s]", s.count(), delays)
-	}
-	if !errors.Is(stop, ratelimit.ErrQuotaExceeded) {
-		t.Errorf("stop = %v; want ErrQuotaExceeded", stop)
-	}
-}
-
 // A server's delay binds only the retries that go back to the endpoint
 // that asked for it. A retry that fails over to another endpoint waits its
 // backoff, and a delay above MaxDelay stops the request (ErrServerDelay)
