@@ -190,65 +190,6 @@ func TestNotRetryableErrorSaysWhy(t *testing.T) {
 	}
 }
 
-func TestObserverSeesEachRetry(t *testing.T) {
-	s := &script{steps: []step{{status: 503}, {status: 429, header: retryAfter(2)}, {status: 200}}}
-	var events []retrytransport.Event
-	tr, _ := newTransport(t, s, policy.Standard(), retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	resp.Body.Close()
-	type summary struct {
-		Attempt, Status int
-		Kind            string
-		Delay           time.Duration
-		Server          bool
-		Quota           float64
-		Waited          time.Duration
-		Final           bool
-	}
-	var got []summary
-	for _, e := range events {
-		got = append(got, summary{e.Attempt, e.StatusCode, e.Outcome.Kind.String(), e.Delay, e.ServerDelay, e.Quota, e.Waited, e.Final})
-	}
-	want := []summary{
-		{1, 503, "transient", 500 * time.Millisecond, false, 495, 0, false},
-		{2, 429, "throttle", 2 * time.Second, true, 485, 500 * time.Millisecond, false},
-		// The retry that succeeded gets its quota cost (10) back.
-		{3, 200, "success", 0, false, 495, 2500 * time.Millisecond, true},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("events mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestHostPolicies(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2},
-		retrytransport.WithHostPolicy("api.example.com", policy.Policy{MaxAttempts: 5, Backoff: halfJitter}),
-		retrytransport.WithHostPolicy("*.example.com", policy.Policy{MaxAttempts: 3, Backoff: halfJitter}),
-		retrytransport.WithHostPolicy("*.eu.example.com", policy.Policy{MaxAttempts: 4, Backoff: halfJitter}),
-	)
-	tests := []struct {
-		url  string
-		want int
-	}{
-		{"http://api.example.com/x", 5},
-		{"http://API.Example.COM:8443/x", 5},
-		{"http://other.example.com/x", 3},
-		{"http://a.b.example.com/x", 3},
-		{"http://s3.eu.example.com/x", 4},
-		{"http://example.com/x", 2},
-		{"http://elsewhere.org/x", 2},
-	}
-	for _, tt := range tests {
-		if got := attemptsFor(t, tr, s, tt.url); got != tt.want {
-			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
-		}
-	}
-}
-
 // TestUnusablePolicyClosesTheBody checks that a request refused for a
 // policy New cannot use, before any attempt, has its body closed once.
 func TestUnusablePolicyClosesTheBody(t *testing.T) {
@@ -308,66 +249,6 @@ type closeCounter struct {
 }
 
 func (c *closeCounter) Close() error { c.closed.Add(1); return nil }
-
-func TestHostPolicyIPLiterals(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2},
-		retrytransport.WithHostPolicy("[::1]", policy.Policy{MaxAttempts: 4, Backoff: halfJitter}),
-		retrytransport.WithHostPolicy("127.0.0.1", policy.Policy{MaxAttempts: 5, Backoff: halfJitter}),
-	)
-	for _, tt := range []struct {
-		url  string
-		want int
-	}{{"http://[::1]:8080/", 4}, {"http://127.0.0.1:9/", 5}, {"http://[::2]/", 2}} {
-		if got := attemptsFor(t, tr, s, tt.url); got != tt.want {
-			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
-		}
-	}
-}
-
-func TestSnapshotCountsPerScope(t *testing.T) {
-	s := &script{steps: []step{{status: 503}, {status: 429}, {status: 200}}}
-	tr, _ := newTransport(t, s, policy.Standard())
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	resp.Body.Close()
-	s.steps = []step{{status: 503}}
-	tr2, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 4}})
-	resp, _ = tr2.RoundTrip(newReq(t, "GET", "http://b.example:8080/", ""))
-	resp.Body.Close()
-
-	want := []retrytransport.ScopeStats{{Scope: "api.example.com", Attempts: 3, Retries: 2, Throttles: 1, Quota: 495}}
-	if diff := cmp.Diff(want, tr.Snapshot()); diff != "" {
-		t.Errorf("Snapshot() mismatch (-want +got):\n%s", diff)
-	}
-	want = []retrytransport.ScopeStats{{Scope: "b.example:8080", Attempts: 1, QuotaRefusals: 1, Quota: 4}}
-	if diff := cmp.Diff(want, tr2.Snapshot()); diff != "" {
-		t.Errorf("Snapshot() with a refusing quota mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestWithPolicyMap(t *testing.T) {
-	m, err := policy.LoadMap(strings.NewReader(`{
-		"default": {"maxAttempts": 2},
-		"hosts": {"api.example.com": {"maxAttempts": 4}, "*.example.org": {"preset": "none"}}
-	}`))
-	if err != nil {
-		t.Fatalf("LoadMap: %v", err)
-	}
-	s := &script{steps: []step{{status: 503}}}
-	clock := faketime.NewAt(time.Now())
-	tr := retrytransport.New(mockBase(s), retrytransport.WithPolicyMap(m), retrytransport.WithClock(clock.Now, clock.Sleep))
-	for _, tt := range []struct {
-		url  string
-		want int
-	}{{"http://api.example.com/", 4}, {"http://a.example.org/", 1}, {"http://other.example/", 2}} {
-		if got := attemptsFor(t, tr, s, tt.url); got != tt.want {
-			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
-		}
-	}
-}
 
 // TestZeroTransportWorks: like http.Transport's, the zero Transport is
 // ready to use, with the defaults of New(nil): it retries a 503 (whose
