@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/policy"
 )
 
 // The happy path: the first attempt succeeds. Each benchmark runs the bare
@@ -127,5 +128,38 @@ func TestHappyPathAllocatesNothing(t *testing.T) {
 	tr := retrytransport.New(stub)
 	if n := testing.AllocsPerRun(1000, func() { tr.RoundTrip(get) }); n != 0 {
 		t.Errorf("RoundTrip(GET) on the happy path: %v allocations; want 0", n)
+	}
+}
+
+// BenchmarkOverheadHostPolicy is BenchmarkOverhead's GET through a
+// Transport with an exact and a wildcard host policy, for hostnames with
+// and without the trailing dot. Finding the policy must not allocate.
+func BenchmarkOverheadHostPolicy(b *testing.B) {
+	stub := &stubTransport{resp: http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}}
+	tr := retrytransport.New(stub,
+		retrytransport.WithHostPolicy("api.example.com", policy.Standard()),
+		retrytransport.WithHostPolicy("*.example.com", policy.Standard()),
+	)
+	for _, tc := range []struct {
+		name string
+		url  string
+	}{
+		{"GET/exact", "http://api.example.com/"},
+		{"GET/exactFQDN", "http://api.example.com./"},
+		{"GET/wildcardFQDN", "http://a.example.com./"},
+		{"GET/default", "http://elsewhere.org/"},
+	} {
+		req, err := http.NewRequest("GET", tc.url, nil)
+		if err != nil {
+			b.Fatalf("http.NewRequest(GET, %q): %v", tc.url, err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tr.RoundTrip(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

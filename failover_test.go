@@ -47,25 +47,11 @@ func newEndpointServer(t *testing.T, status int) *endpointServer {
 // host returns the server's host:port.
 func (s *endpointServer) host() string { return strings.TrimPrefix(s.URL, "http://") }
 
-// failoverTransport is a Transport over a real http.Transport, with p and a
-// fake clock, whose observer records each event's endpoint.
-func failoverTransport(t *testing.T, p policy.Policy) (*retrytransport.Transport, *[]retrytransport.Event) {
+// failoverTransport is the rig over a real http.Transport with p, a
+// Constant 1 s backoff unless p sets one, recording every event.
+func failoverTransport(t *testing.T, p policy.Policy) *rig {
 	t.Helper()
-	if p.Backoff == nil {
-		p.Backoff = backoff.Constant{Interval: time.Second}
-	}
-	clock := faketime.NewAt(time.Now())
-	var mu sync.Mutex
-	var evs []retrytransport.Event
-	base := &http.Transport{}
-	t.Cleanup(base.CloseIdleConnections)
-	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
-		retrytransport.WithObserver(func(ev retrytransport.Event) {
-			mu.Lock()
-			evs = append(evs, ev)
-			mu.Unlock()
-		}))
-	return tr, &evs
+	return newRig(t, nil, p, backoffUnlessSet(backoff.Constant{Interval: time.Second}), recordEvents())
 }
 
 // endpointsOf returns the Endpoint of each event.
@@ -80,7 +66,7 @@ func endpointsOf(evs []retrytransport.Event) []string {
 func TestFailoverSendsReadsToTheSecondary(t *testing.T) {
 	primary := newEndpointServer(t, 503)
 	secondary := newEndpointServer(t, 200)
-	tr, evs := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}})
+	tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}})
 
 	req := newReq(t, "GET", primary.URL+"/blob?x=1", "")
 	resp, err := tr.RoundTrip(req)
@@ -103,10 +89,10 @@ func TestFailoverSendsReadsToTheSecondary(t *testing.T) {
 		t.Errorf("secondary got Host %q, want its own %q", secondary.hosts[0], secondary.host())
 	}
 	want := []string{primary.host(), secondary.host()}
-	if got := endpointsOf(*evs); strings.Join(got, ",") != strings.Join(want, ",") {
+	if got := endpointsOf(tr.heard()); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Errorf("event endpoints = %q, want %q (the retry's, then the final)", got, want)
 	}
-	if ev := (*evs)[1]; !ev.Final || ev.Scope != secondary.host() {
+	if ev := tr.heard()[1]; !ev.Final || ev.Scope != secondary.host() {
 		t.Errorf("final event = %+v; want Final, with the secondary's scope", ev)
 	}
 }
@@ -116,7 +102,7 @@ func TestFailoverKeepsWritesOnThePrimary(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			primary := newEndpointServer(t, 503)
 			secondary := newEndpointServer(t, 200)
-			tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: mode})
+			tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: mode})
 			for _, method := range []string{"PUT", "DELETE", "POST"} {
 				req := newReq(t, method, primary.URL, "payload")
 				req.Header.Set("Idempotency-Key", "k1")
@@ -142,7 +128,7 @@ func TestFailoverKeepsWritesOnThePrimary(t *testing.T) {
 func TestFailoverMethodsLetWritesFailOver(t *testing.T) {
 	primary := newEndpointServer(t, 503)
 	mirror := newEndpointServer(t, 200)
-	tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{mirror.host()}, FailoverMethods: []string{"PUT"}})
+	tr := failoverTransport(t, policy.Policy{Endpoints: []string{mirror.host()}, FailoverMethods: []string{"PUT"}})
 	resp, err := tr.RoundTrip(newReq(t, "PUT", primary.URL, "payload"))
 	if err != nil {
 		t.Fatal(err)
@@ -174,24 +160,24 @@ func TestLocationModes(t *testing.T) {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			primary := newEndpointServer(t, 503)
 			secondary := newEndpointServer(t, 500)
-			tr, evs := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: tc.mode})
+			tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: tc.mode})
 			resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
 			got := ""
-			for _, ev := range *evs {
+			for _, ev := range tr.heard() {
 				if ev.Final {
 					continue
 				}
 				got += map[string]string{"": "P", primary.host(): "P", secondary.host(): "S"}[ev.Endpoint]
 			}
-			if last := (*evs)[len(*evs)-1]; last.Stop == nil {
+			if last := tr.heard()[len(tr.heard())-1]; last.Stop == nil {
 				t.Fatalf("last event %+v; want a stop", last)
 			}
 			// The last attempt's event is the final one; add it.
-			got += map[string]string{"": "P", primary.host(): "P", secondary.host(): "S"}[(*evs)[len(*evs)-1].Endpoint]
+			got += map[string]string{"": "P", primary.host(): "P", secondary.host(): "S"}[tr.heard()[len(tr.heard())-1].Endpoint]
 			if got != tc.want {
 				t.Errorf("attempts went to %s, want %s", got, tc.want)
 			}
@@ -206,7 +192,7 @@ func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
 	t.Run("SecondaryThenPrimary", func(t *testing.T) {
 		primary := newEndpointServer(t, 200)
 		secondary := newEndpointServer(t, 404)
-		tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: policy.SecondaryThenPrimary})
+		tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: policy.SecondaryThenPrimary})
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -221,7 +207,7 @@ func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
 		// to the secondary.
 		primary := newEndpointServer(t, 503)
 		secondary := newEndpointServer(t, 404)
-		tr, _ := failoverTransport(t, policy.Policy{MaxAttempts: 4, Endpoints: []string{secondary.host()}})
+		tr := failoverTransport(t, policy.Policy{MaxAttempts: 4, Endpoints: []string{secondary.host()}})
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -234,7 +220,7 @@ func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
 	t.Run("FromPrimaryIsFinal", func(t *testing.T) {
 		primary := newEndpointServer(t, 404)
 		secondary := newEndpointServer(t, 200)
-		tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}})
+		tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}})
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -247,7 +233,7 @@ func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
 	t.Run("SecondaryOnlyIsFinal", func(t *testing.T) {
 		primary := newEndpointServer(t, 200)
 		secondary := newEndpointServer(t, 404)
-		tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: policy.SecondaryOnly})
+		tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: policy.SecondaryOnly})
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -275,7 +261,7 @@ func TestFailoverSkipsEndpointsThatFailed(t *testing.T) {
 		return s
 	}
 	t.Run("ReachesTheHealthyOne", func(t *testing.T) {
-		tr, evs := failoverTransport(t, policy.Policy{MaxAttempts: 5, Endpoints: []string{a.host(), b.host(), c.host()}})
+		tr := failoverTransport(t, policy.Policy{MaxAttempts: 5, Endpoints: []string{a.host(), b.host(), c.host()}})
 		resp, err := tr.RoundTrip(newReq(t, "GET", p.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -284,18 +270,18 @@ func TestFailoverSkipsEndpointsThatFailed(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Errorf("status %d, want 200", resp.StatusCode)
 		}
-		if got := path(*evs); got != "PAB" {
+		if got := path(tr.heard()); got != "PAB" {
 			t.Errorf("failed attempts went to %s, want PAB", got)
 		}
 	})
 	t.Run("CyclesWhenAllFailed", func(t *testing.T) {
-		tr, evs := failoverTransport(t, policy.Policy{MaxAttempts: 5, Endpoints: []string{a.host(), b.host()}})
+		tr := failoverTransport(t, policy.Policy{MaxAttempts: 5, Endpoints: []string{a.host(), b.host()}})
 		resp, err := tr.RoundTrip(newReq(t, "GET", p.URL, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if got := path(*evs); got != "PABPA" {
+		if got := path(tr.heard()); got != "PABPA" {
 			t.Errorf("attempts went to %s, want PABPA", got)
 		}
 	})
@@ -304,7 +290,7 @@ func TestFailoverSkipsEndpointsThatFailed(t *testing.T) {
 func TestFailoverRewritesScheme(t *testing.T) {
 	secondary := newEndpointServer(t, 200)
 	// The primary is https on a port nobody listens on: the dial fails.
-	tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.URL}})
+	tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.URL}})
 	resp, err := tr.RoundTrip(newReq(t, "GET", "https://127.0.0.1:1/x", ""))
 	if err != nil {
 		t.Fatal(err)
@@ -321,7 +307,7 @@ func TestFailoverRewritesScheme(t *testing.T) {
 func TestDeadPrimaryDoesNotDrainTheSecondary(t *testing.T) {
 	primary := newEndpointServer(t, 503)
 	secondary := newEndpointServer(t, 200)
-	tr, _ := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}})
+	tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}})
 	const reads = 300 // 5 tokens each: three times a 500-token bucket
 	for i := range reads {
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
@@ -361,55 +347,6 @@ func TestInvalidEndpointIsAConfigurationError(t *testing.T) {
 		t.Fatalf("RoundTrip(%s) = %v; want the other host's policy unaffected", srv.URL, err)
 	}
 	resp.Body.Close()
-}
-
-// The budget is kept in the request's own scope, beside the quota, and each
-// keeps its own cost: a retry pays both, a refusal of either stops it.
-func TestBudgetBesideQuota(t *testing.T) {
-	srv := newEndpointServer(t, 503)
-	clock := faketime.NewAt(time.Now())
-	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr, _ := failoverTransport(t, policy.Policy{MaxAttempts: 2, Budget: budget})
-	var refused int
-	for range 20 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if got := retrytransport.ResponseAttempts(resp).Count; got <= 1 {
-			refused++
-		}
-	}
-	if n := srv.n.Load(); n != 30 || refused != 10 {
-		t.Errorf("%d attempts, %d requests refused a retry; want 30 and 10 (the budget: half the requests)", n, refused)
-	}
-	snap := tr.Snapshot()
-	if len(snap) != 1 || snap[0].Quota != ratelimit.DefaultQuotaCapacity-10*ratelimit.DefaultRetryCost {
-		t.Errorf("snapshot %+v; want the quota paid for 10 retries at %d", snap, ratelimit.DefaultRetryCost)
-	}
-}
-
-// With failover, the budget stays in the request's own scope: retries that
-// go to the secondary are counted against the primary's requests.
-func TestBudgetStaysInTheRequestsScope(t *testing.T) {
-	primary := newEndpointServer(t, 503)
-	secondary := newEndpointServer(t, 503)
-	clock := faketime.NewAt(time.Now())
-	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr, _ := failoverTransport(t, policy.Policy{MaxAttempts: 2, Budget: budget, Endpoints: []string{secondary.host()}})
-	for range 20 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	if p, s := primary.n.Load(), secondary.n.Load(); p != 20 || s != 10 {
-		// Charged to the secondary's scope, which has no requests and no
-		// floor, every retry would be refused.
-		t.Errorf("primary %d, secondary %d attempts; want 20 and 10: half the primary's requests retried at the secondary", p, s)
-	}
 }
 
 // An endpoint that names no scheme takes the scheme of the caller's

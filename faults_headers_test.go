@@ -23,15 +23,6 @@ var (
 	returned    []time.Duration
 )
 
-// h builds a header from key, value pairs; a key may repeat.
-func h(kv ...string) http.Header {
-	out := http.Header{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		out.Add(kv[i], kv[i+1])
-	}
-	return out
-}
-
 // TestFaultAbsurdRetryAfter: Retry-After values that are huge, negative,
 // not numbers, far-future or past dates, or repeated. The transport never
 // panics, never waits longer than MaxDelay, returns the response at once

@@ -178,3 +178,29 @@ func TestSDKRetriesLoggedOnce(t *testing.T) {
 		t.Errorf("log = %q; want one line, a warning naming aws.NopRetryer", out)
 	}
 }
+
+// Cloud Storage marks every request with gccl-attempt-count/1, also when
+// its retries are off (storage.WithPolicy(storage.RetryNever)) and for the
+// operations it never retries. A first attempt's mark therefore proves
+// nothing: the policy's retries apply.
+func TestGoogleMarkOfAFirstAttemptKeepsThePolicy(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 503}, {status: 200, body: "ok"}}}
+	var stops []error
+	tr, _ := newTransport(t, s, policy.Policy{}, retrytransport.WithObserver(func(e retrytransport.Event) {
+		if e.Final {
+			stops = append(stops, e.Stop)
+		}
+	}))
+	req := newReq(t, "GET", url, "")
+	// What cloud.google.com/go/storage sends with WithPolicy(RetryNever).
+	req.Header.Set("x-goog-api-client", "gccl-invocation-id/5c9d4f1e-0b7a-4c1e-9a51-2f0e4b8c7d11 gccl-attempt-count/1 gl-go/1.24.0 gccl/1.50.0")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || s.count() != 3 {
+		t.Errorf("storage request with its retries off: status %d after %d server hits, final Stop %v; want 200 after 3 (the policy's attempts: the SDK will not retry)",
+			resp.StatusCode, s.count(), stops)
+	}
+}

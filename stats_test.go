@@ -1,26 +1,27 @@
 package retrytransport_test
 
+// Snapshot: per-scope statistics, bounded in the scopes they keep.
+
 import (
 	"fmt"
 	"net/http"
 	"sync"
 	"testing"
 
-	"github.com/jarcoal/httpmock"
+	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // snapshotMaxScopes is how many scopes Snapshot keeps at most.
 const snapshotMaxScopes = 10_000
 
-// statsTransport returns a Transport that makes one attempt per request over
-// an httpmock base answering every request 200.
+// statsTransport returns the rig making one attempt per request over a
+// script answering every request 200.
 func statsTransport(t *testing.T) *retrytransport.Transport {
 	t.Helper()
-	mt := httpmock.NewMockTransport()
-	mt.RegisterNoResponder(httpmock.NewStringResponder(200, ""))
-	return retrytransport.New(mt, retrytransport.WithPolicy(policy.Policy{MaxAttempts: 1}))
+	return newRig(t, &script{steps: []step{{status: 200}}}, policy.Policy{MaxAttempts: 1}).Transport
 }
 
 // statsGet sends one GET to host through tr.
@@ -152,5 +153,51 @@ func TestSnapshotFallbacksCountTheBudget(t *testing.T) {
 	// The default quota is in-process: no fallbacks.
 	if got := stats["api.example"].Fallbacks; got != 7+5 {
 		t.Errorf("Snapshot() Fallbacks = %d; want 12 (the budget's 7 and the fixed rate's 5)", got)
+	}
+}
+
+func TestSnapshotCountsPerScope(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 429}, {status: 200}}}
+	tr, _ := newTransport(t, s, policy.Standard())
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	s.steps = []step{{status: 503}}
+	tr2, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 4}})
+	resp, _ = tr2.RoundTrip(newReq(t, "GET", "http://b.example:8080/", ""))
+	resp.Body.Close()
+
+	want := []retrytransport.ScopeStats{{Scope: "api.example.com", Attempts: 3, Retries: 2, Throttles: 1, Quota: 495}}
+	if diff := cmp.Diff(want, tr.Snapshot()); diff != "" {
+		t.Errorf("Snapshot() mismatch (-want +got):\n%s", diff)
+	}
+	want = []retrytransport.ScopeStats{{Scope: "b.example:8080", Attempts: 1, QuotaRefusals: 1, Quota: 4}}
+	if diff := cmp.Diff(want, tr2.Snapshot()); diff != "" {
+		t.Errorf("Snapshot() with a refusing quota mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestSnapshotCustomScope: Snapshot tells a scope of the policy's Scope
+// function from a host.
+func TestSnapshotCustomScope(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	tenant := policy.Standard()
+	tenant.Scope = func(*http.Request) string { return "tenant-7" }
+	tr, _ := newTransport(t, s, policy.Standard(), retrytransport.WithHostPolicy("tenant.example.com", tenant))
+	for _, u := range []string{"http://api.example.com/", "http://tenant.example.com/"} {
+		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	got := map[string]bool{}
+	for _, st := range tr.Snapshot() {
+		got[st.Scope] = st.Custom
+	}
+	if diff := cmp.Diff(map[string]bool{"api.example.com": false, "tenant-7": true}, got); diff != "" {
+		t.Errorf("Custom by scope (-want +got):\n%s", diff)
 	}
 }

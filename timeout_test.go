@@ -18,7 +18,6 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // stall blocks until the client goes away or the test ends.
@@ -105,42 +104,6 @@ func TestMaxTotalTimeErrorSaysSo(t *testing.T) {
 	}
 }
 
-func TestDelayHeaders(t *testing.T) {
-	hint := func(k, v string) http.Header { return http.Header{http.CanonicalHeaderKey(k): {v}} }
-	tests := []struct {
-		name   string
-		p      policy.Policy
-		header http.Header
-		want   time.Duration
-	}{
-		{"RetryAfterMS", policy.Policy{}, hint("retry-after-ms", "1500"), 1500 * time.Millisecond},
-		{"AmzRetryAfter", policy.Policy{}, hint("x-amz-retry-after", "250"), 250 * time.Millisecond},
-		{"MSRetryAfterMS", policy.Policy{}, hint("x-ms-retry-after-ms", "40"), 40 * time.Millisecond},
-		{"UntrustedHeaderUsesBackoff", policy.Policy{DelayHeaders: retryafter.RetryAfter}, hint("x-amz-retry-after", "250"), 500 * time.Millisecond},
-		{"IgnoreDelayHeaders", policy.Policy{IgnoreDelayHeaders: true}, retryAfter(3), 500 * time.Millisecond},
-		{"ServerHintNotJittered", policy.Policy{}, retryAfter(0), 0},
-		// The newer SDKs (docs/aws.md): max(backoff, min(hint, backoff + 5 s)); backoff is 0.5 s here.
-		{"BoundedHintLong", policy.Policy{ServerDelayBound: 5 * time.Second, MaxDelay: time.Minute}, retryAfter(30), 5500 * time.Millisecond},
-		{"BoundedHintShort", policy.Policy{ServerDelayBound: 5 * time.Second}, retryAfter(0), 500 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := &script{steps: []step{{status: 503, header: tt.header}, {status: 200}}}
-			p := tt.p
-			p.MaxAttempts = 2
-			tr, clock := newTransport(t, s, p)
-			resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if diff := cmp.Diff([]time.Duration{tt.want}, clock.Sleeps()); diff != "" {
-				t.Errorf("waits mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestCallerDeadlineIsNotAnAttemptTimeout(t *testing.T) {
 	_, srv := newFlaky(t, 5, stall)
 	c := e2eClient(t, policy.Policy{AttemptTimeout: 5 * time.Second})
@@ -150,21 +113,6 @@ func TestCallerDeadlineIsNotAnAttemptTimeout(t *testing.T) {
 	_, err := c.Do(req)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("GET error = %v; want the caller's context.DeadlineExceeded", err)
-	}
-}
-
-func TestThrottleBackoff(t *testing.T) {
-	s := &script{steps: []step{{status: 429}, {status: 503}, {status: 200}}}
-	p := policy.Policy{ThrottleBackoff: backoff.Constant{Interval: 3 * time.Second}}
-	tr, clock := newTransport(t, s, p)
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	// After the 429: ThrottleBackoff (3 s); after the 503: Backoff (halfJitter, retry 2: 1 s).
-	if diff := cmp.Diff([]time.Duration{3 * time.Second, time.Second}, clock.Sleeps()); diff != "" {
-		t.Errorf("waits mismatch (-want +got):\n%s", diff)
 	}
 }
 

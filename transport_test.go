@@ -1,11 +1,15 @@
 package retrytransport_test
 
+// The attempt loop: which answers are retried, what the caller gets back
+// (the last response, or a *RetryError), the RoundTripper contract (the
+// request is not modified, odd base transports), and the zero Transport.
+
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -14,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
@@ -185,246 +190,6 @@ func TestNotRetryableErrorSaysWhy(t *testing.T) {
 	}
 }
 
-func TestRetryAfterIsHonoured(t *testing.T) {
-	s := &script{steps: []step{{status: 429, header: retryAfter(3)}, {status: 200}}}
-	tr, clock := newTransport(t, s, policy.Standard())
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	resp.Body.Close()
-	if diff := cmp.Diff([]time.Duration{3 * time.Second}, clock.Sleeps()); diff != "" {
-		t.Errorf("waits mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestRetryAfterAboveCapReturnsResponseAtOnce(t *testing.T) {
-	s := &script{steps: []step{{status: 503, header: retryAfter(60), body: "busy"}, {status: 200}}}
-	var events []retrytransport.Event
-	tr, clock := newTransport(t, s, policy.Standard(), retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	if got := readBody(t, resp); resp.StatusCode != 503 || got != "busy" {
-		t.Errorf("RoundTrip = %d %q; want 503 %q", resp.StatusCode, got, "busy")
-	}
-	if s.count() != 1 || len(clock.Sleeps()) != 0 {
-		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), clock.Sleeps())
-	}
-	if len(events) != 1 || !errors.Is(events[0].Stop, retrytransport.ErrServerDelay) {
-		t.Errorf("events = %+v; want one with Stop = ErrServerDelay", events)
-	}
-}
-
-func TestMaxDelayCapsBackoff(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	p := policy.Policy{MaxAttempts: 4, MaxDelay: 700 * time.Millisecond}
-	tr, clock := newTransport(t, s, p)
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	resp.Body.Close()
-	want := []time.Duration{500 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
-	if diff := cmp.Diff(want, clock.Sleeps()); diff != "" {
-		t.Errorf("waits mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestWaitPastDeadlineIsNotStarted(t *testing.T) {
-	s := &script{steps: []step{{status: 503, header: retryAfter(15), body: "later"}, {status: 200}}}
-	tr, clock := newTransport(t, s, policy.Standard())
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
-	defer cancel()
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	if got := readBody(t, resp); resp.StatusCode != 503 || got != "later" {
-		t.Errorf("RoundTrip = %d %q; want the last response 503 %q", resp.StatusCode, got, "later")
-	}
-	if s.count() != 1 || len(clock.Sleeps()) != 0 {
-		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), clock.Sleeps())
-	}
-}
-
-func TestWaitPastDeadlineAfterErrorReturnsErrDeadline(t *testing.T) {
-	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	tr, clock := newTransport(t, s, policy.Policy{Backoff: halfJitter})
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(100*time.Millisecond))
-	defer cancel()
-	_, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
-	if !errors.Is(err, retrytransport.ErrDeadline) || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("RoundTrip error = %v; want ErrDeadline wrapping io.ErrUnexpectedEOF", err)
-	}
-}
-
-func TestCancelDuringWaitReturnsAtOnce(t *testing.T) {
-	s := &script{steps: []step{{status: 503, header: retryAfter(10)}}}
-	ctx, cancel := context.WithCancel(context.Background())
-	// The real timer: the observer cancels before the 10 s wait starts, so
-	// the wait must end at once for the test to finish.
-	tr := retrytransport.New(mockBase(s), retrytransport.WithObserver(func(retrytransport.Event) { cancel() }))
-	start := time.Now()
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
-	if resp != nil {
-		t.Errorf("RoundTrip returned a response; want none after cancellation")
-	}
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("RoundTrip error = %v; want it to wrap context.Canceled", err)
-	}
-	if elapsed := time.Since(start); elapsed > 5*time.Second {
-		t.Errorf("RoundTrip took %v after cancellation; want it at once", elapsed)
-	}
-}
-
-func TestCancelledContextIsFinal(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	s := &script{steps: []step{{err: context.Canceled}}}
-	tr, _ := newTransport(t, s, policy.Standard())
-	_, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
-	var re *retrytransport.RetryError
-	if !errors.As(err, &re) || re.Attempts != 1 || !errors.Is(err, context.Canceled) || s.count() > 1 {
-		t.Errorf("RoundTrip = %v; want a *RetryError wrapping context.Canceled after 1 attempt", err)
-	}
-}
-
-func TestQuotaExhaustionStopsRetries(t *testing.T) {
-	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	q := &ratelimit.Quota{Capacity: 12} // two retries at cost 5
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 10, Quota: q})
-	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if !errors.Is(err, ratelimit.ErrQuotaExceeded) || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("RoundTrip error = %v; want ErrQuotaExceeded wrapping the last error", err)
-	}
-	if got := s.count(); got != 3 {
-		t.Errorf("attempts = %d; want 3 (two paid retries)", got)
-	}
-	var re *retrytransport.RetryError
-	if errors.As(err, &re) && re.Attempts != 3 {
-		t.Errorf("RetryError.Attempts = %d; want 3", re.Attempts)
-	}
-}
-
-func TestQuotaIsPerHost(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	p := policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 5}}
-	tr, _ := newTransport(t, s, p)
-	for _, u := range []string{"http://a.example/", "http://a.example/", "http://b.example/"} {
-		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
-		if err != nil {
-			t.Fatalf("RoundTrip(%s): %v", u, err)
-		}
-		resp.Body.Close()
-	}
-	// a: 2 attempts, then 1 (quota of a empty); b: 2 attempts.
-	if got := s.count(); got != 5 {
-		t.Errorf("attempts = %d; want 5", got)
-	}
-}
-
-func TestQuotaRefillsOnSuccess(t *testing.T) {
-	s := &script{steps: []step{{status: 503}, {status: 200}}}
-	q := &ratelimit.Quota{}
-	tr, _ := newTransport(t, s, policy.Policy{Quota: q})
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	resp.Body.Close()
-	if got := q.Level("api.example.com"); got != ratelimit.DefaultQuotaCapacity {
-		t.Errorf("quota level after a successful retry = %v; want %d (the retry cost refunded)", got, ratelimit.DefaultQuotaCapacity)
-	}
-}
-
-func TestEachNewOwnsItsQuota(t *testing.T) {
-	p := policy.Policy{MaxAttempts: 2}
-	s := &script{steps: []step{{status: 503}}}
-	tr1, _ := newTransport(t, s, p)
-	tr2, _ := newTransport(t, s, p)
-	// 100 failing requests drain tr1's default quota (100 retries at 5).
-	for range 101 {
-		resp, _ := tr1.RoundTrip(newReq(t, "GET", url, ""))
-		resp.Body.Close()
-	}
-	before := s.count()
-	resp, _ := tr2.RoundTrip(newReq(t, "GET", url, ""))
-	resp.Body.Close()
-	if got := s.count() - before; got != 2 {
-		t.Errorf("second transport made %d attempts; want 2 (its own quota is full)", got)
-	}
-}
-
-func TestDisableQuota(t *testing.T) {
-	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 200, DisableQuota: true})
-	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if !errors.Is(err, retrytransport.ErrExhausted) || s.count() != 200 {
-		t.Errorf("RoundTrip = %v after %d attempts; want ErrExhausted after 200", err, s.count())
-	}
-}
-
-func TestObserverSeesEachRetry(t *testing.T) {
-	s := &script{steps: []step{{status: 503}, {status: 429, header: retryAfter(2)}, {status: 200}}}
-	var events []retrytransport.Event
-	tr, _ := newTransport(t, s, policy.Standard(), retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	resp.Body.Close()
-	type summary struct {
-		Attempt, Status int
-		Kind            string
-		Delay           time.Duration
-		Server          bool
-		Quota           float64
-		Waited          time.Duration
-		Final           bool
-	}
-	var got []summary
-	for _, e := range events {
-		got = append(got, summary{e.Attempt, e.StatusCode, e.Outcome.Kind.String(), e.Delay, e.ServerDelay, e.Quota, e.Waited, e.Final})
-	}
-	want := []summary{
-		{1, 503, "transient", 500 * time.Millisecond, false, 495, 0, false},
-		{2, 429, "throttle", 2 * time.Second, true, 485, 500 * time.Millisecond, false},
-		// The retry that succeeded gets its quota cost (10) back.
-		{3, 200, "success", 0, false, 495, 2500 * time.Millisecond, true},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("events mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestHostPolicies(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2},
-		retrytransport.WithHostPolicy("api.example.com", policy.Policy{MaxAttempts: 5, Backoff: halfJitter}),
-		retrytransport.WithHostPolicy("*.example.com", policy.Policy{MaxAttempts: 3, Backoff: halfJitter}),
-		retrytransport.WithHostPolicy("*.eu.example.com", policy.Policy{MaxAttempts: 4, Backoff: halfJitter}),
-	)
-	tests := []struct {
-		url  string
-		want int
-	}{
-		{"http://api.example.com/x", 5},
-		{"http://API.Example.COM:8443/x", 5},
-		{"http://other.example.com/x", 3},
-		{"http://a.b.example.com/x", 3},
-		{"http://s3.eu.example.com/x", 4},
-		{"http://example.com/x", 2},
-		{"http://elsewhere.org/x", 2},
-	}
-	for _, tt := range tests {
-		if got := attemptsFor(t, tr, s, tt.url); got != tt.want {
-			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
-		}
-	}
-}
-
 // TestUnusablePolicyClosesTheBody checks that a request refused for a
 // policy New cannot use, before any attempt, has its body closed once.
 func TestUnusablePolicyClosesTheBody(t *testing.T) {
@@ -485,90 +250,6 @@ type closeCounter struct {
 
 func (c *closeCounter) Close() error { c.closed.Add(1); return nil }
 
-func TestHostPolicyIPLiterals(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2},
-		retrytransport.WithHostPolicy("[::1]", policy.Policy{MaxAttempts: 4, Backoff: halfJitter}),
-		retrytransport.WithHostPolicy("127.0.0.1", policy.Policy{MaxAttempts: 5, Backoff: halfJitter}),
-	)
-	for _, tt := range []struct {
-		url  string
-		want int
-	}{{"http://[::1]:8080/", 4}, {"http://127.0.0.1:9/", 5}, {"http://[::2]/", 2}} {
-		if got := attemptsFor(t, tr, s, tt.url); got != tt.want {
-			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
-		}
-	}
-}
-
-func TestSnapshotCountsPerScope(t *testing.T) {
-	s := &script{steps: []step{{status: 503}, {status: 429}, {status: 200}}}
-	tr, _ := newTransport(t, s, policy.Standard())
-	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if err != nil {
-		t.Fatalf("RoundTrip: %v", err)
-	}
-	resp.Body.Close()
-	s.steps = []step{{status: 503}}
-	tr2, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 4}})
-	resp, _ = tr2.RoundTrip(newReq(t, "GET", "http://b.example:8080/", ""))
-	resp.Body.Close()
-
-	want := []retrytransport.ScopeStats{{Scope: "api.example.com", Attempts: 3, Retries: 2, Throttles: 1, Quota: 495}}
-	if diff := cmp.Diff(want, tr.Snapshot()); diff != "" {
-		t.Errorf("Snapshot() mismatch (-want +got):\n%s", diff)
-	}
-	want = []retrytransport.ScopeStats{{Scope: "b.example:8080", Attempts: 1, QuotaRefusals: 1, Quota: 4}}
-	if diff := cmp.Diff(want, tr2.Snapshot()); diff != "" {
-		t.Errorf("Snapshot() with a refusing quota mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestScopeFunctionSplitsQuota(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	p := policy.Policy{
-		MaxAttempts: 2,
-		Quota:       &ratelimit.Quota{Capacity: 5},
-		Scope:       func(r *http.Request) string { return r.Header.Get("X-Table") },
-	}
-	tr, _ := newTransport(t, s, p)
-	send := func(table string) int {
-		before := s.count()
-		req := newReq(t, "GET", url, "")
-		req.Header.Set("X-Table", table)
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			t.Fatalf("RoundTrip(%s): %v", table, err)
-		}
-		resp.Body.Close()
-		return s.count() - before
-	}
-	if a1, a2, b := send("orders"), send("orders"), send("users"); a1 != 2 || a2 != 1 || b != 2 {
-		t.Errorf("attempts orders, orders, users = %d, %d, %d; want 2, 1, 2 (one quota per table)", a1, a2, b)
-	}
-}
-
-func TestWithPolicyMap(t *testing.T) {
-	m, err := policy.LoadMap(strings.NewReader(`{
-		"default": {"maxAttempts": 2},
-		"hosts": {"api.example.com": {"maxAttempts": 4}, "*.example.org": {"preset": "none"}}
-	}`))
-	if err != nil {
-		t.Fatalf("LoadMap: %v", err)
-	}
-	s := &script{steps: []step{{status: 503}}}
-	clock := faketime.NewAt(time.Now())
-	tr := retrytransport.New(mockBase(s), retrytransport.WithPolicyMap(m), retrytransport.WithClock(clock.Now, clock.Sleep))
-	for _, tt := range []struct {
-		url  string
-		want int
-	}{{"http://api.example.com/", 4}, {"http://a.example.org/", 1}, {"http://other.example/", 2}} {
-		if got := attemptsFor(t, tr, s, tt.url); got != tt.want {
-			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
-		}
-	}
-}
-
 // TestZeroTransportWorks: like http.Transport's, the zero Transport is
 // ready to use, with the defaults of New(nil): it retries a 503 (whose
 // Retry-After of 0 keeps the real wait at nothing) over a pooled transport.
@@ -591,4 +272,115 @@ func TestZeroTransportWorks(t *testing.T) {
 	if s := tr.Snapshot(); len(s) != 1 || s[0].Attempts != 2 || s[0].Quota != ratelimit.DefaultQuotaCapacity {
 		t.Errorf("Snapshot() = %+v; want one scope with 2 attempts and a full quota", s)
 	}
+}
+
+// TestBaseWithNoResponseIsAnError: a base transport that returns (nil,
+// nil) breaks the RoundTripper contract. Every path (the attempt loop, one
+// timed attempt, the direct single attempt, a classifier that copes with
+// it) reports it as a final error, as net/http's Client does, and never
+// panics.
+func TestBaseWithNoResponseIsAnError(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, nil
+	})
+	// A classifier that copes with (nil, nil) itself: the loop then builds
+	// a *RetryError with a nil Err, whose Error method panics.
+	tolerant := func(req *http.Request, resp *http.Response, err error) classify.Outcome {
+		if resp == nil && err == nil {
+			return classify.Outcome{Kind: classify.Transient, Reason: "nothing came back"}
+		}
+		return classify.Standard(req, resp, err)
+	}
+	for _, tt := range []struct {
+		name string
+		p    policy.Policy
+	}{
+		{"Standard", policy.Policy{}},
+		{"OneTimedAttempt", policy.Policy{MaxAttempts: 1, AttemptTimeout: time.Second}},
+		{"TolerantClassifier", policy.Policy{Classify: tolerant, DisableQuota: true}},
+		{"OneAttempt", policy.Policy{MaxAttempts: 1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := retrytransport.New(base, retrytransport.WithPolicy(tt.p), retrytransport.WithClock(nil, faketime.New().Sleep))
+			noPanic(t, "RoundTrip over a (nil, nil) base, policy "+tt.name, func() {
+				resp, err := tr.RoundTrip(newReq(t, "GET", "http://api.example.com/", ""))
+				if resp != nil {
+					resp.Body.Close()
+				}
+				var re *retrytransport.RetryError
+				if !errors.As(err, &re) || re.Attempts != 1 || !strings.Contains(err.Error(), "nil *Response") {
+					t.Errorf("RoundTrip error = %v; want a *RetryError after 1 attempt saying the base returned no response", err)
+				}
+			})
+		})
+	}
+}
+
+// TestPlannedRetryThatCannotGoReturnsTheLastResponse: a retry was planned
+// and paid for, and then could not be sent: the body's GetBody failed, or
+// the rate limiter refused to wait for it. The retry's quota cost is
+// refunded, the observer hears why it stopped, and the caller gets the 503
+// it received, whole.
+func TestPlannedRetryThatCannotGoReturnsTheLastResponse(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		p      policy.Policy
+		getErr error
+		why    error
+	}{
+		{"GetBodyFails", policy.Policy{}, errors.New("upload source gone"), retrytransport.ErrNotRetryable},
+		{"RateLimiterRefuses", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1, FailFast: true}}, nil, ratelimit.ErrRateLimited},
+		// The backoff's 500 ms fits in MaxTotalTime; the send token's
+		// further 500 ms would not.
+		{"PacingPastBudget", policy.Policy{MaxTotalTime: 800 * time.Millisecond, RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1}}, nil, retrytransport.ErrBudget},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &script{steps: []step{{status: 503, body: "busy"}}}
+			var events []retrytransport.Event
+			tr, clock := newTransport(t, s, tt.p, retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
+			if tt.p.RateLimit != nil {
+				tt.p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
+			}
+			req := newReq(t, "PUT", url, "payload")
+			if tt.getErr != nil {
+				req.GetBody = func() (io.ReadCloser, error) { return nil, tt.getErr }
+			}
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("RoundTrip error = %v; want the 503", err)
+			}
+			if got := readBody(t, resp); resp.StatusCode != 503 || got != "busy" {
+				t.Errorf("RoundTrip = %d %q; want the 503 whole", resp.StatusCode, got)
+			}
+			if n := s.count(); n != 1 {
+				t.Errorf("attempts = %d; want 1", n)
+			}
+			if q := tr.Snapshot()[0].Quota; q != ratelimit.DefaultQuotaCapacity {
+				t.Errorf("quota = %v after a retry that was not sent; want %d, its cost refunded", q, ratelimit.DefaultQuotaCapacity)
+			}
+			if len(events) != 2 || events[0].Stop != nil || !errors.Is(events[1].Stop, tt.why) {
+				t.Errorf("events = %+v; want a retry, then a stop for %v", events, tt.why)
+			}
+			if tt.getErr != nil && !errors.Is(events[len(events)-1].Stop, tt.getErr) {
+				t.Errorf("stop event %v does not carry GetBody's error", events[len(events)-1].Stop)
+			}
+		})
+	}
+}
+
+// noPanic runs f and fails t if it panics.
+func noPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			if testing.Verbose() {
+				t.Logf("%s", debug.Stack())
+			}
+			t.Fatalf("%s panicked: %v", what, r)
+		}
+	}()
+	f()
 }

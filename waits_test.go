@@ -1,111 +1,67 @@
 package retrytransport_test
 
+// The waits between attempts: backoff, Retry-After and the other headers
+// that carry a server's delay, MaxDelay, MaxTotalWait, TerminationBuffer,
+// and the context's deadline and cancellation during a wait.
+
 import (
 	"context"
 	"errors"
 	"io"
 	"math"
 	"net/http"
-	"net/http/httptest"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/backoff"
-	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/retryafter"
 )
 
-// answering returns a 127.0.0.1 server that answers request n (1-based)
-// with answer(n, w), and counts the requests.
-func answering(t *testing.T, answer func(n int, w http.ResponseWriter)) (*httptest.Server, *atomic.Int64) {
-	t.Helper()
-	var n atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		answer(int(n.Add(1)), w)
-	}))
-	t.Cleanup(srv.Close)
-	return srv, &n
-}
-
-// waitsTransport is stopTransport over a real http.Transport.
-func waitsTransport(t *testing.T, p policy.Policy) (*retrytransport.Transport, *faketime.Clock, func() error) {
-	t.Helper()
-	base := &http.Transport{}
-	t.Cleanup(base.CloseIdleConnections)
-	return stopTransport(t, base, p)
-}
-
-// stopTransport is a Transport over base with p on a fake clock started
-// at the real time, whose observer records the final Event's Stop.
-func stopTransport(t *testing.T, base http.RoundTripper, p policy.Policy) (*retrytransport.Transport, *faketime.Clock, func() error) {
-	t.Helper()
-	clock := faketime.NewAt(time.Now())
-	var mu sync.Mutex
-	var stop error
-	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
-		retrytransport.WithObserver(func(ev retrytransport.Event) {
-			if ev.Final {
-				mu.Lock()
-				stop = ev.Stop
-				mu.Unlock()
-			}
-		}))
-	return tr, clock, func() error { mu.Lock(); defer mu.Unlock(); return stop }
-}
-
 func TestMaxTotalWaitCapsTheWaits(t *testing.T) {
-	srv, n := answering(t, func(_ int, w http.ResponseWriter) {
-		w.Header().Set("x-ms-retry-after-ms", "4000")
-		w.WriteHeader(429)
-	})
-	tr, clock, stop := waitsTransport(t, policy.Policy{MaxAttempts: 20, MaxTotalWait: 10 * time.Second})
+	s := &script{steps: []step{{status: 429, header: h("x-ms-retry-after-ms", "4000")}}}
+	srv := serve(t, s)
+	tr := newRig(t, nil, policy.Policy{MaxAttempts: 20, MaxTotalWait: 10 * time.Second}, recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	// 4 s + 4 s; a third 4 s would make 12 s, past the cap.
-	if resp.StatusCode != 429 || n.Load() != 3 {
-		t.Errorf("status %d after %d attempts; want the 429 after 3", resp.StatusCode, n.Load())
+	if resp.StatusCode != 429 || s.count() != 3 {
+		t.Errorf("status %d after %d attempts; want the 429 after 3", resp.StatusCode, s.count())
 	}
-	if got := clock.Sleeps(); len(got) != 2 || got[0] != 4*time.Second || got[1] != 4*time.Second {
+	if got := tr.clock.Sleeps(); len(got) != 2 || got[0] != 4*time.Second || got[1] != 4*time.Second {
 		t.Errorf("sleeps %v; want [4s 4s]", got)
 	}
-	if !errors.Is(stop(), retrytransport.ErrBudget) {
-		t.Errorf("stop = %v; want ErrBudget", stop())
+	if !errors.Is(tr.stop(), retrytransport.ErrBudget) {
+		t.Errorf("stop = %v; want ErrBudget", tr.stop())
 	}
 }
 
 // Unlike MaxTotalTime, MaxTotalWait does not count the attempts: slow
 // attempts do not use it up.
 func TestMaxTotalWaitIgnoresTheAttempts(t *testing.T) {
-	srv, n := answering(t, func(k int, w http.ResponseWriter) {
-		if k < 3 {
-			w.WriteHeader(503)
-			return
-		}
-		w.WriteHeader(200)
-	})
+	s := &script{steps: []step{{status: 503}, {status: 503}, {status: 200}}}
 	p := policy.Policy{MaxTotalWait: 2 * time.Second, Backoff: backoff.Constant{Interval: time.Second}}
 	clock := faketime.NewAt(time.Now())
 	// Each attempt takes 10 s on the clock the transport reads.
-	tr := retrytransport.New(roundTripFunc(func(r *http.Request) (*http.Response, error) {
+	tr := newRig(t, roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		clock.Advance(10 * time.Second)
-		return http.DefaultTransport.RoundTrip(r)
-	}), retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep))
-	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+		return s.RoundTrip(r)
+	}), p, onClock(clock))
+	resp, err := tr.RoundTrip(newReq(t, "GET", "http://svc.test/", ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || n.Load() != 3 {
-		t.Errorf("status %d after %d attempts; want 200 at the third: 2 s of waits, 30 s of attempts", resp.StatusCode, n.Load())
+	if resp.StatusCode != 200 || s.count() != 3 {
+		t.Errorf("status %d after %d attempts; want 200 at the third: 2 s of waits, 30 s of attempts", resp.StatusCode, s.count())
 	}
 }
 
@@ -120,13 +76,14 @@ func TestTerminationBuffer(t *testing.T) {
 		{"MaxTotalTime", policy.Policy{TerminationBuffer: 2 * time.Second, MaxTotalTime: 10 * time.Second}, false, retrytransport.ErrBudget},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(503) })
+			s := &script{steps: []step{{status: 503}}}
+			srv := serve(t, s)
 			tc.p.MaxAttempts = 10
 			tc.p.Backoff = backoff.Constant{Interval: 3 * time.Second}
-			tr, clock, stop := waitsTransport(t, tc.p)
+			tr := newRig(t, nil, tc.p, recordEvents())
 			req := newReq(t, "GET", srv.URL, "")
 			if tc.deadline {
-				ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
+				ctx, cancel := context.WithDeadline(context.Background(), tr.clock.Now().Add(10*time.Second))
 				defer cancel()
 				req = req.WithContext(ctx)
 			}
@@ -137,153 +94,26 @@ func TestTerminationBuffer(t *testing.T) {
 			resp.Body.Close()
 			// Retries start at 3 s and 6 s, with 7 s and 4 s left; one at
 			// 9 s would have 1 s left, less than the 2 s buffer.
-			if n.Load() != 3 {
-				t.Errorf("%d attempts; want 3 (sleeps %v)", n.Load(), clock.Sleeps())
+			if s.count() != 3 {
+				t.Errorf("%d attempts; want 3 (sleeps %v)", s.count(), tr.clock.Sleeps())
 			}
-			if !errors.Is(stop(), tc.want) {
-				t.Errorf("stop = %v; want %v", stop(), tc.want)
+			if !errors.Is(tr.stop(), tc.want) {
+				t.Errorf("stop = %v; want %v", tr.stop(), tc.want)
 			}
 		})
 	}
-}
-
-func TestPenaltyAppliedAndReset(t *testing.T) {
-	srv, _ := answering(t, func(k int, w http.ResponseWriter) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(503)
-		if k == 1 {
-			io.WriteString(w, `{"code":"ServerBusy","message":"the server is busy"}`)
-		}
-	})
-	p := policy.Policy{
-		MaxAttempts: 5,
-		Backoff:     backoff.Constant{Interval: time.Second},
-		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 15 * time.Second},
-	}
-	tr, clock, _ := waitsTransport(t, p)
-	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	// The signal at 0 s penalises the scope until 15 s: the retries after
-	// it (at 0 s and 11 s) wait 1 + 10 s; those at 22 s and 23 s, 1 s.
-	want := []time.Duration{11 * time.Second, 11 * time.Second, time.Second, time.Second}
-	if got := clock.Sleeps(); !equalDurations(got, want) {
-		t.Errorf("sleeps %v; want %v", got, want)
-	}
-}
-
-// The penalty is the scope's: a new request to the penalised scope pays
-// it from its first retry, and another scope does not.
-func TestPenaltyIsPerScope(t *testing.T) {
-	busy, _ := answering(t, func(_ int, w http.ResponseWriter) {
-		w.WriteHeader(503)
-		io.WriteString(w, `<Error><Code>ServerBusy</Code></Error>`)
-	})
-	plain, _ := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(503) })
-	p := policy.Policy{
-		MaxAttempts: 2,
-		Backoff:     backoff.Constant{Interval: time.Second},
-		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Minute},
-	}
-	tr, clock, _ := waitsTransport(t, p)
-	for _, u := range []string{busy.URL, plain.URL, busy.URL} {
-		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	want := []time.Duration{11 * time.Second, time.Second, 11 * time.Second}
-	if got := clock.Sleeps(); !equalDurations(got, want) {
-		t.Errorf("sleeps %v; want %v: the busy scope penalised, the other not", got, want)
-	}
-}
-
-// A status starts a penalty too, and a penalty's Delay is added to a
-// server's Retry-After.
-func TestPenaltyByStatus(t *testing.T) {
-	srv, _ := answering(t, func(_ int, w http.ResponseWriter) {
-		w.Header().Set("Retry-After", "2")
-		w.WriteHeader(503)
-	})
-	p := policy.Policy{MaxAttempts: 2, Penalty: policy.Penalty{Statuses: []int{503}, Delay: 5 * time.Second}}
-	tr, clock, _ := waitsTransport(t, p)
-	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if got := clock.Sleeps(); !equalDurations(got, []time.Duration{7 * time.Second}) {
-		t.Errorf("sleeps %v; want [7s]: Retry-After 2 s and the penalty's 5 s", got)
-	}
-}
-
-// A body that stalls while its code is read for a penalty does not hold
-// the request: the read is bounded by ReadTimeout, as classification's is.
-func TestPenaltyCodeReadIsBounded(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	srv, n := answering(t, func(_ int, w http.ResponseWriter) {
-		w.WriteHeader(503)
-		io.WriteString(w, `{"message":"`)
-		w.(http.Flusher).Flush()
-		<-release
-	})
-	p := policy.Policy{
-		MaxAttempts: 2,
-		ReadTimeout: 50 * time.Millisecond,
-		Classify: func(*http.Request, *http.Response, error) classify.Outcome {
-			return classify.Outcome{Kind: classify.Transient, Reason: "always"}
-		},
-		Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second},
-	}
-	tr, _, _ := waitsTransport(t, p)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
-		if err == nil {
-			resp.Body.Close()
-		}
-	}()
-	select {
-	case <-done:
-	case <-time.After(leakBound):
-		t.Fatal("the request is held by a stalled body")
-	}
-	if n.Load() != 2 {
-		t.Errorf("%d attempts; want 2", n.Load())
-	}
-}
-
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A penalty long enough to saturate the wait is still held to
 // MaxTotalWait once the request has waited: the waits' sum does not wrap
 // around to pass the cap.
 func TestMaxTotalWaitCapsASaturatedWait(t *testing.T) {
-	srv, n := answering(t, func(k int, w http.ResponseWriter) {
-		switch k {
-		case 1:
-			w.WriteHeader(500) // no signal: the first retry waits its backoff
-		case 2:
-			w.WriteHeader(503) // signals the penalty
-		default:
-			w.WriteHeader(200)
-		}
-	})
+	s := &script{steps: []step{
+		{status: 500}, // no signal: the first retry waits its backoff
+		{status: 503}, // signals the penalty
+		{status: 200},
+	}}
+	srv := serve(t, s)
 	p := policy.Policy{
 		MaxAttempts:  3,
 		Backoff:      backoff.Constant{Interval: time.Second},
@@ -293,60 +123,18 @@ func TestMaxTotalWaitCapsASaturatedWait(t *testing.T) {
 	if err := p.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
 	}
-	tr, clock, stop := waitsTransport(t, p)
+	tr := newRig(t, nil, p, recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 503 || n.Load() != 2 || !equalDurations(clock.Sleeps(), []time.Duration{time.Second}) {
+	if resp.StatusCode != 503 || s.count() != 2 || !equalDurations(tr.clock.Sleeps(), []time.Duration{time.Second}) {
 		t.Errorf("status %d after %d attempts, sleeps %v; want the 503 after 2 and sleeps [1s]: a 1s + %v wait passes the 1 min MaxTotalWait",
-			resp.StatusCode, n.Load(), clock.Sleeps(), time.Duration(math.MaxInt64))
+			resp.StatusCode, s.count(), tr.clock.Sleeps(), time.Duration(math.MaxInt64))
 	}
-	if !errors.Is(stop(), retrytransport.ErrBudget) {
-		t.Errorf("stop = %v; want ErrBudget", stop())
-	}
-}
-
-// A quota in Wait mode whose refill would take longer than a Duration
-// holds is refused as too slow, like any refill past MaxDelay: the
-// backoff plus that wait does not wrap around to a negative wait that is
-// sent at once.
-func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
-	srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(503) })
-	var delays []time.Duration
-	p := policy.Policy{
-		MaxAttempts: 3,
-		Backoff:     backoff.Constant{Interval: time.Second},
-		Quota:       &ratelimit.Quota{Capacity: 5, RetryCost: 5, Wait: true, RefillPerSecond: 1e-300},
-	}
-	if err := p.Validate(); err != nil {
-		t.Fatalf("Validate: %v", err)
-	}
-	clock := faketime.NewAt(time.Now())
-	var stop error
-	base := &http.Transport{}
-	t.Cleanup(base.CloseIdleConnections)
-	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep),
-		retrytransport.WithObserver(func(ev retrytransport.Event) {
-			if ev.Final {
-				stop = ev.Stop
-			} else {
-				delays = append(delays, ev.Delay)
-			}
-		}))
-	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	// The first retry empties the bucket; the second would wait for 5
-	// tokens at 1e-300 a second.
-	if n.Load() != 2 || !equalDurations(delays, []time.Duration{time.Second}) {
-		t.Errorf("%d attempts, retry delays %v; want 2 attempts and delays [1s]", n.Load(), delays)
-	}
-	if !errors.Is(stop, ratelimit.ErrQuotaExceeded) {
-		t.Errorf("stop = %v; want ErrQuotaExceeded", stop)
+	if !errors.Is(tr.stop(), retrytransport.ErrBudget) {
+		t.Errorf("stop = %v; want ErrBudget", tr.stop())
 	}
 }
 
@@ -355,17 +143,12 @@ func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
 // backoff, and a delay above MaxDelay stops the request (ErrServerDelay)
 // only when the retry would go back to the server that asked for it.
 func TestServerDelayBindsOnlyRetriesToTheEndpointThatAsked(t *testing.T) {
-	asking := func(secs string) func(int, http.ResponseWriter) {
-		return func(_ int, w http.ResponseWriter) {
-			w.Header().Set("Retry-After", secs)
-			w.WriteHeader(429)
-		}
-	}
-	failing := func(_ int, w http.ResponseWriter) { w.WriteHeader(503) }
-	ok := func(_ int, w http.ResponseWriter) { w.WriteHeader(200) }
+	asking := func(secs string) step { return step{status: 429, header: h("Retry-After", secs)} }
+	failing := step{status: 503}
+	ok := step{status: 200}
 	for _, tc := range []struct {
 		name               string
-		primary, secondary func(int, http.ResponseWriter)
+		primary, secondary step
 		mode               policy.LocationMode
 		status             int // of the response the caller gets
 		attempts           int64
@@ -383,46 +166,246 @@ func TestServerDelayBindsOnlyRetriesToTheEndpointThatAsked(t *testing.T) {
 		{"SameEndpointAsksPastMaxDelay", failing, asking("3600"), policy.SecondaryOnly, 429, 1, nil, retrytransport.ErrServerDelay},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			primary, np := answering(t, tc.primary)
-			secondary, ns := answering(t, tc.secondary)
+			ps, ss := &script{steps: []step{tc.primary}}, &script{steps: []step{tc.secondary}}
+			primary, secondary := serve(t, ps), serve(t, ss)
 			p := policy.Policy{
 				MaxAttempts:  3,
 				Backoff:      backoff.Constant{Interval: time.Second},
 				Endpoints:    []string{secondary.Listener.Addr().String()},
 				LocationMode: tc.mode,
 			}
-			tr, clock, stop := waitsTransport(t, p)
+			tr := newRig(t, nil, p, recordEvents())
 			resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if n := np.Load() + ns.Load(); resp.StatusCode != tc.status || n != tc.attempts {
+			if n := int64(ps.count() + ss.count()); resp.StatusCode != tc.status || n != tc.attempts {
 				t.Errorf("status %d after %d attempts; want %d after %d", resp.StatusCode, n, tc.status, tc.attempts)
 			}
-			if got := clock.Sleeps(); !equalDurations(got, tc.sleeps) {
+			if got := tr.clock.Sleeps(); !equalDurations(got, tc.sleeps) {
 				t.Errorf("sleeps %v; want %v", got, tc.sleeps)
 			}
-			if !errors.Is(stop(), tc.stop) || (tc.stop == nil) != (stop() == nil) {
-				t.Errorf("stop = %v; want %v", stop(), tc.stop)
+			if !errors.Is(tr.stop(), tc.stop) || (tc.stop == nil) != (tr.stop() == nil) {
+				t.Errorf("stop = %v; want %v", tr.stop(), tc.stop)
 			}
 		})
 	}
 }
 
-// A MaxHedges that bypasses Validate is held to policy.HedgeLimit: the
-// request is sent, not a race sized by the field.
-func TestHedgeCountBeyondTheLimitIsBounded(t *testing.T) {
-	srv, n := answering(t, func(_ int, w http.ResponseWriter) { w.WriteHeader(200) })
-	p := policy.Policy{Hedge: policy.Hedge{Delay: time.Hour, MaxHedges: math.MaxInt}}
-	never := func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() } // no hedge is due
-	client, _, _, _ := hedgeClient(t, p, never)
-	resp, err := client.Get(srv.URL)
+// When MaxTotalWait stops the retries, the caller's error names it, not
+// only MaxTotalTime, which the policy does not set.
+func TestMaxTotalWaitStopNamesIt(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return nil, errors.New("connection refused") })
+	p := policy.Policy{MaxAttempts: 5, MaxTotalWait: time.Second, Backoff: backoff.Constant{Interval: 2 * time.Second}}
+	tr := newRig(t, base, p, recordEvents())
+	_, err := tr.RoundTrip(newReq(t, "GET", "http://down.test/", ""))
+	if !errors.Is(err, retrytransport.ErrBudget) {
+		t.Fatalf("err = %v; want ErrBudget", err)
+	}
+	if !strings.Contains(err.Error(), "MaxTotalWait") {
+		t.Errorf("err = %q; want it to name MaxTotalWait, which stopped it", err)
+	}
+}
+
+// A negative TerminationBuffer is normalised to none, as a negative
+// MaxTotalTime or AttemptTimeout is: it must not move the end of a wait
+// earlier, letting a wait that ends past the context's deadline start.
+func TestNegativeTerminationBufferDoesNotPassTheDeadline(t *testing.T) {
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) { return step{status: 503}.response(r), nil })
+	p := policy.Policy{MaxAttempts: 2, TerminationBuffer: -time.Hour, Backoff: backoff.Constant{Interval: 30 * time.Second}}
+	tr := newRig(t, base, p, recordEvents())
+	ctx, cancel := context.WithDeadline(context.Background(), tr.clock.Now().Add(10*time.Second))
+	defer cancel()
+	resp, err := tr.RoundTrip(newReq(t, "GET", "http://svc.test/", "").WithContext(ctx))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || n.Load() != 1 {
-		t.Errorf("status %d after %d requests; want 200 after 1", resp.StatusCode, n.Load())
+	if got := tr.clock.Sleeps(); len(got) != 0 || !errors.Is(tr.stop(), retrytransport.ErrDeadline) {
+		t.Errorf("sleeps %v, stop %v; want no sleep and ErrDeadline: a 30 s wait ends past a 10 s deadline", got, tr.stop())
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	s := &script{steps: []step{{status: 429, header: retryAfter(3)}, {status: 200}}}
+	tr, clock := newTransport(t, s, policy.Standard())
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	if diff := cmp.Diff([]time.Duration{3 * time.Second}, clock.Sleeps()); diff != "" {
+		t.Errorf("waits mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRetryAfterAboveCapReturnsResponseAtOnce(t *testing.T) {
+	s := &script{steps: []step{{status: 503, header: retryAfter(60), body: "busy"}, {status: 200}}}
+	var events []retrytransport.Event
+	tr, clock := newTransport(t, s, policy.Standard(), retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	if got := readBody(t, resp); resp.StatusCode != 503 || got != "busy" {
+		t.Errorf("RoundTrip = %d %q; want 503 %q", resp.StatusCode, got, "busy")
+	}
+	if s.count() != 1 || len(clock.Sleeps()) != 0 {
+		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), clock.Sleeps())
+	}
+	if len(events) != 1 || !errors.Is(events[0].Stop, retrytransport.ErrServerDelay) {
+		t.Errorf("events = %+v; want one with Stop = ErrServerDelay", events)
+	}
+}
+
+func TestMaxDelayCapsBackoff(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Policy{MaxAttempts: 4, MaxDelay: 700 * time.Millisecond}
+	tr, clock := newTransport(t, s, p)
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	want := []time.Duration{500 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
+	if diff := cmp.Diff(want, clock.Sleeps()); diff != "" {
+		t.Errorf("waits mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestWaitPastDeadlineIsNotStarted(t *testing.T) {
+	s := &script{steps: []step{{status: 503, header: retryAfter(15), body: "later"}, {status: 200}}}
+	tr, clock := newTransport(t, s, policy.Standard())
+	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
+	defer cancel()
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	if got := readBody(t, resp); resp.StatusCode != 503 || got != "later" {
+		t.Errorf("RoundTrip = %d %q; want the last response 503 %q", resp.StatusCode, got, "later")
+	}
+	if s.count() != 1 || len(clock.Sleeps()) != 0 {
+		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), clock.Sleeps())
+	}
+}
+
+func TestWaitPastDeadlineAfterErrorReturnsErrDeadline(t *testing.T) {
+	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
+	tr, clock := newTransport(t, s, policy.Policy{Backoff: halfJitter})
+	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(100*time.Millisecond))
+	defer cancel()
+	_, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	if !errors.Is(err, retrytransport.ErrDeadline) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("RoundTrip error = %v; want ErrDeadline wrapping io.ErrUnexpectedEOF", err)
+	}
+}
+
+func TestCancelDuringWaitReturnsAtOnce(t *testing.T) {
+	s := &script{steps: []step{{status: 503, header: retryAfter(10)}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	// The real timer: the observer cancels before the 10 s wait starts, so
+	// the wait must end at once for the test to finish.
+	tr := retrytransport.New(mockBase(s), retrytransport.WithObserver(func(retrytransport.Event) { cancel() }))
+	start := time.Now()
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	if resp != nil {
+		t.Errorf("RoundTrip returned a response; want none after cancellation")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("RoundTrip error = %v; want it to wrap context.Canceled", err)
+	}
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("RoundTrip took %v after cancellation; want it at once", elapsed)
+	}
+}
+
+func TestCancelledContextIsFinal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s := &script{steps: []step{{err: context.Canceled}}}
+	tr, _ := newTransport(t, s, policy.Standard())
+	_, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	var re *retrytransport.RetryError
+	if !errors.As(err, &re) || re.Attempts != 1 || !errors.Is(err, context.Canceled) || s.count() > 1 {
+		t.Errorf("RoundTrip = %v; want a *RetryError wrapping context.Canceled after 1 attempt", err)
+	}
+}
+
+func TestDelayHeaders(t *testing.T) {
+	hint := func(k, v string) http.Header { return http.Header{http.CanonicalHeaderKey(k): {v}} }
+	tests := []struct {
+		name   string
+		p      policy.Policy
+		header http.Header
+		want   time.Duration
+	}{
+		{"RetryAfterMS", policy.Policy{}, hint("retry-after-ms", "1500"), 1500 * time.Millisecond},
+		{"AmzRetryAfter", policy.Policy{}, hint("x-amz-retry-after", "250"), 250 * time.Millisecond},
+		{"MSRetryAfterMS", policy.Policy{}, hint("x-ms-retry-after-ms", "40"), 40 * time.Millisecond},
+		{"UntrustedHeaderUsesBackoff", policy.Policy{DelayHeaders: retryafter.RetryAfter}, hint("x-amz-retry-after", "250"), 500 * time.Millisecond},
+		{"IgnoreDelayHeaders", policy.Policy{IgnoreDelayHeaders: true}, retryAfter(3), 500 * time.Millisecond},
+		{"ServerHintNotJittered", policy.Policy{}, retryAfter(0), 0},
+		// The newer SDKs (docs/aws.md): max(backoff, min(hint, backoff + 5 s)); backoff is 0.5 s here.
+		{"BoundedHintLong", policy.Policy{ServerDelayBound: 5 * time.Second, MaxDelay: time.Minute}, retryAfter(30), 5500 * time.Millisecond},
+		{"BoundedHintShort", policy.Policy{ServerDelayBound: 5 * time.Second}, retryAfter(0), 500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &script{steps: []step{{status: 503, header: tt.header}, {status: 200}}}
+			p := tt.p
+			p.MaxAttempts = 2
+			tr, clock := newTransport(t, s, p)
+			resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if diff := cmp.Diff([]time.Duration{tt.want}, clock.Sleeps()); diff != "" {
+				t.Errorf("waits mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestThrottleBackoff(t *testing.T) {
+	s := &script{steps: []step{{status: 429}, {status: 503}, {status: 200}}}
+	p := policy.Policy{ThrottleBackoff: backoff.Constant{Interval: 3 * time.Second}}
+	tr, clock := newTransport(t, s, p)
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// After the 429: ThrottleBackoff (3 s); after the 503: Backoff (halfJitter, retry 2: 1 s).
+	if diff := cmp.Diff([]time.Duration{3 * time.Second, time.Second}, clock.Sleeps()); diff != "" {
+		t.Errorf("waits mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestPlannedRetryCancelledDuringTheWait: the caller cancels while the
+// transport waits for a retry. The retry's cost is refunded, the observer
+// hears why the retry is not sent, and the caller gets its context's error
+// at once.
+func TestPlannedRetryCancelledDuringTheWait(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var last retrytransport.Event
+	tr, _ := newTransport(t, s, policy.Policy{}, retrytransport.WithClock(nil, func(ctx context.Context, _ time.Duration) error {
+		cancel() // the caller gives up while the transport waits
+		return ctx.Err()
+	}), retrytransport.WithObserver(func(e retrytransport.Event) { last = e }))
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
+	if resp != nil {
+		resp.Body.Close()
+		t.Fatalf("RoundTrip = %d; want the caller's cancellation", resp.StatusCode)
+	}
+	if !errors.Is(err, context.Canceled) || !errors.Is(last.Stop, context.Canceled) {
+		t.Errorf("RoundTrip error = %v, last Event.Stop = %v; want context.Canceled for both", err, last.Stop)
+	}
+	if q := tr.Snapshot()[0].Quota; q != ratelimit.DefaultQuotaCapacity {
+		t.Errorf("quota = %v; want %d, the cancelled retry's cost refunded", q, ratelimit.DefaultQuotaCapacity)
 	}
 }

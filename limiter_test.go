@@ -1,9 +1,15 @@
 package retrytransport_test
 
+// Rate limiters: the adaptive limiter's pacing after throttles, a fixed
+// rate, limiters the caller implements, and the send token a wait or a
+// refused attempt must not keep or spend.
+
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -263,5 +269,194 @@ func TestAdaptiveWaiterFollowsRateChange(t *testing.T) {
 	first, want := 142857143*time.Nanosecond, time.Duration(2/rate*float64(time.Second))
 	if len(sleeps) < 3 || sleeps[0] != first || (total-want).Abs() > time.Microsecond {
 		t.Errorf("sleeps = %v (total %v); want %v first, then asking again until %v in all", sleeps, total, first, want)
+	}
+}
+
+// TestRetryThatCannotRewindTakesNoSendToken: a retry whose GetBody fails
+// is refused before it is paced, so it takes no send token of the scope's
+// fixed rate, which x/time/rate could not give back: the next request is
+// not refused by the FailFast limiter.
+func TestRetryThatCannotRewindTakesNoSendToken(t *testing.T) {
+	s := &script{steps: []step{{status: 503, body: "busy"}, {status: 200}}}
+	lim := &ratelimit.Fixed{Rate: 10, Burst: 1, FailFast: true} // one token per 100 ms
+	tr, clock := newTransport(t, s, policy.Policy{RateLimit: lim})
+	lim.Now = clock.Now
+	req := newReq(t, "PUT", "http://api.example.com/", "payload")
+	req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("upload source gone") }
+	resp, err := tr.RoundTrip(req) // attempt 1 takes the token; the retry's backoff (500 ms) refills it
+	if err != nil {
+		t.Fatalf("first PUT: %v; want the 503", err)
+	}
+	resp.Body.Close()
+	if n := s.count(); n != 1 {
+		t.Fatalf("first PUT made %d attempts; want 1 (its retry cannot rewind)", n)
+	}
+	// No attempt was sent since the clock's now: the bucket should be full.
+	resp, err = tr.RoundTrip(newReq(t, "GET", "http://api.example.com/", ""))
+	if err != nil {
+		t.Fatalf("next GET, with no attempt sent in the last 500 ms: %v; want it sent (the unsent retry's token given back)", err)
+	}
+	resp.Body.Close()
+}
+
+// movingLimiter is a Limiter of the user's own whose queue moves: the
+// first reservation is due in 40 ms, and asked again it says 30 ms more,
+// as if a throttle had lowered the rate meanwhile.
+type movingLimiter struct {
+	calls
+	asked  int
+	issued int
+}
+
+func (m *movingLimiter) Reserve(scope string) (ratelimit.Reservation, time.Duration, bool) {
+	m.issued++
+	if m.issued > 1 {
+		return ratelimit.Reservation{}, 0, true
+	}
+	return ratelimit.NewReservation(m, scope, ratelimit.Ticket{Seq: 1}), 40 * time.Millisecond, true
+}
+
+func (m *movingLimiter) Delay(r ratelimit.Reservation) time.Duration {
+	m.asked++
+	m.add("Delay " + r.Scope())
+	if m.asked == 1 {
+		return 30 * time.Millisecond
+	}
+	return 0
+}
+
+func (m *movingLimiter) Cancel(r ratelimit.Reservation) { m.add("Cancel") }
+
+func (m *movingLimiter) Fallbacks(scope string) uint64 { return 5 }
+
+// learningLimiter is a movingLimiter that implements ratelimit.Recorder.
+type learningLimiter struct{ movingLimiter }
+
+func (l *learningLimiter) Record(scope string, k classify.Kind) { l.add("Record " + k.String()) }
+
+// TestPolicyTakesAnyLimiter: a Limiter of the user's own paces attempts
+// through its reservations, asked again after each wait, and one that
+// records outcomes hears every attempt and frees throttle retries from
+// the quota, while one that does not is charged for them.
+func TestPolicyTakesAnyLimiter(t *testing.T) {
+	for _, learn := range []bool{false, true} {
+		s := &script{steps: []step{{status: 429}, {status: 200}}}
+		p := policy.Standard()
+		q := &loggedQuota{}
+		p.Quota = q
+		var l interface {
+			ratelimit.Limiter
+			get() []string
+		}
+		if learn {
+			l = &learningLimiter{}
+		} else {
+			l = &movingLimiter{}
+		}
+		p.Limiter = l
+		tr, clock := newTransport(t, s, p)
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+
+		// Half of the 40 ms, then asked again: 30 ms more, of which half,
+		// then asked again: due. Then the backoff before the retry.
+		sleeps := clock.Sleeps()
+		if len(sleeps) < 2 || sleeps[0] != 20*time.Millisecond || sleeps[1] != 15*time.Millisecond {
+			t.Errorf("learn=%t: sleeps = %v; want 20ms, 15ms first (the reservation asked again after each part)", learn, sleeps)
+		}
+		wantLimiter := []string{"Delay api.example.com", "Delay api.example.com"}
+		wantQuota := []string{"Acquire throttle", "Refund"} // charged, and refunded when the retry succeeds
+		if learn {
+			wantLimiter = append(wantLimiter, "Record throttle", "Record success")
+			wantQuota = nil // a limiter that learns paces throttles, so their retries are free
+		}
+		if diff := cmp.Diff(wantLimiter, l.get()); diff != "" {
+			t.Errorf("learn=%t: calls to the limiter mismatch (-want +got):\n%s", learn, diff)
+		}
+		if diff := cmp.Diff(wantQuota, q.get()); diff != "" {
+			t.Errorf("learn=%t: calls to the quota mismatch (-want +got):\n%s", learn, diff)
+		}
+		if snap := tr.Snapshot(); len(snap) != 1 || snap[0].Fallbacks != 7+5 {
+			t.Errorf("learn=%t: Snapshot = %+v; want Fallbacks 12 (quota 7 + limiter 5)", learn, snap)
+		}
+	}
+}
+
+// TestPacingBeforeTheFirstAttemptKeepsTheBudget: a fixed rate whose token
+// is spent needs a 400 ms wait, but MaxTotalTime is 100 ms. The wait is not
+// started; the error says the budget, comes before any attempt (so it is
+// not a *RetryError, whose Attempts is at least 1), and the request body,
+// which has GetBody, is closed as the RoundTripper contract requires.
+func TestPacingBeforeTheFirstAttemptKeepsTheBudget(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	p := policy.Policy{MaxTotalTime: 100 * time.Millisecond, RateLimit: &ratelimit.Fixed{Rate: 2.5, Burst: 1}}
+	tr, clock := newTransport(t, s, p)
+	p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, "")) // spends the token
+	if err != nil {
+		t.Fatalf("first RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+
+	req := newReq(t, "PUT", url, "payload") // strings.Reader: GetBody is set
+	body := &closeCounter{Reader: strings.NewReader("payload")}
+	req.Body = body
+	_, err = tr.RoundTrip(req)
+	var re *retrytransport.RetryError
+	if !errors.Is(err, retrytransport.ErrBudget) || errors.As(err, &re) {
+		t.Errorf("RoundTrip error = %v; want ErrBudget before any attempt, not a *RetryError", err)
+	}
+	if n := s.count(); n != 1 {
+		t.Errorf("attempts = %d; want only the first request's", n)
+	}
+	for _, d := range clock.Sleeps() {
+		if d > p.MaxTotalTime {
+			t.Errorf("waited %v; want no wait past MaxTotalTime %v", d, p.MaxTotalTime)
+		}
+	}
+	if n := body.closed.Load(); n != 1 {
+		t.Errorf("request body closed %d times; want 1", n)
+	}
+}
+
+// TestCallerCancelWhilePacingARetry: the caller cancels while a planned
+// retry waits for its send token. The caller gets its context's error,
+// not the response that the retry was to replace; that response is closed,
+// and the retry's cost refunded.
+func TestCallerCancelWhilePacingARetry(t *testing.T) {
+	body := &closeCounter{Reader: strings.NewReader("busy")}
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 503, Header: http.Header{}, Body: body, Request: req}, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var sleeps int
+	sleep := func(ctx context.Context, _ time.Duration) error {
+		if sleeps++; sleeps == 1 { // the backoff: the caller gives up as it ends
+			cancel()
+			return nil
+		}
+		return ctx.Err()
+	}
+	clock := faketime.NewAt(time.Now())
+	p := policy.Policy{Backoff: halfJitter, RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1, Now: clock.Now}}
+	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, sleep))
+	req := newReq(t, "GET", url, "").WithContext(ctx)
+	resp, err := tr.RoundTrip(req)
+	if resp != nil {
+		resp.Body.Close()
+		t.Fatalf("RoundTrip = %d; want the caller's cancellation", resp.StatusCode)
+	}
+	if !errors.Is(err, context.Canceled) || sleeps != 2 {
+		t.Errorf("RoundTrip error = %v after %d waits; want context.Canceled during the second (the send token's)", err, sleeps)
+	}
+	if q := tr.Snapshot()[0].Quota; q != ratelimit.DefaultQuotaCapacity {
+		t.Errorf("quota = %v; want %d, the retry's cost refunded", q, ratelimit.DefaultQuotaCapacity)
+	}
+	if n := body.closed.Load(); n != 1 {
+		t.Errorf("the 503's body closed %d times; want 1", n)
 	}
 }

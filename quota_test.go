@@ -1,0 +1,327 @@
+package retrytransport_test
+
+// The retry quota and the retry budget: what a retry costs and where,
+// refills and refunds, a quota in Wait mode, a budget beside or as the
+// quota, scope functions, and quotas the caller implements.
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
+	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// loggedQuota is a RetryQuota of the user's own: an in-process Quota that
+// logs every call and reports a fallback count, as a store-backed quota
+// would.
+type loggedQuota struct {
+	calls
+	q ratelimit.Quota
+}
+
+func (l *loggedQuota) Acquire(scope string, k classify.Kind) (int, time.Duration, bool) {
+	l.add("Acquire " + k.String())
+	return l.q.Acquire(scope, k)
+}
+func (l *loggedQuota) Refund(scope string, cost int) { l.add("Refund"); l.q.Refund(scope, cost) }
+func (l *loggedQuota) Success(scope string)          { l.add("Success"); l.q.Success(scope) }
+func (l *loggedQuota) Level(scope string) float64    { return l.q.Level(scope) }
+func (l *loggedQuota) Fallbacks(scope string) uint64 { return 7 }
+
+func TestPolicyTakesAnyRetryQuota(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 200}}}
+	p := policy.Standard()
+	q := &loggedQuota{}
+	p.Quota = q
+	tr, _ := newTransport(t, s, p)
+	for range 2 { // a retry, then a first-attempt success
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := []string{"Acquire transient", "Refund", "Success"}
+	if diff := cmp.Diff(want, q.get()); diff != "" {
+		t.Errorf("calls to the policy's quota mismatch (-want +got):\n%s", diff)
+	}
+	snap := tr.Snapshot()
+	if len(snap) != 1 || snap[0].Fallbacks != 7 || snap[0].Quota != 500 {
+		t.Errorf("Snapshot = %+v; want one scope with Fallbacks 7 (the quota's FallbackCounter) and Quota 500", snap)
+	}
+}
+
+// TestRetryBudgetCountsEveryRequest: a ratelimit.Budget as the policy's
+// quota hears of every request, failed ones included, and grants retries
+// in proportion: half of 20 requests to a failing server, none beyond.
+func TestRetryBudgetCountsEveryRequest(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Standard()
+	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
+	p.Quota = b
+	tr, clock := newTransport(t, s, p)
+	b.Now = clock.Now
+	refused := 0
+	for range 20 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for _, st := range tr.Snapshot() {
+		refused += int(st.QuotaRefusals)
+	}
+	s.mu.Lock()
+	calls := s.calls
+	s.mu.Unlock()
+	if calls != 20+10 {
+		t.Errorf("attempts for 20 failing requests with a budget of half the requests = %d; want 30", calls)
+	}
+	if refused != 20 {
+		t.Errorf("retries refused = %d; want 20: every request's first retry or, for the 10 granted one, its second", refused)
+	}
+}
+
+// TestRetryBudgetCountsRequestsOfOneAttempt: requests under a policy of a
+// single attempt, which the transport sends without its attempt loop,
+// still count towards a budget that other policies share.
+func TestRetryBudgetCountsRequestsOfOneAttempt(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	p := policy.None()
+	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
+	p.Quota = b
+	tr, clock := newTransport(t, s, p)
+	b.Now = clock.Now
+	for range 4 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if l := b.LevelAt(clock.Now(), "api.example.com"); l != 2 {
+		t.Errorf("budget level after 4 single-attempt requests at ratio 0.5 = %v; want 2", l)
+	}
+}
+
+func TestQuotaExhaustionStopsRetries(t *testing.T) {
+	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
+	q := &ratelimit.Quota{Capacity: 12} // two retries at cost 5
+	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 10, Quota: q})
+	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if !errors.Is(err, ratelimit.ErrQuotaExceeded) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("RoundTrip error = %v; want ErrQuotaExceeded wrapping the last error", err)
+	}
+	if got := s.count(); got != 3 {
+		t.Errorf("attempts = %d; want 3 (two paid retries)", got)
+	}
+	var re *retrytransport.RetryError
+	if errors.As(err, &re) && re.Attempts != 3 {
+		t.Errorf("RetryError.Attempts = %d; want 3", re.Attempts)
+	}
+}
+
+func TestQuotaIsPerHost(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 5}}
+	tr, _ := newTransport(t, s, p)
+	for _, u := range []string{"http://a.example/", "http://a.example/", "http://b.example/"} {
+		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
+		if err != nil {
+			t.Fatalf("RoundTrip(%s): %v", u, err)
+		}
+		resp.Body.Close()
+	}
+	// a: 2 attempts, then 1 (quota of a empty); b: 2 attempts.
+	if got := s.count(); got != 5 {
+		t.Errorf("attempts = %d; want 5", got)
+	}
+}
+
+func TestQuotaRefillsOnSuccess(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 200}}}
+	q := &ratelimit.Quota{}
+	tr, _ := newTransport(t, s, policy.Policy{Quota: q})
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	if got := q.Level("api.example.com"); got != ratelimit.DefaultQuotaCapacity {
+		t.Errorf("quota level after a successful retry = %v; want %d (the retry cost refunded)", got, ratelimit.DefaultQuotaCapacity)
+	}
+}
+
+func TestEachNewOwnsItsQuota(t *testing.T) {
+	p := policy.Policy{MaxAttempts: 2}
+	s := &script{steps: []step{{status: 503}}}
+	tr1, _ := newTransport(t, s, p)
+	tr2, _ := newTransport(t, s, p)
+	// 100 failing requests drain tr1's default quota (100 retries at 5).
+	for range 101 {
+		resp, _ := tr1.RoundTrip(newReq(t, "GET", url, ""))
+		resp.Body.Close()
+	}
+	before := s.count()
+	resp, _ := tr2.RoundTrip(newReq(t, "GET", url, ""))
+	resp.Body.Close()
+	if got := s.count() - before; got != 2 {
+		t.Errorf("second transport made %d attempts; want 2 (its own quota is full)", got)
+	}
+}
+
+func TestDisableQuota(t *testing.T) {
+	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
+	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 200, DisableQuota: true})
+	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if !errors.Is(err, retrytransport.ErrExhausted) || s.count() != 200 {
+		t.Errorf("RoundTrip = %v after %d attempts; want ErrExhausted after 200", err, s.count())
+	}
+}
+
+func TestScopeFunctionSplitsQuota(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Policy{
+		MaxAttempts: 2,
+		Quota:       &ratelimit.Quota{Capacity: 5},
+		Scope:       func(r *http.Request) string { return r.Header.Get("X-Table") },
+	}
+	tr, _ := newTransport(t, s, p)
+	send := func(table string) int {
+		before := s.count()
+		req := newReq(t, "GET", url, "")
+		req.Header.Set("X-Table", table)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("RoundTrip(%s): %v", table, err)
+		}
+		resp.Body.Close()
+		return s.count() - before
+	}
+	if a1, a2, b := send("orders"), send("orders"), send("users"); a1 != 2 || a2 != 1 || b != 2 {
+		t.Errorf("attempts orders, orders, users = %d, %d, %d; want 2, 1, 2 (one quota per table)", a1, a2, b)
+	}
+}
+
+// A quota in Wait mode whose refill would take longer than a Duration
+// holds is refused as too slow, like any refill past MaxDelay: the
+// backoff plus that wait does not wrap around to a negative wait that is
+// sent at once.
+func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	srv := serve(t, s)
+	var delays []time.Duration
+	p := policy.Policy{
+		MaxAttempts: 3,
+		Backoff:     backoff.Constant{Interval: time.Second},
+		Quota:       &ratelimit.Quota{Capacity: 5, RetryCost: 5, Wait: true, RefillPerSecond: 1e-300},
+	}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	tr := newRig(t, nil, p, recordEvents())
+	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, ev := range tr.heard() {
+		if !ev.Final {
+			delays = append(delays, ev.Delay)
+		}
+	}
+	stop := tr.stop()
+	// The first retry empties the bucket; the second would wait for 5
+	// tokens at 1e-300 a second.
+	if s.count() != 2 || !equalDurations(delays, []time.Duration{time.Second}) {
+		t.Errorf("%d attempts, retry delays %v; want 2 attempts and delays [1s]", s.count(), delays)
+	}
+	if !errors.Is(stop, ratelimit.ErrQuotaExceeded) {
+		t.Errorf("stop = %v; want ErrQuotaExceeded", stop)
+	}
+}
+
+// The budget is kept in the request's own scope, beside the quota, and each
+// keeps its own cost: a retry pays both, a refusal of either stops it.
+func TestBudgetBesideQuota(t *testing.T) {
+	srv := newEndpointServer(t, 503)
+	clock := faketime.NewAt(time.Now())
+	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
+	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Budget: budget})
+	var refused int
+	for range 20 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := retrytransport.ResponseAttempts(resp).Count; got <= 1 {
+			refused++
+		}
+	}
+	if n := srv.n.Load(); n != 30 || refused != 10 {
+		t.Errorf("%d attempts, %d requests refused a retry; want 30 and 10 (the budget: half the requests)", n, refused)
+	}
+	snap := tr.Snapshot()
+	if len(snap) != 1 || snap[0].Quota != ratelimit.DefaultQuotaCapacity-10*ratelimit.DefaultRetryCost {
+		t.Errorf("snapshot %+v; want the quota paid for 10 retries at %d", snap, ratelimit.DefaultRetryCost)
+	}
+}
+
+// With failover, the budget stays in the request's own scope: retries that
+// go to the secondary are counted against the primary's requests.
+func TestBudgetStaysInTheRequestsScope(t *testing.T) {
+	primary := newEndpointServer(t, 503)
+	secondary := newEndpointServer(t, 503)
+	clock := faketime.NewAt(time.Now())
+	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
+	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Budget: budget, Endpoints: []string{secondary.host()}})
+	for range 20 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if p, s := primary.n.Load(), secondary.n.Load(); p != 20 || s != 10 {
+		// Charged to the secondary's scope, which has no requests and no
+		// floor, every retry would be refused.
+		t.Errorf("primary %d, secondary %d attempts; want 20 and 10: half the primary's requests retried at the secondary", p, s)
+	}
+}
+
+// A *ratelimit.Budget used as the Quota is kept, like Policy.Budget, in
+// the request's own scope, where its requests are counted: paid in the
+// scope the retry goes to, where no request was ever counted, it would
+// refuse every failover retry (see TestBudgetStaysInTheRequestsScope).
+func TestBudgetAsQuotaLetsReadsFailOver(t *testing.T) {
+	primary := newEndpointServer(t, 503)
+	secondary := newEndpointServer(t, 200)
+	clock := faketime.NewAt(time.Now())
+	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
+	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Quota: budget, Endpoints: []string{secondary.host()}})
+	ok := 0
+	for range 20 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			ok++
+		}
+	}
+	if s := secondary.n.Load(); s != 10 || ok != 10 {
+		t.Errorf("%d retries failed over, %d reads succeeded; want 10 and 10: half the primary's 20 requests, as the budget allows", s, ok)
+	}
+}
