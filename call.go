@@ -15,16 +15,16 @@ import (
 
 // call is the state of one request in the attempt loop.
 type call struct {
-	t         *Transport
-	st        *hostState
-	req       *http.Request
-	ctx       context.Context
-	scope     string         // the current attempt's scope: its endpoint's
-	route     *route         // where its attempts go, for a request that may fail over; nil otherwise
-	counters  *scopeCounters // the current attempt scope's
-	rec       *recorder      // records a body without GetBody; nil otherwise
-	watch     *connWatch     // for a request that is not idempotent; nil otherwise
-	budgetEnd time.Time      // end of Policy.MaxTotalTime; zero for none
+	t        *Transport
+	cp       *compiled
+	req      *http.Request
+	ctx      context.Context
+	scope    string         // the current attempt's scope: its endpoint's
+	route    *route         // where its attempts go, for a request that may fail over; nil otherwise
+	counters *scopeCounters // the current attempt scope's
+	replay   *replayBuffer  // records a body without GetBody; nil otherwise
+	watch    *connWatch     // for a request that is not idempotent; nil otherwise
+	timeEnd  time.Time      // when the time budget, Policy.MaxTotalTime, runs out; zero for none
 
 	max     int                   // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
 	waited  time.Duration         // time spent waiting before attempts so far
@@ -48,30 +48,30 @@ type call struct {
 // roundTrip is the attempt loop: before each attempt, pace it and give it
 // its body; send it; classify the outcome; and either end, or plan the
 // retry and wait for it.
-func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Response, err error) {
-	p := &st.p
+func (t *Transport) roundTrip(req *http.Request, cp *compiled) (resp *http.Response, err error) {
+	p := &cp.p
 	// Fields set one by one: a composite literal here is built aside and
 	// copied, which costs the happy path more than the rest of this setup.
 	var c call
-	c.t, c.st, c.req, c.ctx, c.scope = t, st, req, req.Context(), st.scope(req)
-	if st.extras {
+	c.t, c.cp, c.req, c.ctx, c.scope = t, cp, req, req.Context(), cp.scope(req)
+	if cp.extras {
 		c.setUpExtras()
 	}
-	c.counters = t.stats.get(c.scope, st)
+	c.counters = t.stats.get(c.scope, cp)
 	c.max = p.MaxAttempts
 	retries := c.max > 1
 	if retries && hasBody(req) && req.GetBody == nil {
-		c.rec = newRecorder(req.Body, p.MaxBodyBuffer)
-		defer func() { c.rec.finish(resp == nil) }()
+		c.replay = newReplayBuffer(req.Body, p.MaxBodyBuffer)
+		defer func() { c.replay.finish(resp == nil) }()
 	}
-	idempotent := st.idempotent(req)
+	idempotent := cp.idempotent(req)
 	attemptCtx := c.ctx
 	if retries && !idempotent {
 		c.watch = new(connWatch)
 		attemptCtx = c.watch.context(c.ctx)
 	}
 	if p.MaxTotalTime > 0 {
-		c.budgetEnd = t.now().Add(p.MaxTotalTime)
+		c.timeEnd = t.now().Add(p.MaxTotalTime)
 	}
 
 	for {
@@ -81,24 +81,24 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 		// claimed, the WithBeforeRetry hook, and last the send token, which
 		// a fixed rate cannot give back. Only then is the last response
 		// drained, and what is left of the budget bounds the attempt.
-		if !c.budgetEnd.IsZero() && !t.now().Before(c.budgetEnd) {
+		if !c.timeEnd.IsZero() && !t.now().Before(c.timeEnd) {
 			return c.abandon(ErrBudget)
 		}
 		areq := req // a first attempt that needs nothing changed is the caller's request
-		if c.attempt > 0 || c.rec != nil || c.watch != nil || p.AttemptHeader != "" || c.endpoint() != 0 {
+		if c.attempt > 0 || c.replay != nil || c.watch != nil || p.AttemptHeader != "" || c.endpoint() != 0 {
 			var reason error
 			if areq, reason = c.prepare(attemptCtx); reason != nil {
 				return c.abandon(reason)
 			}
 		}
-		if st.fixed != nil || st.limiter != nil {
+		if cp.fixed != nil || cp.limiter != nil {
 			if reason := c.pace(); reason != nil {
 				return c.abandonUnsent(areq, reason)
 			}
 		}
 		timeout := p.AttemptTimeout
-		if !c.budgetEnd.IsZero() {
-			left := c.budgetEnd.Sub(t.now())
+		if !c.timeEnd.IsZero() {
+			left := c.timeEnd.Sub(t.now())
 			if left <= 0 {
 				return c.abandonUnsent(areq, ErrBudget)
 			}
@@ -110,23 +110,23 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 
 		resp, out, err := c.send(areq, timeout)
 		if !c.hedging { // a race records each copy's outcome in its own scope
-			if st.recorder != nil && c.ctx.Err() == nil {
-				st.recorder.Record(c.scope, out.Kind)
+			if cp.learner != nil && c.ctx.Err() == nil {
+				cp.learner.Record(c.scope, out.Kind)
 			}
 			if out.Kind == classify.Throttle {
 				c.counters.throttles.Add(1)
 			}
-			if st.penalty {
-				c.notePenalty(resp, out, c.counters)
+			if cp.penalty {
+				c.notePenalty(resp, out, c.t.behaviour.get(c.scope, c.t.now))
 			}
 		}
 		if out.Kind == classify.Success && err == nil {
 			if c.attempt > 1 {
 				c.refund()
-			} else if st.extras {
+			} else if cp.extras {
 				c.succeeded()
-			} else if st.quota != nil {
-				st.quota.Success(c.scope)
+			} else if cp.quota != nil {
+				cp.quota.Success(c.scope)
 			}
 			if c.attempt > 1 || c.waited > 0 || t.final != nil {
 				return c.end(resp, nil, out, nil)
@@ -149,8 +149,8 @@ func (t *Transport) roundTrip(req *http.Request, st *hostState) (resp *http.Resp
 // true with the caller's result in c.resp and c.err. It is apart from the
 // loop so that the first attempt's path stays small.
 func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempotent bool) (done bool) {
-	t, st := c.t, c.st
-	if c.attempt == 1 && c.max > 1 && !st.p.IgnoreSDKAttempts && len(c.req.Header) > 0 {
+	t, cp := c.t, c.cp
+	if c.attempt == 1 && c.max > 1 && !cp.p.IgnoreSDKAttempts && len(c.req.Header) > 0 {
 		c.limitForSDK() // only now: the happy path never looks for the mark
 	}
 	ev := c.event(resp, err, out)
@@ -160,7 +160,7 @@ func (c *call) plan(resp *http.Response, err error, out classify.Outcome, idempo
 	var reason error
 	switch {
 	case !idempotent && !unprocessed(out, resp, err, c.watch, c.body),
-		c.rec != nil && !c.rec.replayable(): // known already; decided for good when the retry is prepared
+		c.replay != nil && !c.replay.replayable(): // known already; decided for good when the retry is prepared
 		reason = ErrNotRetryable
 	case c.attempt >= c.max && c.sdk:
 		reason = ErrSDKRetries
@@ -257,14 +257,14 @@ func (c *call) outcome(areq *http.Request, resp *http.Response, err error) (clas
 		return classify.Outcome{Kind: classify.Fatal, Reason: "request body length differs from ContentLength"},
 			&bodyLengthError{declared: c.req.ContentLength, err: err}
 	}
-	return c.st.errorOutcome(areq, err), err
+	return c.cp.errorOutcome(areq, err), err
 }
 
 // classify classifies an attempt that got resp, bounding in time the reads
 // of its body that classification makes (Policy.ReadTimeout).
 func (c *call) classify(areq *http.Request, resp *http.Response) classify.Outcome {
-	p := &c.st.p
-	if !c.st.mayBeRead(resp) {
+	p := &c.cp.p
+	if !c.cp.mayBeRead(resp) {
 		return p.Classify(areq, resp, nil)
 	}
 	tb := boundReads(resp, p.ReadTimeout)
@@ -279,8 +279,8 @@ func (c *call) classify(areq *http.Request, resp *http.Response) classify.Outcom
 // that fails, or returns no body, ends the retries.
 func (c *call) rewindBody() (io.ReadCloser, error) {
 	switch {
-	case c.rec != nil:
-		if !c.rec.replayable() {
+	case c.replay != nil:
+		if !c.replay.replayable() {
 			return nil, errBodyNotReplayable
 		}
 	case c.req.GetBody != nil && hasBody(c.req):
@@ -333,7 +333,7 @@ func (c *call) next(ctx context.Context, body io.ReadCloser) (*http.Request, err
 		ctx = context.WithValue(ctx, attemptKey{}, c.mark)
 	}
 	r := c.req.WithContext(ctx)
-	h, hook := c.st.p.AttemptHeader, n > 1 && c.t.beforeRetry != nil
+	h, hook := c.cp.p.AttemptHeader, n > 1 && c.t.beforeRetry != nil
 	if h != "" || hook {
 		r.Header = c.req.Header.Clone()
 		if r.Header == nil {
@@ -344,27 +344,27 @@ func (c *call) next(ctx context.Context, body io.ReadCloser) (*http.Request, err
 		}
 	}
 	if i := c.endpoint(); i != 0 {
-		c.st.readdress(r, c.req, i)
+		c.cp.readdress(r, c.req, i)
 	} else if hook {
 		u := *c.req.URL
 		r.URL = &u
 	}
 	c.body = nil
 	switch {
-	case c.rec != nil:
-		cur, ok := c.rec.claim()
+	case c.replay != nil:
+		cur, ok := c.replay.claim()
 		if !ok {
 			return nil, errBodyNotReplayable
 		}
 		// GetBody lets the base transport rewind by itself where it knows
 		// that is safe (net/http: an HTTP/2 stream refused or a GOAWAY'd
 		// connection), as it would for a caller's own GetBody.
-		r.Body, r.GetBody = cur, c.rec.rewind
+		r.Body, r.GetBody = cur, c.replay.rewind
 		c.body = cur
 	case body != nil:
 		r.Body = body
 	}
-	if c.watch != nil && c.rec == nil && hasBody(r) {
+	if c.watch != nil && c.replay == nil && hasBody(r) {
 		if m, ok := inMemory(r.Body); ok {
 			c.watch.mem = memBody{r: m, before: m.Len()} // kept in the watch, which is allocated already
 			c.body = &c.watch.mem
@@ -385,8 +385,8 @@ func (c *call) beforeRetry(areq *http.Request) error {
 	if err := c.t.beforeRetry(areq, *c.ev); err != nil {
 		return fmt.Errorf("%w: %w", ErrRetryRefused, err)
 	}
-	if c.rec != nil && !c.rec.current(areq.Body) {
-		cur, ok := c.rec.claim()
+	if c.replay != nil && !c.replay.current(areq.Body) {
+		cur, ok := c.replay.claim()
 		if !ok {
 			return errBodyNotReplayable
 		}
@@ -412,10 +412,10 @@ func (c *call) release() {
 	if c.resp == nil {
 		return
 	}
-	p := &c.st.p
+	p := &c.cp.p
 	d := p.ReadTimeout
-	if !c.budgetEnd.IsZero() {
-		d = min(d, c.budgetEnd.Sub(c.t.now())/2)
+	if !c.timeEnd.IsZero() {
+		d = min(d, c.timeEnd.Sub(c.t.now())/2)
 	}
 	drain(c.resp, p.MaxDrain, d)
 	c.resp = nil
@@ -432,15 +432,15 @@ func (c *call) release() {
 func (c *call) abandon(reason error) (*http.Response, error) {
 	c.unpace()
 	if c.attempt == 0 {
-		if c.rec == nil {
-			closeReader(c.req.Body) // with a recorder, finish closes it
+		if c.replay == nil {
+			closeReader(c.req.Body) // with a replay buffer, finish closes it
 		}
 		ev := c.event(nil, nil, classify.Outcome{})
 		if c.route != nil {
 			c.routed(&ev)
 		}
 		ev.Stop = reason
-		c.t.emitFinal(c.st, ev, true)
+		c.t.emitFinal(c.cp, ev, true)
 		return nil, fmt.Errorf("retrytransport: before the first attempt: %w", reason)
 	}
 	c.giveBack()
@@ -467,7 +467,7 @@ func (c *call) abandonUnsent(areq *http.Request, reason error) (*http.Response, 
 
 // stop ends the request after a retryable outcome that is not retried.
 func (c *call) stop(ev Event, resp *http.Response, err error, reason error) (*http.Response, error) {
-	return c.remember(c.t.stop(c.st, ev, resp, err, reason))
+	return c.remember(c.t.stop(c.cp, ev, resp, err, reason))
 }
 
 // end ends the request with its last attempt's outcome out, which is not
@@ -482,7 +482,7 @@ func (c *call) end(resp *http.Response, err error, out classify.Outcome, stop er
 			c.routed(&ev)
 		}
 		ev.Stop = stop
-		c.t.emitFinal(c.st, ev, c.attempt > 1)
+		c.t.emitFinal(c.cp, ev, c.attempt > 1)
 	}
 	return c.remember(giveUp(resp, err, c.attempt, c.waited, stop))
 }
@@ -515,7 +515,7 @@ func (c *call) routed(ev *Event) {
 	if r.sentTo == 0 {
 		ev.Endpoint = c.req.URL.Host
 	} else {
-		ev.Endpoint = c.st.endpoints.alt[r.sentTo-1].Host
+		ev.Endpoint = c.cp.endpoints.alt[r.sentTo-1].Host
 	}
 	if r.other != nil {
 		ev.Scope = r.other.scope
@@ -523,28 +523,28 @@ func (c *call) routed(ev *Event) {
 }
 
 // setUpExtras sets the call up for the features that the happy path of a
-// plain policy skips (hostState.extras): failover, hedging, and the
+// plain policy skips (compiled.extras): failover, hedging, and the
 // retry quotas that count requests.
 func (c *call) setUpExtras() {
-	st, req := c.st, c.req
-	if st.endpoints != nil && st.p.MayFailOver(req) {
-		c.route = &route{e: st.endpoints, home: c.scope}
+	cp, req := c.cp, c.req
+	if cp.endpoints != nil && cp.p.MayFailOver(req) {
+		c.route = &route{e: cp.endpoints, home: c.scope}
 		c.route.sentTo = c.route.current()
-		c.scope = st.endpointScope(req, c.route.sentTo, c.scope)
+		c.scope = cp.endpointScope(req, c.route.sentTo, c.scope)
 	}
-	c.hedging = st.mayHedge(req)
-	st.countRequest(c.home())
+	c.hedging = cp.mayHedge(req)
+	cp.countRequest(c.home())
 }
 
 // succeeded tells the retry quotas that the request's first attempt
 // succeeded, for a policy with extras.
 func (c *call) succeeded() {
-	st := c.st
-	if st.quota != nil {
-		st.quota.Success(c.successScope())
+	cp := c.cp
+	if cp.quota != nil {
+		cp.quota.Success(c.successScope())
 	}
-	if st.budget != nil {
-		st.budget.Success(c.home())
+	if cp.budget != nil {
+		cp.budget.Success(c.home())
 	}
 }
 
@@ -574,7 +574,7 @@ func (c *call) moveOn() {
 		return
 	}
 	c.route.next()
-	if s := c.st.endpointScope(c.req, c.route.current(), c.route.home); s != c.scope {
-		c.scope, c.counters = s, c.t.stats.get(s, c.st)
+	if s := c.cp.endpointScope(c.req, c.route.current(), c.route.home); s != c.scope {
+		c.scope, c.counters = s, c.t.stats.get(s, c.cp)
 	}
 }

@@ -122,14 +122,14 @@ var notReplicatedOutcome = classify.Outcome{Kind: classify.Transient, Reason: "4
 // whose scheme is that alternate's. The Host header follows: orig's for
 // the primary, the URL's for an alternate. r's URL is replaced, never
 // changed in place, as it may be shared.
-func (st *hostState) readdress(r, orig *http.Request, i int) {
+func (cp *compiled) readdress(r, orig *http.Request, i int) {
 	if i == 0 {
 		u := *r.URL
 		u.Scheme, u.Host = orig.URL.Scheme, orig.URL.Host
 		r.URL, r.Host = &u, orig.Host
 		return
 	}
-	e := st.endpoints.alt[i-1]
+	e := cp.endpoints.alt[i-1]
 	u := e.URL(r.URL)
 	if e.Scheme == "" {
 		u.Scheme = orig.URL.Scheme
@@ -139,14 +139,14 @@ func (st *hostState) readdress(r, orig *http.Request, i int) {
 
 // endpointScope returns the scope of an attempt of req sent to endpoint i:
 // its own scope (home) for the primary, else the alternate's.
-func (st *hostState) endpointScope(req *http.Request, i int, home string) string {
+func (cp *compiled) endpointScope(req *http.Request, i int, home string) string {
 	if i == 0 {
 		return home
 	}
-	if st.p.Scope == nil {
-		return canonicalHost(st.endpoints.alt[i-1].Host)
+	if cp.p.Scope == nil {
+		return canonicalHost(cp.endpoints.alt[i-1].Host)
 	}
 	r := *req
-	st.readdress(&r, req, i)
-	return st.p.Scope(&r)
+	cp.readdress(&r, req, i)
+	return cp.p.Scope(&r)
 }

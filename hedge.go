@@ -15,8 +15,8 @@ import (
 // does (an idempotency key is not enough: see classify.IdempotentMethod),
 // its body, if any, can be made again with GetBody, and no SDK that
 // retries it itself marked it (sdkRetries).
-func (st *hostState) mayHedge(req *http.Request) bool {
-	return st.hedges && classify.IdempotentMethod(req.Method) && (!hasBody(req) || req.GetBody != nil) && !st.sdkRetries(req)
+func (cp *compiled) mayHedge(req *http.Request) bool {
+	return cp.hedges && classify.IdempotentMethod(req.Method) && (!hasBody(req) || req.GetBody != nil) && !cp.sdkRetries(req)
 }
 
 // sdkRetries reports whether req bears the mark of an SDK that retries
@@ -25,8 +25,8 @@ func (st *hostState) mayHedge(req *http.Request) bool {
 // its own attempts, the transport sends each of them as few times as it
 // can (limitForSDK), and hedges would multiply them again, the SDK's last
 // attempt included. A mark with max=1 says the SDK's retries are off.
-func (st *hostState) sdkRetries(req *http.Request) bool {
-	if st.p.IgnoreSDKAttempts || len(req.Header) == 0 {
+func (cp *compiled) sdkRetries(req *http.Request) bool {
+	if cp.p.IgnoreSDKAttempts || len(req.Header) == 0 {
 		return false
 	}
 	a, ok := sdkAttemptOf(req.Header)
@@ -42,7 +42,7 @@ type entrant struct {
 	endpoint int                // where it went (see call.endpoint)
 	scope    string             // its endpoint's scope: its limiters' and outcome's
 	counters *scopeCounters     // scope's
-	qscope   string             // the scope whose retry quota it pays (hostState.quotaScope)
+	qscope   string             // the scope whose retry quota it pays (compiled.quotaScope)
 	paid     paid               // what a hedge paid the retry quotas
 	start    time.Time
 	resp     *http.Response
@@ -137,7 +137,7 @@ func (rc *race) taken(e *entrant) {
 // Each copy runs in a goroutine of its own, which ends with its round
 // trip; the hedge delay is slept in one more, which ends with the attempt.
 func (c *call) sendHedged(areq *http.Request, timeout time.Duration) (*http.Response, classify.Outcome, error) {
-	p := &c.st.p
+	p := &c.cp.p
 	copies := 1 + p.Hedge.Copies()
 	var h hedgeRun
 	h.rc = &race{results: make(chan *entrant, copies), drain: func(r *http.Response) { drain(r, p.MaxDrain, p.ReadTimeout) }}
@@ -223,25 +223,25 @@ type hedgeRun struct {
 // response that will not be retried or the caller gave up; the best
 // failure, once every copy sent has failed.
 func (c *call) takeCopy(h *hedgeRun, e *entrant) (*entrant, classify.Outcome, bool) {
-	st := c.st
+	cp := c.cp
 	h.rc.taken(e)
 	h.inflight--
-	if st.p.Hedge.Quantile > 0 {
-		e.counters.latencies().observe(c.t.now().Sub(e.start))
+	if cp.p.Hedge.Quantile > 0 {
+		c.t.behaviour.get(e.scope, c.t.now).latencies().observe(c.t.now().Sub(e.start))
 	}
 	if c.route != nil {
 		c.route.sentTo = e.endpoint
 	}
 	out, err := c.outcome(e.req, e.resp, e.err)
 	e.err = err
-	if st.recorder != nil && c.ctx.Err() == nil {
-		st.recorder.Record(e.scope, out.Kind)
+	if cp.learner != nil && c.ctx.Err() == nil {
+		cp.learner.Record(e.scope, out.Kind)
 	}
 	if out.Kind == classify.Throttle {
 		e.counters.throttles.Add(1)
 	}
-	if st.penalty {
-		c.notePenalty(e.resp, out, e.counters)
+	if cp.penalty {
+		c.notePenalty(e.resp, out, c.t.behaviour.get(e.scope, c.t.now))
 	}
 	if e.resp != nil && !out.Retryable() || c.ctx.Err() != nil {
 		return e, out, true
@@ -289,7 +289,7 @@ const (
 // for the latency quantile how long the losers had taken, and cancels,
 // drains and closes every other copy.
 func (c *call) endRace(h *hedgeRun, w *entrant, out classify.Outcome) (*http.Response, classify.Outcome, error) {
-	if c.st.p.Hedge.Quantile > 0 {
+	if c.cp.p.Hedge.Quantile > 0 {
 		c.censor(h.rc)
 	}
 	if h.kept != w {
@@ -316,7 +316,7 @@ func (c *call) censor(rc *race) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for _, e := range rc.running {
-		e.counters.latencies().observe(now.Sub(e.start))
+		c.t.behaviour.get(e.scope, c.t.now).latencies().observe(now.Sub(e.start))
 	}
 }
 
@@ -325,7 +325,7 @@ func (c *call) censor(rc *race) {
 // route pointed at its endpoint, for the events and the quotas.
 func (c *call) won(e *entrant, out classify.Outcome) (*http.Response, classify.Outcome, error) {
 	if e.n > 0 && out.Kind == classify.Success && e.err == nil {
-		c.st.refund(&e.paid, e.qscope, c.home())
+		c.cp.refund(&e.paid, e.qscope, c.home())
 	}
 	if r := c.route; r != nil {
 		r.sentTo, r.other = e.endpoint, nil
@@ -400,10 +400,10 @@ func hedgeTimer(ctx context.Context, sleep func(context.Context, time.Duration) 
 // policy's Delay, or the scope's observed Quantile, no shorter than
 // MinDelay; false when there is none yet.
 func (c *call) hedgeDelay() (time.Duration, bool) {
-	h := &c.st.p.Hedge
+	h := &c.cp.p.Hedge
 	d := h.Delay
 	if h.Quantile > 0 {
-		if q, ok := c.counters.latencies().quantile(h.Quantile); ok {
+		if q, ok := c.t.behaviour.get(c.scope, c.t.now).latencies().quantile(h.Quantile); ok {
 			d = q
 		}
 		d = max(d, h.MinDelay)
@@ -416,7 +416,7 @@ func (c *call) hedgeDelay() (time.Duration, bool) {
 // make it wait, or a fresh body cannot be had. It goes where the next
 // retry would: the request's next endpoint, if it may fail over.
 func (c *call) hedge(areq *http.Request, n int) *entrant {
-	st := c.st
+	cp := c.cp
 	endpoint := c.endpoint()
 	if c.route != nil {
 		rt := *c.route
@@ -426,37 +426,37 @@ func (c *call) hedge(areq *http.Request, n int) *entrant {
 		endpoint = rt.current()
 	}
 	home := c.home()
-	e := &entrant{n: n, endpoint: endpoint, scope: st.endpointScope(c.req, endpoint, home)}
-	e.qscope = st.quotaScope(e.scope, home)
+	e := &entrant{n: n, endpoint: endpoint, scope: cp.endpointScope(c.req, endpoint, home)}
+	e.qscope = cp.quotaScope(e.scope, home)
 	// A hedge pays as a retry after a Timeout would, and waits for nothing.
-	pd, wait, ok := st.pay(classify.Timeout, e.qscope, home, true)
+	pd, wait, ok := cp.pay(classify.Timeout, e.qscope, home, true)
 	if !ok {
 		return nil
 	}
 	e.paid = pd
 	if wait > 0 {
-		st.giveBack(&e.paid, e.qscope, home)
+		cp.giveBack(&e.paid, e.qscope, home)
 		return nil
 	}
 	r := areq.WithContext(areq.Context())
 	if endpoint != c.endpoint() {
-		st.readdress(r, c.req, endpoint) // areq's URL, as a WithBeforeRetry hook left it
+		cp.readdress(r, c.req, endpoint) // areq's URL, as a WithBeforeRetry hook left it
 	}
 	if hasBody(c.req) {
 		b, err := c.req.GetBody()
 		if err != nil || b == nil {
-			st.giveBack(&e.paid, e.qscope, home)
+			cp.giveBack(&e.paid, e.qscope, home)
 			return nil
 		}
 		r.Body = b
 	}
 	if !c.paceHedge(e.scope) {
 		closeReader(r.Body)
-		st.giveBack(&e.paid, e.qscope, home)
+		cp.giveBack(&e.paid, e.qscope, home)
 		return nil
 	}
 	c.enter(e, r)
-	e.counters = c.t.stats.get(e.scope, st)
+	e.counters = c.t.stats.get(e.scope, cp)
 	e.counters.attempts.Add(1)
 	e.counters.hedges.Add(1)
 	c.hedges++
@@ -467,10 +467,10 @@ func (c *call) hedge(areq *http.Request, n int) *entrant {
 // limiters, and reports whether it got one without waiting: a hedge is
 // worth sending now or not at all.
 func (c *call) paceHedge(scope string) bool {
-	st := c.st
+	cp := c.cp
 	var turn ratelimit.Reservation
-	if st.limiter != nil {
-		r, w, ok := st.limiter.Reserve(scope)
+	if cp.limiter != nil {
+		r, w, ok := cp.limiter.Reserve(scope)
 		if !ok {
 			return false
 		}
@@ -480,8 +480,8 @@ func (c *call) paceHedge(scope string) bool {
 		}
 		turn = r
 	}
-	if st.fixed != nil {
-		r, w, ok := st.fixed.Reserve(scope)
+	if cp.fixed != nil {
+		r, w, ok := cp.fixed.Reserve(scope)
 		if !ok || w > 0 {
 			if ok {
 				r.Cancel()

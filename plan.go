@@ -13,7 +13,7 @@ import (
 )
 
 // planRetry decides the wait before the retry that ev's outcome calls for
-// and pays for it (see hostState.pay), in the scope the retry goes to. It
+// and pays for it (see compiled.pay), in the scope the retry goes to. It
 // sets ev.Delay, ev.ServerDelay and ev.Quota, and c.paid to what was paid;
 // or, with nothing paid, it returns why there is to be no retry: the
 // server asked for more than MaxDelay, a quota cannot pay within MaxDelay,
@@ -24,19 +24,19 @@ import (
 // that goes back to the endpoint that asked for it (see backToSender); a
 // retry that fails over to another endpoint waits its backoff.
 func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
-	st := c.st
-	p := &st.p
+	cp := c.cp
+	p := &cp.p
 	now := c.t.now()
 	if !c.backToSender() {
 		resp = nil // its delay headers speak for an endpoint the retry does not go to
 	}
-	delay, server := st.delay(ev.Attempt, ev.Outcome.Kind, resp, now)
+	delay, server := cp.delay(ev.Attempt, ev.Outcome.Kind, resp, now)
 	ev.ServerDelay = server
 	if server && delay > p.MaxDelay {
 		return ErrServerDelay
 	}
 	k := ev.Outcome.Kind
-	pd, wait, ok := st.pay(k, c.quotaScope(), c.home(), !st.pacesThrottles(k))
+	pd, wait, ok := cp.pay(k, c.quotaScope(), c.home(), !cp.pacesThrottles(k))
 	if !ok {
 		return ratelimit.ErrQuotaExceeded
 	}
@@ -48,15 +48,15 @@ func (c *call) planRetry(ev *Event, resp *http.Response) (reason error) {
 		c.giveBack()
 		return ratelimit.ErrQuotaExceeded
 	}
-	if st.penalty {
-		delay = addSaturating(delay, c.counters.penalised(now, p.Penalty.Delay))
+	if cp.penalty {
+		delay = addSaturating(delay, c.t.behaviour.get(c.scope, c.t.now).penalised(now, p.Penalty.Delay))
 	}
 	if reason := c.tooLate(now, delay, true); reason != nil {
 		c.giveBack()
 		return reason
 	}
 	ev.Delay = delay
-	ev.Quota = st.quotaLevel(c.quotaScope())
+	ev.Quota = cp.quotaLevel(c.quotaScope())
 	return nil
 }
 
@@ -86,7 +86,7 @@ func addSaturating(a, b time.Duration) time.Duration {
 // TerminationBuffer before either; or it would take the request's waits
 // past MaxTotalWait (ErrBudget).
 func (c *call) tooLate(now time.Time, d time.Duration, retry bool) error {
-	p := &c.st.p
+	p := &c.cp.p
 	if p.MaxTotalWait > 0 && addSaturating(c.waited, d) > p.MaxTotalWait {
 		return ErrBudget
 	}
@@ -97,23 +97,23 @@ func (c *call) tooLate(now time.Time, d time.Duration, retry bool) error {
 	if dl, ok := c.ctx.Deadline(); ok && end.After(dl) {
 		return ErrDeadline
 	}
-	if !c.budgetEnd.IsZero() && end.After(c.budgetEnd) {
+	if !c.timeEnd.IsZero() && end.After(c.timeEnd) {
 		return ErrBudget
 	}
 	return nil
 }
 
 // quotaScope returns the scope whose retry quota pays for the current
-// attempt's retry (see hostState.quotaScope).
-func (c *call) quotaScope() string { return c.st.quotaScope(c.scope, c.home()) }
+// attempt's retry (see compiled.quotaScope).
+func (c *call) quotaScope() string { return c.cp.quotaScope(c.scope, c.home()) }
 
 // quotaScope returns the scope whose retry quota pays for a retry or hedge
 // sent to scope, for a request whose own scope is home: scope, so that a
 // dead primary does not drain a healthy secondary's bucket; but, for a
 // quota that counts requests (a ratelimit.Budget), home, where the
 // requests are counted.
-func (st *hostState) quotaScope(scope, home string) string {
-	if st.requests != nil {
+func (cp *compiled) quotaScope(scope, home string) string {
+	if cp.requests != nil {
 		return home
 	}
 	return scope
@@ -129,10 +129,10 @@ func (c *call) successScope() string {
 }
 
 // refund refunds c.paid, for a retry that succeeded.
-func (c *call) refund() { c.st.refund(&c.paid, c.quotaScope(), c.home()) }
+func (c *call) refund() { c.cp.refund(&c.paid, c.quotaScope(), c.home()) }
 
 // giveBack gives c.paid back, for a retry that will not be sent.
-func (c *call) giveBack() { c.st.giveBack(&c.paid, c.quotaScope(), c.home()) }
+func (c *call) giveBack() { c.cp.giveBack(&c.paid, c.quotaScope(), c.home()) }
 
 // paid is what the retry quotas were paid for one retry or hedge: cost
 // tokens of Quota and budget tokens of Budget.
@@ -143,16 +143,16 @@ type paid struct{ cost, budget int }
 // home, the request's own scope. It returns what was paid and the longest
 // wait the quotas ask for (their refills run at the same time; a negative
 // wait counts as none); with ok false, nothing is kept.
-func (st *hostState) pay(k classify.Kind, qscope, home string, charge bool) (pd paid, wait time.Duration, ok bool) {
-	if st.quota != nil && charge {
-		if pd.cost, wait, ok = st.quota.Acquire(qscope, k); !ok {
+func (cp *compiled) pay(k classify.Kind, qscope, home string, charge bool) (pd paid, wait time.Duration, ok bool) {
+	if cp.quota != nil && charge {
+		if pd.cost, wait, ok = cp.quota.Acquire(qscope, k); !ok {
 			return paid{}, 0, false
 		}
 	}
-	if st.budget != nil {
-		cost, w, ok := st.budget.Acquire(home, k)
+	if cp.budget != nil {
+		cost, w, ok := cp.budget.Acquire(home, k)
 		if !ok {
-			st.giveBack(&pd, qscope, home)
+			cp.giveBack(&pd, qscope, home)
 			return paid{}, 0, false
 		}
 		pd.budget, wait = cost, max(wait, w)
@@ -162,24 +162,24 @@ func (st *hostState) pay(k classify.Kind, qscope, home string, charge bool) (pd 
 
 // refund refunds pd, paid in qscope and home, for a retry or hedge that
 // was sent and succeeded, and clears it.
-func (st *hostState) refund(pd *paid, qscope, home string) {
+func (cp *compiled) refund(pd *paid, qscope, home string) {
 	if pd.cost > 0 {
-		st.quota.Refund(qscope, pd.cost)
+		cp.quota.Refund(qscope, pd.cost)
 	}
 	if pd.budget > 0 {
-		st.budget.Refund(home, pd.budget)
+		cp.budget.Refund(home, pd.budget)
 	}
 	*pd = paid{}
 }
 
 // giveBack gives pd, paid in qscope and home, back for a retry or hedge
 // that is not sent, and clears it.
-func (st *hostState) giveBack(pd *paid, qscope, home string) {
+func (cp *compiled) giveBack(pd *paid, qscope, home string) {
 	if pd.cost > 0 {
-		cancelCost(st.quota, qscope, pd.cost)
+		cancelCost(cp.quota, qscope, pd.cost)
 	}
 	if pd.budget > 0 {
-		cancelCost(st.budget, home, pd.budget)
+		cancelCost(cp.budget, home, pd.budget)
 	}
 	*pd = paid{}
 }
@@ -206,8 +206,8 @@ func cancelCost(q ratelimit.RetryQuota, scope string, cost int) {
 // while the others keep getting through, and fail requests the server
 // would admit a moment later. The AWS SDKs charge throttles, and so does
 // ratelimit.Adaptive in reference mode.
-func (st *hostState) pacesThrottles(k classify.Kind) bool {
-	return k == classify.Throttle && st.freeThrottles
+func (cp *compiled) pacesThrottles(k classify.Kind) bool {
+	return k == classify.Throttle && cp.freeThrottles
 }
 
 // throttleCharger is a limiter that says whether the retry quota should
@@ -236,16 +236,16 @@ func (c *call) pace() error {
 
 // reserve is pace without the counting.
 func (c *call) reserve() error {
-	st := c.st
-	if st.limiter != nil {
-		r, err := c.reserveFrom(st.limiter, "adaptive rate", recheckAfter)
+	cp := c.cp
+	if cp.limiter != nil {
+		r, err := c.reserveFrom(cp.limiter, "adaptive rate", recheckAfter)
 		if err != nil {
 			return err
 		}
 		c.turn = r
 	}
-	if st.fixed != nil {
-		if _, err := c.reserveFrom(st.fixed, "fixed rate", wholeWait); err != nil {
+	if cp.fixed != nil {
+		if _, err := c.reserveFrom(cp.fixed, "fixed rate", wholeWait); err != nil {
 			c.giveBackAdaptive()
 			return err
 		}
@@ -339,8 +339,8 @@ func (c *call) waitPart(part, whole time.Duration) error {
 // the backoff capped at MaxDelay. A server delay is never jittered; with a
 // ServerDelayBound it is kept between the backoff and the backoff plus the
 // bound. The caller refuses a server delay above MaxDelay.
-func (st *hostState) delay(n int, k classify.Kind, resp *http.Response, now time.Time) (d time.Duration, server bool) {
-	p := &st.p
+func (cp *compiled) delay(n int, k classify.Kind, resp *http.Response, now time.Time) (d time.Duration, server bool) {
+	p := &cp.p
 	strategy := p.Backoff
 	if k == classify.Throttle && p.ThrottleBackoff != nil {
 		strategy = p.ThrottleBackoff
