@@ -16,19 +16,19 @@ const (
 	lengthWrong
 )
 
-// bodyLengthWrong is lengthMismatch for the call's request, measuring a
+// bodyLengthWrong is lengthMismatch for the caller's request, measuring a
 // body with GetBody at most once per request.
-func (c *call) bodyLengthWrong() bool {
-	if c.replay != nil {
-		return lengthMismatch(c.req, c.replay, 0)
+func (r *request) bodyLengthWrong() bool {
+	if r.replay != nil {
+		return lengthMismatch(r.req, r.replay, 0)
 	}
-	if c.length == lengthUnknown {
-		c.length = lengthRight
-		if lengthMismatch(c.req, nil, c.cp.p.MaxBodyBuffer) {
-			c.length = lengthWrong
+	if r.length == lengthUnknown {
+		r.length = lengthRight
+		if lengthMismatch(r.req, nil, r.cp.p.MaxBodyBuffer) {
+			r.length = lengthWrong
 		}
 	}
-	return c.length == lengthWrong
+	return r.length == lengthWrong
 }
 
 // lengthMismatch reports whether req's body provably is not

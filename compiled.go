@@ -25,10 +25,10 @@ type compiled struct {
 	endpoints      *endpoints               // Policy.Endpoints in LocationMode's order; nil when the policy does not fail over
 	hedges         bool                     // the policy hedges (Policy.Hedge)
 	penalty        bool                     // the policy has a Penalty that can apply
-	extras         bool                     // any of endpoints, hedges, budget or requests: the happy path must look at them
+	learnsLatency  bool                     // the policy hedges after a latency quantile (Policy.Hedge.Quantile)
 	err            error                    // why the policy cannot be used: New's configuration error
 	customClassify bool                     // Classify was set: it may read any response body
-	direct         bool                     // one attempt, no pacing, no time bounds: the base transport alone
+	unclassified   bool                     // one attempt, no pacing, no time bounds: a response is the caller's as the base transport returned it
 }
 
 // compile resolves p. A quota the Transport creates runs on the
@@ -55,8 +55,8 @@ func compile(p policy.Policy, now func() time.Time) *compiled {
 	cp.endpoints, cp.err = newEndpoints(&cp.p)
 	cp.hedges = cp.p.Hedge.Enabled()
 	cp.penalty = cp.p.Penalty.Enabled()
-	cp.extras = cp.endpoints != nil || cp.hedges || cp.budget != nil || cp.requests != nil
-	cp.direct = cp.p.MaxAttempts == 1 && cp.limiter == nil && cp.fixed == nil &&
+	cp.learnsLatency = cp.hedges && cp.p.Hedge.Quantile > 0
+	cp.unclassified = cp.p.MaxAttempts == 1 && cp.limiter == nil && cp.fixed == nil &&
 		cp.p.AttemptTimeout == 0 && cp.p.MaxTotalTime == 0 && cp.p.AttemptHeader == "" &&
 		cp.endpoints == nil && !cp.p.Hedge.Enabled()
 	return cp

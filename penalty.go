@@ -8,28 +8,27 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 )
 
-// notePenalty starts, or starts again, the Policy.Penalty of the scope
-// whose server answered resp, classified as out, if resp signals it:
-// counters are that scope's, the attempt's, or for a hedged copy, the
-// copy's. Every response is noted, retried or not, and for a hedged
-// attempt every copy's, the losers' included: the server said it is busy
-// whichever result the attempt took. A response classified Success is not
-// read for a code, nor noted: its body is the caller's to stream.
-func (c *call) notePenalty(resp *http.Response, out classify.Outcome, b *scopeBehaviour) {
-	if out.Kind == classify.Success || !c.signals(resp) {
+// notePenalty starts, or starts again, the Policy.Penalty of a's scope if
+// a's response signals it. Every response is noted, retried or not, and
+// for a hedged attempt every copy's, the losers' included: the server said
+// it is busy whichever result the attempt took. A response classified
+// Success is not read for a code, nor noted: its body is the caller's to
+// stream.
+func (r *request) notePenalty(a *attempt) {
+	if a.out.Kind == classify.Success || !r.signals(a.resp) {
 		return
 	}
-	b.penalise(c.t.now(), c.cp.p.Penalty.Period())
+	a.behaviour.penalise(r.t.now(), r.cp.p.Penalty.Period())
 }
 
 // signals reports whether resp signals the policy's Penalty, reading its
 // error code, if need be, within ReadTimeout, as classification does.
-func (c *call) signals(resp *http.Response) bool {
-	pen := &c.cp.p.Penalty
+func (r *request) signals(resp *http.Response) bool {
+	pen := &r.cp.p.Penalty
 	if resp == nil || !hasReadableBody(resp) || len(pen.Codes) == 0 {
 		return pen.Signals(resp) // the status alone: no body to read
 	}
-	tb := boundReads(resp, c.cp.p.ReadTimeout)
+	tb := boundReads(resp, r.cp.p.ReadTimeout)
 	ok := pen.Signals(resp)
 	tb.release(resp)
 	return ok

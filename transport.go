@@ -204,73 +204,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeReader(req.Body)
 		return nil, cp.err
 	}
-	if cp.direct && t.final == nil { // a final observer needs the outcome classified
-		scope := cp.scope(req)
-		t.stats.get(scope, cp).attempts.Add(1)
-		cp.countRequest(scope)
-		resp, err := t.base.RoundTrip(req)
-		if resp == nil && err == nil {
-			err = errNoResponse
-		}
-		if err != nil {
-			return t.failedOnce(cp, req, scope, err)
-		}
-		return resp, nil
-	}
-	return t.roundTrip(req, cp)
-}
-
-// failedOnce ends a request whose only allowed attempt failed with err.
-func (t *Transport) failedOnce(cp *compiled, req *http.Request, scope string, err error) (*http.Response, error) {
-	out := cp.errorOutcome(req, err)
-	if !out.Retryable() {
-		return nil, &RetryError{Attempts: 1, Reason: finalReason(req.Context()), Err: err}
-	}
-	// The reason the loop would give, had the policy allowed more attempts.
-	reason := ErrExhausted
-	if !out.Unprocessed && !cp.idempotent(req) {
-		reason = ErrNotRetryable
-	}
-	ev := Event{Request: req, Scope: scope, Attempt: 1, Outcome: out, Err: err, Quota: -1}
-	return t.stop(cp, ev, nil, err, reason)
-}
-
-// finalReason is why a Fatal outcome ends a request: the caller's own
-// cancellation, if the context is done, else ErrNotRetryable.
-func finalReason(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return ErrNotRetryable
-}
-
-// stop ends the loop for a retryable outcome that will not be retried: it
-// tells the observer why, in the request's final event, and returns what
-// the caller gets.
-func (t *Transport) stop(cp *compiled, ev Event, resp *http.Response, err error, reason error) (*http.Response, error) {
-	ev.Stop = reason
-	t.emitFinal(cp, ev, true)
-	return giveUp(resp, err, ev.Attempt, ev.Waited, reason)
-}
-
-// emitFinal hands ev, the request's last Event, with the scope's quota
-// level as the request leaves it, to the final observers and, if the
-// request is one they hear about (observed), to the observers and the
-// logger.
-func (t *Transport) emitFinal(cp *compiled, ev Event, observed bool) {
-	observed = observed && (t.observe != nil || t.logger != nil)
-	if !observed && t.final == nil {
-		return
-	}
-	ev.Final = true
-	ev.Delay, ev.ServerDelay = 0, false
-	ev.Quota = cp.quotaLevel(ev.Scope)
-	if observed {
-		t.emit(ev)
-	}
-	if t.final != nil {
-		t.final(ev)
-	}
+	var r request
+	r.start(t, req, cp)
+	return r.run()
 }
 
 // fanOut returns one function that calls each of fs in turn, or nil for
@@ -287,18 +223,6 @@ func fanOut(fs []func(Event)) func(Event) {
 			f(ev)
 		}
 	}
-}
-
-// giveUp returns the last attempt's result: its response untouched, or its
-// error wrapped in a *RetryError.
-func giveUp(resp *http.Response, err error, attempts int, waited time.Duration, reason error) (*http.Response, error) {
-	if resp != nil {
-		return resp, nil
-	}
-	if err == nil { // the last response was drained for a retry that then could not go
-		err = reason
-	}
-	return nil, &RetryError{Attempts: attempts, Reason: reason, Err: err, Waited: waited}
 }
 
 // closeReader closes rc if there is one.
