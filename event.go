@@ -67,11 +67,10 @@ type Event struct {
 	// Waited is the time the request has waited before its attempts so
 	// far, Delay not included (see Attempts); in a final Event, in all.
 	Waited time.Duration
-	// Quota is the level, after this decision, of the retry quota bucket
-	// that Scope's attempts pay into, in tokens; -1 when the policy has no
-	// quota. Every field of an Event describes its one attempt in one
-	// scope: a retry that fails over to another endpoint is paid for in
-	// the scope it goes to, whose level that retry's own Event reports.
+	// Quota is the retry quota level of the request's scope after this
+	// decision, in tokens; -1 when the policy has no quota. For a retry
+	// that fails over to another endpoint, it is the level of the scope
+	// the retry goes to, which paid for it.
 	Quota float64
 	// Final reports that this is the request's last Event: it ends with
 	// this attempt's result.

@@ -163,10 +163,14 @@ func giveUp(resp *http.Response, err error, attempts int, waited time.Duration, 
 	return nil, &RetryError{Attempts: attempts, Reason: reason, Err: err, Waited: waited}
 }
 
-// announce tells the observers that a retry follows a, after a.wait.
+// announce tells the observers that a retry follows a, after a.wait. Its
+// Event's Quota is the level of the quota that paid for the retry, in the
+// scope the retry goes to (Event.Quota).
 func (r *request) announce(a *attempt) {
 	if r.t.observe != nil || r.t.logger != nil {
-		r.t.emit(r.event(a))
+		ev := r.event(a)
+		ev.Quota = r.cp.quotaLevel(a.paidIn)
+		r.t.emit(ev)
 	}
 }
 
@@ -192,11 +196,11 @@ func (r *request) emitFinal(a *attempt, stop error, observed bool) {
 
 // event returns the Event of a, the attempt sent last (none, before the
 // first attempt): its scope and endpoint, its result and the wait decided
-// after it, and the level of the retry quota its scope pays into.
+// after it, and the level of its scope's retry quota.
 func (r *request) event(a *attempt) Event {
 	ev := Event{Request: r.req, Scope: a.scope, Attempt: r.n, Hedges: r.hedges,
 		Outcome: a.out, Err: a.err, Delay: a.wait, ServerDelay: a.server, Waited: r.waited,
-		Quota: r.cp.quotaLevel(r.cp.quotaScope(a.scope, r.home))}
+		Quota: r.cp.quotaLevel(a.scope)}
 	if a.resp != nil {
 		ev.StatusCode = a.resp.StatusCode
 	}
