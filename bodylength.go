@@ -16,19 +16,19 @@ const (
 	lengthWrong
 )
 
-// bodyLengthWrong is lengthMismatch for the call's request, measuring a
+// bodyLengthWrong is lengthMismatch for the caller's request, measuring a
 // body with GetBody at most once per request.
-func (c *call) bodyLengthWrong() bool {
-	if c.rec != nil {
-		return lengthMismatch(c.req, c.rec, 0)
+func (r *request) bodyLengthWrong() bool {
+	if r.replay != nil {
+		return lengthMismatch(r.req, r.replay, 0)
 	}
-	if c.length == lengthUnknown {
-		c.length = lengthRight
-		if lengthMismatch(c.req, nil, c.st.p.MaxBodyBuffer) {
-			c.length = lengthWrong
+	if r.length == lengthUnknown {
+		r.length = lengthRight
+		if lengthMismatch(r.req, nil, r.cp.p.MaxBodyBuffer) {
+			r.length = lengthWrong
 		}
 	}
-	return c.length == lengthWrong
+	return r.length == lengthWrong
 }
 
 // lengthMismatch reports whether req's body provably is not
@@ -43,13 +43,13 @@ func (c *call) bodyLengthWrong() bool {
 // GetBody is measured through a fresh copy, at most ContentLength+1 bytes,
 // and only up to limit bytes, so that a large upload is not read once more
 // just to be checked. A body whose length is not known is not wrong.
-func lengthMismatch(req *http.Request, rec *recorder, limit int64) bool {
+func lengthMismatch(req *http.Request, replay *replayBuffer, limit int64) bool {
 	want := req.ContentLength
 	if want <= 0 || req.Body == nil || req.Body == http.NoBody {
 		return false
 	}
-	if rec != nil {
-		n, known := rec.length()
+	if replay != nil {
+		n, known := replay.length()
 		return known && n != want
 	}
 	if req.GetBody == nil || want > limit {

@@ -90,8 +90,8 @@ func (b *timedBody) release(resp *http.Response) {
 // classifier may read any body; the standard one reads only those of
 // failed responses (status 400 and above). Bodies without readable content
 // (see hasReadableBody) are left alone.
-func (st *hostState) mayBeRead(resp *http.Response) bool {
-	return hasReadableBody(resp) && (st.customClassify || resp.StatusCode >= 400)
+func (cp *compiled) mayBeRead(resp *http.Response) bool {
+	return hasReadableBody(resp) && (cp.customClassify || resp.StatusCode >= 400)
 }
 
 // drain reads up to max bytes of a failed response's body, for at most d,

@@ -59,13 +59,10 @@ func newEndpoints(p *policy.Policy) (*endpoints, error) {
 // which endpoints it has seen fail.
 type route struct {
 	e           *endpoints
-	home        string   // the request's own scope
-	sentTo      int      // the endpoint the last result came from: the attempt's, or a hedge's
-	pos         int      // the current attempt's place in e.order
-	failed      uint64   // bit i: endpoint i failed an attempt of this request
-	primaryOnly bool     // a secondary answered 404: the rest go to the primary
-	toPrimary   bool     // the current attempt got that 404: the next goes to the primary
-	other       *entrant // the hedge whose result the last attempt took, if it went to another endpoint; else nil
+	pos         int    // the current attempt's place in e.order
+	failed      uint64 // bit i: endpoint i failed an attempt of this request
+	primaryOnly bool   // a secondary answered 404: the rest go to the primary
+	toPrimary   bool   // an attempt got that 404: the next goes to the primary
 }
 
 // current returns the endpoint of the current attempt: 0 for the primary.
@@ -98,17 +95,13 @@ func (r *route) next() {
 	r.pos = (r.pos + 1) % n
 }
 
-// notReplicated reports whether an attempt's response says the secondary
-// it went to does not have the data yet, so that the primary should be
-// asked: a 404 from a secondary (sentTo is not 0), when the primary is
-// among the endpoints.
-// It then sends the request's remaining attempts to the primary.
-func (r *route) notReplicated(resp *http.Response) bool {
-	if resp == nil || resp.StatusCode != http.StatusNotFound || r.sentTo == 0 || !r.e.primary {
-		return false
-	}
-	r.toPrimary = true
-	return true
+// notReplicated reports whether the response of an attempt sent to
+// endpoint says that the secondary does not have the data yet, so that
+// the primary should be asked: a 404 from a secondary (endpoint is not
+// 0), when the primary is among the endpoints. The attempt's settle then
+// sends the request's remaining attempts to the primary (toPrimary).
+func (r *route) notReplicated(resp *http.Response, endpoint int) bool {
+	return resp != nil && resp.StatusCode == http.StatusNotFound && endpoint != 0 && r.e.primary
 }
 
 // notReplicatedOutcome is the outcome of a 404 from a secondary that sends
@@ -122,14 +115,14 @@ var notReplicatedOutcome = classify.Outcome{Kind: classify.Transient, Reason: "4
 // whose scheme is that alternate's. The Host header follows: orig's for
 // the primary, the URL's for an alternate. r's URL is replaced, never
 // changed in place, as it may be shared.
-func (st *hostState) readdress(r, orig *http.Request, i int) {
+func (cp *compiled) readdress(r, orig *http.Request, i int) {
 	if i == 0 {
 		u := *r.URL
 		u.Scheme, u.Host = orig.URL.Scheme, orig.URL.Host
 		r.URL, r.Host = &u, orig.Host
 		return
 	}
-	e := st.endpoints.alt[i-1]
+	e := cp.endpoints.alt[i-1]
 	u := e.URL(r.URL)
 	if e.Scheme == "" {
 		u.Scheme = orig.URL.Scheme
@@ -137,16 +130,25 @@ func (st *hostState) readdress(r, orig *http.Request, i int) {
 	r.URL, r.Host = u, ""
 }
 
+// host returns the host (host:port) of endpoint i of req: its URL's own
+// for the primary (i 0), else the alternate's.
+func (cp *compiled) host(req *http.Request, i int) string {
+	if i == 0 {
+		return req.URL.Host
+	}
+	return cp.endpoints.alt[i-1].Host
+}
+
 // endpointScope returns the scope of an attempt of req sent to endpoint i:
 // its own scope (home) for the primary, else the alternate's.
-func (st *hostState) endpointScope(req *http.Request, i int, home string) string {
+func (cp *compiled) endpointScope(req *http.Request, i int, home string) string {
 	if i == 0 {
 		return home
 	}
-	if st.p.Scope == nil {
-		return canonicalHost(st.endpoints.alt[i-1].Host)
+	if cp.p.Scope == nil {
+		return canonicalHost(cp.endpoints.alt[i-1].Host)
 	}
 	r := *req
-	st.readdress(&r, req, i)
-	return st.p.Scope(&r)
+	cp.readdress(&r, req, i)
+	return cp.p.Scope(&r)
 }

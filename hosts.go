@@ -13,21 +13,21 @@ import (
 // a trailing dot, on the hostname or the pattern, are ignored: as in DNS,
 // "api.example.com." is the same name as "api.example.com".
 type hostTable struct {
-	def   *hostState
-	exact map[string]*hostState
+	def   *compiled
+	exact map[string]*compiled
 	wild  []wildEntry // longest suffix first
 }
 
 type wildEntry struct {
 	suffix string // ".example.com" for "*.example.com"
-	st     *hostState
+	cp     *compiled
 }
 
-// add registers st under pattern. Patterns are case-insensitive, an IPv6
+// add registers cp under pattern. Patterns are case-insensitive, an IPv6
 // literal may be given with or without brackets, and a fully qualified
 // name with or without its trailing dot. The options that take patterns
 // have checked them, so an error here is a bug.
-func (h *hostTable) add(pattern string, st *hostState) error {
+func (h *hostTable) add(pattern string, cp *compiled) error {
 	if err := policy.CheckPattern(pattern); err != nil {
 		return fmt.Errorf("retrytransport: %w", err)
 	}
@@ -35,18 +35,18 @@ func (h *hostTable) add(pattern string, st *hostState) error {
 	if suffix, ok := strings.CutPrefix(pattern, "*"); ok {
 		for i := range h.wild {
 			if h.wild[i].suffix == suffix {
-				h.wild[i].st = st
+				h.wild[i].cp = cp
 				return nil
 			}
 		}
-		h.wild = append(h.wild, wildEntry{suffix, st})
+		h.wild = append(h.wild, wildEntry{suffix, cp})
 		sort.SliceStable(h.wild, func(i, j int) bool { return len(h.wild[i].suffix) > len(h.wild[j].suffix) })
 		return nil
 	}
 	if h.exact == nil {
-		h.exact = make(map[string]*hostState)
+		h.exact = make(map[string]*compiled)
 	}
-	h.exact[pattern] = st
+	h.exact[pattern] = cp
 	return nil
 }
 
@@ -66,7 +66,7 @@ func patternKey(pattern string) string {
 // lookup returns the state for hostname, ignoring case and one trailing
 // dot. It does not allocate for lower-case hostnames, which is what
 // url.Parse gives for most URLs, with or without the dot.
-func (h *hostTable) lookup(hostname string) *hostState {
+func (h *hostTable) lookup(hostname string) *compiled {
 	if len(h.exact) == 0 && len(h.wild) == 0 {
 		return h.def
 	}
@@ -76,12 +76,12 @@ func (h *hostTable) lookup(hostname string) *hostState {
 	if hasUpper(hostname) {
 		hostname = strings.ToLower(hostname)
 	}
-	if st, ok := h.exact[hostname]; ok {
-		return st
+	if cp, ok := h.exact[hostname]; ok {
+		return cp
 	}
 	for _, w := range h.wild {
 		if len(hostname) > len(w.suffix) && strings.HasSuffix(hostname, w.suffix) {
-			return w.st
+			return w.cp
 		}
 	}
 	return h.def

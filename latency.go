@@ -62,6 +62,14 @@ func (h *latencyHist) observe(d time.Duration) {
 	h.mu.Unlock()
 }
 
+// learned reports whether h has seen enough samples for its quantiles to
+// be used.
+func (h *latencyHist) learned() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.total >= latencyMinSamples
+}
+
 // quantile returns the q quantile of the latencies observed, rounded up to
 // its bucket's top, or false while too few have been seen.
 func (h *latencyHist) quantile(q float64) (time.Duration, bool) {

@@ -8,28 +8,27 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 )
 
-// notePenalty starts, or starts again, the Policy.Penalty of the scope
-// whose server answered resp, classified as out, if resp signals it:
-// counters are that scope's, the attempt's, or for a hedged copy, the
-// copy's. Every response is noted, retried or not, and for a hedged
-// attempt every copy's, the losers' included: the server said it is busy
-// whichever result the attempt took. A response classified Success is not
-// read for a code, nor noted: its body is the caller's to stream.
-func (c *call) notePenalty(resp *http.Response, out classify.Outcome, counters *scopeCounters) {
-	if out.Kind == classify.Success || !c.signals(resp) {
+// notePenalty starts, or starts again, the Policy.Penalty of a's scope if
+// a's response signals it. Every response is noted, retried or not, and
+// for a hedged attempt every copy's, the losers' included: the server said
+// it is busy whichever result the attempt took. A response classified
+// Success is not read for a code, nor noted: its body is the caller's to
+// stream.
+func (r *request) notePenalty(a *attempt) {
+	if a.out.Kind == classify.Success || !r.signals(a.resp) {
 		return
 	}
-	counters.penalise(c.t.now(), c.st.p.Penalty.Period())
+	a.behaviour.penalise(r.t.now(), r.cp.p.Penalty.Period())
 }
 
 // signals reports whether resp signals the policy's Penalty, reading its
 // error code, if need be, within ReadTimeout, as classification does.
-func (c *call) signals(resp *http.Response) bool {
-	pen := &c.st.p.Penalty
+func (r *request) signals(resp *http.Response) bool {
+	pen := &r.cp.p.Penalty
 	if resp == nil || !hasReadableBody(resp) || len(pen.Codes) == 0 {
 		return pen.Signals(resp) // the status alone: no body to read
 	}
-	tb := boundReads(resp, c.st.p.ReadTimeout)
+	tb := boundReads(resp, r.cp.p.ReadTimeout)
 	ok := pen.Signals(resp)
 	tb.release(resp)
 	return ok
@@ -48,13 +47,13 @@ type penaltyPeriod struct{ start, end time.Time }
 // ended starts a new one; one that ended before the period began (noted
 // late) changes nothing. The end keeps now's monotonic clock reading, if
 // it has one, so that a step of the wall clock does not move it.
-func (c *scopeCounters) penalise(now time.Time, d time.Duration) {
+func (b *scopeBehaviour) penalise(now time.Time, d time.Duration) {
 	end := now.Add(d)
 	if end.Before(now) { // d overflowed
 		end = now.Add(math.MaxInt64)
 	}
 	for {
-		old := c.penalty.Load()
+		old := b.penalty.Load()
 		p := &penaltyPeriod{start: now, end: end}
 		if old != nil && !now.After(old.end) {
 			if end.Before(old.start) {
@@ -75,7 +74,7 @@ func (c *scopeCounters) penalise(now time.Time, d time.Duration) {
 				return
 			}
 		}
-		if c.penalty.CompareAndSwap(old, p) {
+		if b.penalty.CompareAndSwap(old, p) {
 			return
 		}
 	}
@@ -85,8 +84,8 @@ func (c *scopeCounters) penalise(now time.Time, d time.Duration) {
 // now, and 0 otherwise. A clock read before the period began, one without
 // a monotonic reading (WithClock) stepped back, ends it: how much of it
 // went by is not known, and a step back must not make it longer.
-func (c *scopeCounters) penalised(now time.Time, delay time.Duration) time.Duration {
-	if p := c.penalty.Load(); p != nil && !now.Before(p.start) && now.Before(p.end) {
+func (b *scopeBehaviour) penalised(now time.Time, delay time.Duration) time.Duration {
+	if p := b.penalty.Load(); p != nil && !now.Before(p.start) && now.Before(p.end) {
 		return delay
 	}
 	return 0

@@ -12,7 +12,7 @@ import (
 func TestPenaltyRenewalKeepsThePeriodsStart(t *testing.T) {
 	t0 := time.Now()
 	const period, delay = 10 * time.Second, 5 * time.Second
-	var c scopeCounters
+	var c scopeBehaviour
 	c.penalise(t0, period)
 	read := t0.Add(time.Second)               // a retry reads the clock
 	c.penalise(t0.Add(2*time.Second), period) // a concurrent signal renews the penalty
@@ -32,7 +32,7 @@ func TestPenaltyRenewalKeepsThePeriodsStart(t *testing.T) {
 func TestPenaltyAfterItsPeriodStartsAnew(t *testing.T) {
 	t0 := time.Now()
 	const period, delay = 10 * time.Second, 5 * time.Second
-	var c scopeCounters
+	var c scopeBehaviour
 	c.penalise(t0, period)
 	c.penalise(t0.Add(20*time.Second), period)
 	if got := c.penalised(t0.Add(15*time.Second), delay); got != 0 {
@@ -49,7 +49,7 @@ func TestPenaltyAfterItsPeriodStartsAnew(t *testing.T) {
 func TestPenaltySignalNotedLateMovesTheStartBack(t *testing.T) {
 	t0 := time.Now()
 	const period, delay = 10 * time.Second, 5 * time.Second
-	var c scopeCounters
+	var c scopeBehaviour
 	c.penalise(t0.Add(2*time.Second), period) // the later signal, noted first
 	c.penalise(t0, period)
 	if got := c.penalised(t0.Add(time.Second), delay); got != delay {

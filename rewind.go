@@ -14,7 +14,7 @@ var errStaleBody = errors.New("retrytransport: request body taken over by a late
 // the recording cap or its source has failed.
 var errNotReplayable = errors.New("retrytransport: request body cannot be replayed: it grew past Policy.MaxBodyBuffer or its reader failed")
 
-// recorder makes a request body without GetBody replayable. It records the
+// replayBuffer makes a request body without GetBody replayable. It records the
 // bytes the base transport reads, up to max, and hands each attempt a
 // cursor that replays the recorded bytes and then goes on reading the
 // original body (recording as it goes). Every attempt thus sends the
@@ -24,7 +24,7 @@ var errNotReplayable = errors.New("retrytransport: request body cannot be replay
 // The original body is closed once the transport is done with the request
 // and the current attempt's cursor has been closed by the base transport,
 // which may happen after RoundTrip returns.
-type recorder struct {
+type replayBuffer struct {
 	readMu sync.Mutex // serialises reads of src; never held with mu waiting on it
 	src    io.ReadCloser
 
@@ -40,8 +40,8 @@ type recorder struct {
 	closed   bool // src closed
 }
 
-func newRecorder(src io.ReadCloser, max int64) *recorder {
-	return &recorder{src: src, max: max}
+func newReplayBuffer(src io.ReadCloser, max int64) *replayBuffer {
+	return &replayBuffer{src: src, max: max}
 }
 
 // claim returns a cursor for a new attempt that will yield the whole body,
@@ -51,7 +51,7 @@ func newRecorder(src io.ReadCloser, max int64) *recorder {
 // so that what the body will hold is not known yet. It is called just
 // before the attempt is sent, once the earlier attempts have had their
 // chance to finish with the body.
-func (r *recorder) claim() (*cursor, bool) {
+func (r *replayBuffer) claim() (*cursor, bool) {
 	if !r.readMu.TryLock() {
 		return nil, false
 	}
@@ -67,7 +67,7 @@ func (r *recorder) claim() (*cursor, bool) {
 
 // current reports whether body is the cursor that the last claim handed
 // out.
-func (r *recorder) current(body io.ReadCloser) bool {
+func (r *replayBuffer) current(body io.ReadCloser) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := body.(*cursor)
@@ -76,7 +76,7 @@ func (r *recorder) current(body io.ReadCloser) bool {
 
 // rewind is a GetBody for attempt requests: a new cursor if the body can
 // still be replayed whole.
-func (r *recorder) rewind() (io.ReadCloser, error) {
+func (r *replayBuffer) rewind() (io.ReadCloser, error) {
 	c, ok := r.claim()
 	if !ok {
 		return nil, errNotReplayable
@@ -86,20 +86,20 @@ func (r *recorder) rewind() (io.ReadCloser, error) {
 
 // replayable reports whether a new cursor would yield the whole body: no
 // bytes were lost past the cap, and the source has not failed.
-func (r *recorder) replayable() bool {
+func (r *replayBuffer) replayable() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.replayableLocked()
 }
 
 // replayableLocked is replayable for a caller that holds r.mu.
-func (r *recorder) replayableLocked() bool {
+func (r *replayBuffer) replayableLocked() bool {
 	return !r.overflow && (r.err == nil || r.err == io.EOF)
 }
 
 // failure returns the error the source returned, if it failed: an error
 // of the caller's body, not of the network.
-func (r *recorder) failure() error {
+func (r *replayBuffer) failure() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.err == io.EOF {
@@ -110,7 +110,7 @@ func (r *recorder) failure() error {
 
 // length returns the body's length once the source has been read to its
 // end, and false before.
-func (r *recorder) length() (int64, bool) {
+func (r *replayBuffer) length() (int64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.read, r.err == io.EOF
@@ -123,7 +123,7 @@ func (r *recorder) length() (int64, bool) {
 // transport drops a copy it rewound when the request's context ends during
 // its own backoff. The source is then closed at once, or, if a read of it
 // is in flight, as soon as that read ends.
-func (r *recorder) finish(failed bool) {
+func (r *replayBuffer) finish(failed bool) {
 	r.mu.Lock()
 	r.done = true
 	r.orphaned = failed
@@ -138,7 +138,7 @@ func (r *recorder) finish(failed bool) {
 	}
 }
 
-func (r *recorder) closeSrc() {
+func (r *replayBuffer) closeSrc() {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -151,7 +151,7 @@ func (r *recorder) closeSrc() {
 
 // cursor is one attempt's view of the body.
 type cursor struct {
-	r      *recorder
+	r      *replayBuffer
 	pos    int64 // guarded by r.mu
 	closed bool  // guarded by r.mu
 }

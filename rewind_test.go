@@ -19,7 +19,7 @@ type countingCloser struct {
 func (c *countingCloser) Close() error { c.closes++; return nil }
 
 // claim returns r's cursor for a new attempt, failing t if there is none.
-func claim(t *testing.T, r *recorder) *cursor {
+func claim(t *testing.T, r *replayBuffer) *cursor {
 	t.Helper()
 	c, ok := r.claim()
 	if !ok {
@@ -30,7 +30,7 @@ func claim(t *testing.T, r *recorder) *cursor {
 
 func TestRecorderReplaysAfterPartialRead(t *testing.T) {
 	src := &countingCloser{Reader: strings.NewReader("hello, world")}
-	r := newRecorder(src, 1<<10)
+	r := newReplayBuffer(src, 1<<10)
 	first := claim(t, r)
 	buf := make([]byte, 5)
 	if n, err := io.ReadFull(first, buf); n != 5 || err != nil {
@@ -55,7 +55,7 @@ func TestRecorderReplaysAfterPartialRead(t *testing.T) {
 
 func TestRecorderOverflowPassesThroughAndStopsReplay(t *testing.T) {
 	payload := strings.Repeat("x", 100)
-	r := newRecorder(&countingCloser{Reader: &chunks{s: payload, n: 7}}, 10)
+	r := newReplayBuffer(&countingCloser{Reader: &chunks{s: payload, n: 7}}, 10)
 	got, err := io.ReadAll(claim(t, r))
 	if string(got) != payload || err != nil {
 		t.Errorf("read past the cap = %d bytes, %v; want all %d", len(got), err, len(payload))
@@ -69,7 +69,7 @@ func TestRecorderOverflowPassesThroughAndStopsReplay(t *testing.T) {
 }
 
 func TestRecorderExactlyAtCapIsReplayable(t *testing.T) {
-	r := newRecorder(&countingCloser{Reader: strings.NewReader("0123456789")}, 10)
+	r := newReplayBuffer(&countingCloser{Reader: strings.NewReader("0123456789")}, 10)
 	io.ReadAll(claim(t, r))
 	got, _ := io.ReadAll(claim(t, r))
 	if !r.replayable() || string(got) != "0123456789" {
@@ -79,7 +79,7 @@ func TestRecorderExactlyAtCapIsReplayable(t *testing.T) {
 
 func TestRecorderSourceErrorStopsReplay(t *testing.T) {
 	boom := errors.New("disk on fire")
-	r := newRecorder(&countingCloser{Reader: io.MultiReader(strings.NewReader("abc"), &failing{boom})}, 1<<10)
+	r := newReplayBuffer(&countingCloser{Reader: io.MultiReader(strings.NewReader("abc"), &failing{boom})}, 1<<10)
 	_, err := io.ReadAll(claim(t, r))
 	if !errors.Is(err, boom) {
 		t.Errorf("read error = %v; want the source's", err)
@@ -92,7 +92,7 @@ func TestRecorderSourceErrorStopsReplay(t *testing.T) {
 func TestRecorderClosesSourceOnceWhenDone(t *testing.T) {
 	t.Run("CursorClosedFirst", func(t *testing.T) {
 		src := &countingCloser{Reader: strings.NewReader("abc")}
-		r := newRecorder(src, 10)
+		r := newReplayBuffer(src, 10)
 		c := claim(t, r)
 		c.Close()
 		if src.closes != 0 {
@@ -105,7 +105,7 @@ func TestRecorderClosesSourceOnceWhenDone(t *testing.T) {
 	})
 	t.Run("FinishFirst", func(t *testing.T) {
 		src := &countingCloser{Reader: strings.NewReader("abc")}
-		r := newRecorder(src, 10)
+		r := newReplayBuffer(src, 10)
 		stale := claim(t, r)
 		c := claim(t, r)
 		r.finish(false)
@@ -124,7 +124,7 @@ func TestRecorderClosesSourceOnceWhenDone(t *testing.T) {
 	})
 	t.Run("NoCursor", func(t *testing.T) {
 		src := &countingCloser{Reader: strings.NewReader("abc")}
-		newRecorder(src, 10).finish(false)
+		newReplayBuffer(src, 10).finish(false)
 		if src.closes != 1 {
 			t.Errorf("source closed %d times; want 1", src.closes)
 		}
@@ -139,7 +139,7 @@ func TestRecorderClosesSourceOnceWhenDone(t *testing.T) {
 func TestRecorderConcurrentStaleReader(t *testing.T) {
 	payload := bytes.Repeat([]byte("0123456789"), 10_000)
 	for range 50 {
-		r := newRecorder(&countingCloser{Reader: &chunks{s: string(payload), n: 13}}, 1<<20)
+		r := newReplayBuffer(&countingCloser{Reader: &chunks{s: string(payload), n: 13}}, 1<<20)
 		old := claim(t, r)
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -164,7 +164,7 @@ func TestRecorderConcurrentStaleReader(t *testing.T) {
 // cursor current: the attempt that owns it may still finish its body.
 func TestRecorderClaimRefusedDuringRead(t *testing.T) {
 	pr, pw := io.Pipe()
-	r := newRecorder(pr, 1<<10)
+	r := newReplayBuffer(pr, 1<<10)
 	first := claim(t, r)
 	done := make(chan struct{})
 	go func() {
@@ -192,7 +192,7 @@ func TestRecorderClaimRefusedDuringRead(t *testing.T) {
 // still reads the whole body, but nothing more is recorded.
 func TestRecorderStopsRecordingWhenDone(t *testing.T) {
 	payload := strings.Repeat("x", 100)
-	r := newRecorder(&countingCloser{Reader: &chunks{s: payload, n: 10}}, 1<<10)
+	r := newReplayBuffer(&countingCloser{Reader: &chunks{s: payload, n: 10}}, 1<<10)
 	c := claim(t, r)
 	buf := make([]byte, 10)
 	io.ReadFull(c, buf)
@@ -226,12 +226,12 @@ type failing struct{ err error }
 func (f *failing) Read([]byte) (int, error) { return 0, f.err }
 
 func TestRecorderRewind(t *testing.T) {
-	r := newRecorder(&countingCloser{Reader: strings.NewReader("abc")}, 2)
+	r := newReplayBuffer(&countingCloser{Reader: strings.NewReader("abc")}, 2)
 	io.ReadAll(claim(t, r))
 	if _, err := r.rewind(); !errors.Is(err, errNotReplayable) {
 		t.Errorf("rewind() after overflow error = %v; want errNotReplayable", err)
 	}
-	r = newRecorder(&countingCloser{Reader: strings.NewReader("abc")}, 10)
+	r = newReplayBuffer(&countingCloser{Reader: strings.NewReader("abc")}, 10)
 	io.ReadAll(claim(t, r))
 	b, err := r.rewind()
 	if err != nil {
@@ -249,7 +249,7 @@ func TestRecorderRewind(t *testing.T) {
 func TestRecorderClosesSourceWhenTheRequestFailed(t *testing.T) {
 	t.Run("Idle", func(t *testing.T) {
 		src := &countingCloser{Reader: strings.NewReader("abc")}
-		r := newRecorder(src, 10)
+		r := newReplayBuffer(src, 10)
 		c := claim(t, r)
 		r.finish(true)
 		if src.closes != 1 {
@@ -266,7 +266,7 @@ func TestRecorderClosesSourceWhenTheRequestFailed(t *testing.T) {
 	t.Run("ReadInFlight", func(t *testing.T) {
 		pr, pw := io.Pipe()
 		src := &pipeCloser{PipeReader: pr}
-		r := newRecorder(src, 1<<10)
+		r := newReplayBuffer(src, 1<<10)
 		c := claim(t, r)
 		done := make(chan struct{})
 		go func() {

@@ -103,22 +103,22 @@ func (a sdkAttempt) attemptsFor(limit int) int {
 	return max(1, limit-(a.max-1))
 }
 
-// limitForSDK lowers c.max when the request's SDK retries it itself, and
+// limitForSDK lowers r.max when the request's SDK retries it itself, and
 // says so once per Transport.
-func (c *call) limitForSDK() {
-	a, ok := sdkAttemptOf(c.req.Header)
+func (r *request) limitForSDK() {
+	a, ok := sdkAttemptOf(r.req.Header)
 	if !ok || a.max == 1 { // no mark, or the SDK's retries are off
 		return
 	}
-	c.max = a.attemptsFor(c.max)
-	c.sdk = a.retries()
-	t := c.t
+	r.max = a.attemptsFor(r.max)
+	r.sdk = a.retries()
+	t := r.t
 	if t.logger != nil && t.sdkWarned.CompareAndSwap(false, true) {
-		t.logger.LogAttrs(c.ctx, slog.LevelWarn,
+		t.logger.LogAttrs(r.ctx, slog.LevelWarn,
 			"retrytransport: "+a.sdk.name+" retries its requests too ("+a.sdk.header+"): "+
 				"each of its attempts is sent once, and only its last, when it says which, gets the policy's other attempts. "+
 				"Turn its retries off ("+a.sdk.off+") to let the policy decide alone",
-			slog.String(a.sdk.header, c.req.Header.Get(a.sdk.header)),
-			slog.String("host", c.req.URL.Host))
+			slog.String(a.sdk.header, r.req.Header.Get(a.sdk.header)),
+			slog.String("host", r.req.URL.Host))
 	}
 }

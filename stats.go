@@ -52,16 +52,6 @@ type ScopeStats struct {
 	Fallbacks uint64
 }
 
-// latencies returns the scope's latency histogram, creating it on first
-// use.
-func (c *scopeCounters) latencies() *latencyHist {
-	if h := c.latency.Load(); h != nil {
-		return h
-	}
-	c.latency.CompareAndSwap(nil, new(latencyHist))
-	return c.latency.Load()
-}
-
 // adaptiveStater is a limiter that reports the state of its scopes, as
 // ratelimit.Adaptive does.
 type adaptiveStater interface {
@@ -78,7 +68,7 @@ func fallbacks(v any, scope string) uint64 {
 
 // scopeCounters are the live counters behind a ScopeStats.
 type scopeCounters struct {
-	st                                                       *hostState
+	cp                                                       *compiled
 	attempts, retries, throttles, quotaRefusals, rateLimited atomic.Uint64
 
 	// used is the table's epoch when the scope was last used. It sits next
@@ -86,11 +76,7 @@ type scopeCounters struct {
 	// other cache line.
 	used atomic.Uint64
 
-	// The state of the features a request uses only when it retries or
-	// hedges, after what every request touches.
-	hedges  atomic.Uint64
-	latency atomic.Pointer[latencyHist]   // for Policy.Hedge.Quantile; nil until first used
-	penalty atomic.Pointer[penaltyPeriod] // Policy.Penalty's current period; nil before the first signal
+	hedges atomic.Uint64
 }
 
 // statsTable maps scopes to their counters, and keeps at most
@@ -127,7 +113,7 @@ type statsTable struct {
 
 // get returns the counters of scope, creating them on first use, and
 // records the use.
-func (s *statsTable) get(scope string, st *hostState) *scopeCounters {
+func (s *statsTable) get(scope string, cp *compiled) *scopeCounters {
 	if v, ok := s.m.Load(scope); ok {
 		c := v.(*scopeCounters)
 		s.touch(c)
@@ -136,7 +122,7 @@ func (s *statsTable) get(scope string, st *hostState) *scopeCounters {
 	if s.n.Add(1) > maxStatsScopes {
 		s.evict()
 	}
-	c := &scopeCounters{st: st}
+	c := &scopeCounters{cp: cp}
 	c.used.Store(s.epoch.Add(1))
 	v, loaded := s.m.LoadOrStore(scope, c)
 	if loaded {
@@ -217,20 +203,20 @@ func (t *Transport) Snapshot() []ScopeStats {
 		scope := k.(string)
 		s := ScopeStats{
 			Scope:         scope,
-			Custom:        c.st.p.Scope != nil,
+			Custom:        c.cp.p.Scope != nil,
 			Attempts:      c.attempts.Load(),
 			Retries:       c.retries.Load(),
 			Hedges:        c.hedges.Load(),
 			Throttles:     c.throttles.Load(),
 			QuotaRefusals: c.quotaRefusals.Load(),
 			RateLimited:   c.rateLimited.Load(),
-			Quota:         c.st.quotaLevel(scope),
+			Quota:         c.cp.quotaLevel(scope),
 		}
-		if a, ok := c.st.limiter.(adaptiveStater); ok {
+		if a, ok := c.cp.limiter.(adaptiveStater); ok {
 			s.Adaptive = a.State(scope)
 		}
-		s.Fallbacks = fallbacks(c.st.quota, scope) + fallbacks(c.st.budget, scope) +
-			fallbacks(c.st.limiter, scope) + fallbacks(c.st.fixed, scope)
+		s.Fallbacks = fallbacks(c.cp.quota, scope) + fallbacks(c.cp.budget, scope) +
+			fallbacks(c.cp.limiter, scope) + fallbacks(c.cp.fixed, scope)
 		out = append(out, s)
 		return true
 	})

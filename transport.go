@@ -22,9 +22,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-cleanhttp"
-	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // Transport is an http.RoundTripper that sends each request through a base
@@ -110,72 +108,11 @@ type Transport struct {
 	final   func(Event) // the WithFinalObserver observers, in one; nil for none
 	logger  *slog.Logger
 	stats   statsTable
+	// behaviour is kept apart from stats, which may be evicted.
+	behaviour behaviourTable
 
 	beforeRetry func(*http.Request, Event) error // see WithBeforeRetry
 	sdkWarned   atomic.Bool                      // the SDK warning was logged
-}
-
-// hostState is a policy with its defaults filled in, and the quota that
-// this Transport uses for it.
-type hostState struct {
-	p              policy.Policy
-	quota          ratelimit.RetryQuota     // nil when the policy disables it
-	requests       ratelimit.RequestCounter // quota, if it counts requests; else nil
-	limiter        ratelimit.Limiter        // the adaptive limiter (Policy.Limiter); nil unless the policy is adaptive
-	recorder       ratelimit.Recorder       // limiter, if it learns from outcomes; else nil
-	freeThrottles  bool                     // retries after throttles cost no quota: see pacesThrottles
-	fixed          ratelimit.Limiter        // nil unless the policy has a fixed rate (Policy.RateLimit)
-	budget         ratelimit.RetryQuota     // Policy.Budget; nil for none
-	budgetRequests ratelimit.RequestCounter // budget, if it counts requests; else nil
-	endpoints      *endpoints               // Policy.Endpoints in LocationMode's order; nil when the policy does not fail over
-	hedges         bool                     // the policy hedges (Policy.Hedge)
-	penalty        bool                     // the policy has a Penalty that can apply
-	extras         bool                     // any of endpoints, hedges, budget or requests: the happy path must look at them
-	err            error                    // why the policy cannot be used: New's configuration error
-	customClassify bool                     // Classify was set: it may read any response body
-	direct         bool                     // one attempt, no pacing, no time bounds: the base transport alone
-}
-
-// newHostState resolves p. A quota the Transport creates runs on the
-// Transport's clock; a quota the user supplied keeps its own.
-func newHostState(p policy.Policy, now func() time.Time) *hostState {
-	st := &hostState{p: p.WithDefaults(), customClassify: p.Classify != nil}
-	if !p.DisableQuota {
-		st.quota = p.Quota
-		if st.quota == nil {
-			st.quota = &ratelimit.Quota{Now: now}
-		}
-	}
-	st.requests, _ = st.quota.(ratelimit.RequestCounter)
-	st.limiter = p.Limiter
-	if st.limiter == nil && p.Adaptive {
-		st.limiter = &ratelimit.Adaptive{Now: now}
-	}
-	st.recorder, _ = st.limiter.(ratelimit.Recorder)
-	c, charges := st.limiter.(throttleCharger)
-	st.freeThrottles = st.recorder != nil && !(charges && c.ChargesThrottles())
-	st.fixed = p.RateLimit
-	st.budget = p.Budget
-	st.budgetRequests, _ = st.budget.(ratelimit.RequestCounter)
-	st.endpoints, st.err = newEndpoints(&st.p)
-	st.hedges = st.p.Hedge.Enabled()
-	st.penalty = st.p.Penalty.Enabled()
-	st.extras = st.endpoints != nil || st.hedges || st.budget != nil || st.requests != nil
-	st.direct = st.p.MaxAttempts == 1 && st.limiter == nil && st.fixed == nil &&
-		st.p.AttemptTimeout == 0 && st.p.MaxTotalTime == 0 && st.p.AttemptHeader == "" &&
-		st.endpoints == nil && !st.p.Hedge.Enabled()
-	return st
-}
-
-// countRequest tells the retry quotas that count requests of a request
-// in scope, its own.
-func (st *hostState) countRequest(scope string) {
-	if st.requests != nil {
-		st.requests.Request(scope)
-	}
-	if st.budgetRequests != nil {
-		st.budgetRequests.Request(scope)
-	}
 }
 
 // New returns a Transport that sends requests through base and retries them
@@ -194,11 +131,11 @@ func New(base http.RoundTripper, opts ...Option) *Transport {
 	}
 	t := &Transport{base: base, now: c.now, sleep: c.sleep, observe: fanOut(c.observe), final: fanOut(c.final),
 		logger: c.logger, beforeRetry: c.beforeRetry}
-	t.hosts.def = newHostState(c.def, c.now)
+	t.hosts.def = compile(c.def, c.now)
 	for _, h := range c.hosts {
 		// The With* options checked the patterns already; a policy New
-		// cannot use fails only the requests it is for (hostState.err).
-		if err := t.hosts.add(h.pattern, newHostState(h.p, c.now)); err != nil && t.err == nil {
+		// cannot use fails only the requests it is for (compiled.err).
+		if err := t.hosts.add(h.pattern, compile(h.p, c.now)); err != nil && t.err == nil {
 			t.err = err
 		}
 	}
@@ -219,7 +156,7 @@ func (t *Transport) fillDefaults() {
 		t.sleep = sleepTimer
 	}
 	if t.hosts.def == nil {
-		t.hosts.def = newHostState(policy.Standard(), t.now)
+		t.hosts.def = compile(policy.Standard(), t.now)
 	}
 }
 
@@ -262,86 +199,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		return nil, errors.New("retrytransport: nil Request.URL")
 	}
-	st := t.hosts.lookup(req.URL.Hostname())
-	if st.err != nil {
+	cp := t.hosts.lookup(req.URL.Hostname())
+	if cp.err != nil {
 		closeReader(req.Body)
-		return nil, st.err
+		return nil, cp.err
 	}
-	if st.direct && t.final == nil { // a final observer needs the outcome classified
-		scope := st.scope(req)
-		t.stats.get(scope, st).attempts.Add(1)
-		st.countRequest(scope)
-		resp, err := t.base.RoundTrip(req)
-		if resp == nil && err == nil {
-			err = errNoResponse
-		}
-		if err != nil {
-			return t.failedOnce(st, req, scope, err)
-		}
-		return resp, nil
-	}
-	return t.roundTrip(req, st)
-}
-
-// failedOnce ends a request whose only allowed attempt failed with err.
-func (t *Transport) failedOnce(st *hostState, req *http.Request, scope string, err error) (*http.Response, error) {
-	out := st.errorOutcome(req, err)
-	if !out.Retryable() {
-		return nil, &RetryError{Attempts: 1, Reason: finalReason(req.Context()), Err: err}
-	}
-	// The reason the loop would give, had the policy allowed more attempts.
-	reason := ErrExhausted
-	if !out.Unprocessed && !st.idempotent(req) {
-		reason = ErrNotRetryable
-	}
-	ev := Event{Request: req, Scope: scope, Attempt: 1, Outcome: out, Err: err, Quota: -1}
-	return t.stop(st, ev, nil, err, reason)
-}
-
-// finalReason is why a Fatal outcome ends a request: the caller's own
-// cancellation, if the context is done, else ErrNotRetryable.
-func finalReason(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return ErrNotRetryable
-}
-
-// scope returns the key of req's quota and limiter buckets.
-func (st *hostState) scope(req *http.Request) string {
-	if st.p.Scope != nil {
-		return st.p.Scope(req)
-	}
-	return canonicalHost(req.URL.Host)
-}
-
-// stop ends the loop for a retryable outcome that will not be retried: it
-// tells the observer why, in the request's final event, and returns what
-// the caller gets.
-func (t *Transport) stop(st *hostState, ev Event, resp *http.Response, err error, reason error) (*http.Response, error) {
-	ev.Stop = reason
-	t.emitFinal(st, ev, true)
-	return giveUp(resp, err, ev.Attempt, ev.Waited, reason)
-}
-
-// emitFinal hands ev, the request's last Event, with the scope's quota
-// level as the request leaves it, to the final observers and, if the
-// request is one they hear about (observed), to the observers and the
-// logger.
-func (t *Transport) emitFinal(st *hostState, ev Event, observed bool) {
-	observed = observed && (t.observe != nil || t.logger != nil)
-	if !observed && t.final == nil {
-		return
-	}
-	ev.Final = true
-	ev.Delay, ev.ServerDelay = 0, false
-	ev.Quota = st.quotaLevel(ev.Scope)
-	if observed {
-		t.emit(ev)
-	}
-	if t.final != nil {
-		t.final(ev)
-	}
+	var r request
+	r.start(t, req, cp)
+	return r.run()
 }
 
 // fanOut returns one function that calls each of fs in turn, or nil for
@@ -358,44 +223,6 @@ func fanOut(fs []func(Event)) func(Event) {
 			f(ev)
 		}
 	}
-}
-
-// quotaLevel returns the level of scope's retry quota, or -1 when the
-// policy has none.
-func (st *hostState) quotaLevel(scope string) float64 {
-	if st.quota == nil {
-		return -1
-	}
-	return st.quota.Level(scope)
-}
-
-// giveUp returns the last attempt's result: its response untouched, or its
-// error wrapped in a *RetryError.
-func giveUp(resp *http.Response, err error, attempts int, waited time.Duration, reason error) (*http.Response, error) {
-	if resp != nil {
-		return resp, nil
-	}
-	if err == nil { // the last response was drained for a retry that then could not go
-		err = reason
-	}
-	return nil, &RetryError{Attempts: attempts, Reason: reason, Err: err, Waited: waited}
-}
-
-// idempotent reports whether req may be sent again after any retryable
-// outcome: its method or an idempotency key says so, or the policy treats
-// every request so.
-func (st *hostState) idempotent(req *http.Request) bool {
-	return st.p.RetryNonIdempotent || classify.IsIdempotent(req)
-}
-
-// errorOutcome classifies an attempt that got err and no response. A base
-// transport that returned neither breaks the RoundTripper contract; that
-// is final.
-func (st *hostState) errorOutcome(req *http.Request, err error) classify.Outcome {
-	if err == errNoResponse {
-		return classify.Outcome{Kind: classify.Fatal, Reason: "no response"}
-	}
-	return st.p.Classify(req, nil, err)
 }
 
 // closeReader closes rc if there is one.

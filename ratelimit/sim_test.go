@@ -112,7 +112,7 @@ func (w simWaiting) String() string {
 const simLate = 200 * time.Microsecond
 
 // simSleep is how long the transport sleeps when a reservation is not due
-// for wait (plan.go's recheckAfter): half of a wait longer than 10 ms, to ask
+// for wait (the root package's recheckAfter, pace.go): half of a wait longer than 10 ms, to ask
 // again, since a rate that rises meanwhile brings the turn forward.
 func simSleep(wait time.Duration) time.Duration {
 	if wait > 10*ms {

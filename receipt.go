@@ -1,0 +1,94 @@
+package retrytransport
+
+import (
+	"time"
+
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// receipt is a charge to a retry quota (Policy.Quota or Policy.Budget):
+// the quota, the scope whose bucket paid, and the tokens taken. Like a
+// ratelimit.Reservation, it knows how to undo itself. The zero receipt is
+// a charge of nothing, and undoing it does nothing.
+type receipt struct {
+	q     ratelimit.RetryQuota
+	scope string
+	cost  int
+}
+
+// refund gives the cost back for a retry or hedge that was sent and
+// succeeded, and clears r.
+func (r *receipt) refund() {
+	if r.cost > 0 {
+		r.q.Refund(r.scope, r.cost)
+	}
+	*r = receipt{}
+}
+
+// cancel gives the cost back for a retry or hedge that is not sent, and
+// clears r: through Cancel, for a quota whose Refund is for retries that
+// were sent (ratelimit.Canceler), else through Refund.
+func (r *receipt) cancel() {
+	if r.cost > 0 {
+		if c, ok := r.q.(ratelimit.Canceler); ok {
+			c.Cancel(r.scope, r.cost)
+		} else {
+			r.q.Refund(r.scope, r.cost)
+		}
+	}
+	*r = receipt{}
+}
+
+// payment is what the retry quotas were paid for one retry or hedge: a
+// receipt of Policy.Quota, in the scope the copy goes to (see quotaScope),
+// and one of Policy.Budget, in the request's own scope.
+type payment struct{ quota, budget receipt }
+
+// refund refunds both receipts, for a retry or hedge that succeeded.
+func (p *payment) refund() {
+	p.quota.refund()
+	p.budget.refund()
+}
+
+// cancel cancels both receipts, for a retry or hedge that is not sent.
+func (p *payment) cancel() {
+	p.quota.cancel()
+	p.budget.cancel()
+}
+
+// pay takes from the retry quotas what a retry after an outcome of kind k
+// costs: Quota's cost in qscope, unless charge is false, and Budget's in
+// home, the request's own scope. It returns the receipts and the longest
+// wait the quotas ask for (their refills run at the same time; a negative
+// wait counts as none); with ok false, nothing is kept.
+func (cp *compiled) pay(k classify.Kind, qscope, home string, charge bool) (pay payment, wait time.Duration, ok bool) {
+	if cp.quota != nil && charge {
+		cost, w, ok := cp.quota.Acquire(qscope, k)
+		if !ok {
+			return payment{}, 0, false
+		}
+		pay.quota, wait = receipt{cp.quota, qscope, cost}, w
+	}
+	if cp.budget != nil {
+		cost, w, ok := cp.budget.Acquire(home, k)
+		if !ok {
+			pay.cancel()
+			return payment{}, 0, false
+		}
+		pay.budget, wait = receipt{cp.budget, home, cost}, max(wait, w)
+	}
+	return pay, max(wait, 0), true
+}
+
+// quotaScope returns the scope whose retry quota pays for a retry or hedge
+// sent to scope, for a request whose own scope is home: scope, so that a
+// dead primary does not drain a healthy secondary's bucket; but, for a
+// quota that counts requests (a ratelimit.Budget), home, where the
+// requests are counted.
+func (cp *compiled) quotaScope(scope, home string) string {
+	if cp.requests != nil {
+		return home
+	}
+	return scope
+}
