@@ -41,7 +41,6 @@ type attempt struct {
 	dropped       bool          // the caller cancelled: resp was closed, and the caller gets the context's error
 	wait          time.Duration // the wait decided before the next attempt
 	server        bool          // wait is the server's (Retry-After)
-	paidIn        string        // the quota scope that paid for the retry after it, once decided
 }
 
 // prepare returns the next attempt, ready to be paced: its endpoint and
@@ -185,7 +184,6 @@ func (r *request) build(a *attempt, body io.ReadCloser) (*http.Request, error) {
 func (r *request) beforeRetry(a *attempt, req *http.Request, last *attempt) error {
 	announced := r.event(last)
 	announced.Waited -= last.wait
-	announced.Quota = r.cp.quotaLevel(last.paidIn)
 	if err := r.t.beforeRetry(req, announced); err != nil {
 		return fmt.Errorf("%w: %w", ErrRetryRefused, err)
 	}

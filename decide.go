@@ -126,7 +126,7 @@ func (r *request) schedule(a *attempt) error {
 		pay.cancel()
 		return stop
 	}
-	a.wait, a.paidIn, r.paid = delay, cp.quotaScope(next.scope, r.home), pay
+	a.wait, r.paid = delay, pay
 	return nil
 }
 

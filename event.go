@@ -67,10 +67,10 @@ type Event struct {
 	// Waited is the time the request has waited before its attempts so
 	// far, Delay not included (see Attempts); in a final Event, in all.
 	Waited time.Duration
-	// Quota is the retry quota level of the request's scope after this
-	// decision, in tokens; -1 when the policy has no quota. For a retry
-	// that fails over to another endpoint, it is the level of the scope
-	// the retry goes to, which paid for it.
+	// Quota is the retry quota level of Scope after this decision, in
+	// tokens; -1 when the policy has no quota. A retry pays the quota of
+	// the scope it goes to: for one that fails over to another endpoint,
+	// the payment shows in the Event of the attempt it becomes.
 	Quota float64
 	// Final reports that this is the request's last Event: it ends with
 	// this attempt's result.

@@ -163,14 +163,10 @@ func giveUp(resp *http.Response, err error, attempts int, waited time.Duration, 
 	return nil, &RetryError{Attempts: attempts, Reason: reason, Err: err, Waited: waited}
 }
 
-// announce tells the observers that a retry follows a, after a.wait. Its
-// Event's Quota is the level of the quota that paid for the retry, in the
-// scope the retry goes to (Event.Quota).
+// announce tells the observers that a retry follows a, after a.wait.
 func (r *request) announce(a *attempt) {
 	if r.t.observe != nil || r.t.logger != nil {
-		ev := r.event(a)
-		ev.Quota = r.cp.quotaLevel(a.paidIn)
-		r.t.emit(ev)
+		r.t.emit(r.event(a))
 	}
 }
 

@@ -22,17 +22,18 @@ func TestEndpointAttribute(t *testing.T) {
 		want        func(secondary string) []eventView
 	}{
 		{"Recovered", policy.PrimaryThenSecondary, 0, 200, 200, func(string) []eventView {
-			// Attempt 1 went to the primary, the URL's host: no endpoint.
+			// Attempt 1 went to the primary, the URL's host: no endpoint;
+			// its retry paid the secondary's quota, not the primary's.
 			return []eventView{{"retrytransport.retry", map[string]string{
 				"retrytransport.attempt": "1", "retrytransport.outcome": "transient", "retrytransport.reason": "status 503",
-				"http.response.status_code": "503", "retrytransport.waited_seconds": "0", "retrytransport.quota": "495",
+				"http.response.status_code": "503", "retrytransport.waited_seconds": "0", "retrytransport.quota": "500",
 				"retrytransport.delay_seconds": "0.5", "retrytransport.server_delay": "false"}}}
 		}},
 		{"GaveUpOnSecondary", policy.PrimaryThenSecondary, 2, 503, 503, func(secondary string) []eventView {
 			return []eventView{
 				{"retrytransport.retry", map[string]string{
 					"retrytransport.attempt": "1", "retrytransport.outcome": "transient", "retrytransport.reason": "status 503",
-					"http.response.status_code": "503", "retrytransport.waited_seconds": "0", "retrytransport.quota": "495",
+					"http.response.status_code": "503", "retrytransport.waited_seconds": "0", "retrytransport.quota": "500",
 					"retrytransport.delay_seconds": "0.5", "retrytransport.server_delay": "false"}},
 				{"retrytransport.give_up", map[string]string{
 					"retrytransport.attempts": "2", "retrytransport.endpoint": secondary,
@@ -46,10 +47,11 @@ func TestEndpointAttribute(t *testing.T) {
 				{"retrytransport.retry", map[string]string{
 					"retrytransport.attempt": "1", "retrytransport.endpoint": secondary,
 					"retrytransport.outcome": "transient", "retrytransport.reason": "status 503",
-					"http.response.status_code": "503", "retrytransport.waited_seconds": "0", "retrytransport.quota": "495",
+					"http.response.status_code": "503", "retrytransport.waited_seconds": "0", "retrytransport.quota": "500",
 					"retrytransport.delay_seconds": "0.5", "retrytransport.server_delay": "false"}},
-				// Each endpoint is a scope of its own, and each retry paid
-				// 5 in the scope it went to: the primary, then the secondary.
+				// Each endpoint is a scope of its own, each retry paid 5
+				// in the scope it went to (the primary, then the
+				// secondary), and each Event tells its own scope's level.
 				{"retrytransport.retry", map[string]string{
 					"retrytransport.attempt": "2", "retrytransport.outcome": "transient", "retrytransport.reason": "status 503",
 					"http.response.status_code": "503", "retrytransport.waited_seconds": "0.5", "retrytransport.quota": "495",
