@@ -86,6 +86,9 @@ type faultServer struct {
 	conns connTracker
 }
 
+// host returns the server's host:port.
+func (s *faultServer) host() string { return strings.TrimPrefix(s.URL, "http://") }
+
 // newFaultServer starts a plain HTTP/1.1 faultServer for h.
 func newFaultServer(t *testing.T, h http.Handler) *faultServer {
 	t.Helper()

@@ -23,6 +23,10 @@ import (
 // retry n waits 2^(n-1) s / 2.
 var halfJitter = backoff.FullJitter{Rand: func() float64 { return 0.5 }}
 
+// everySecond waits one second before every retry, so that a test's
+// retry waits are told apart from its hedge delays at a glance.
+var everySecond = backoff.Constant{Interval: time.Second}
+
 // step is one scripted answer of a fake server: a status (with optional
 // header and body) or a transport error.
 type step struct {
@@ -278,6 +282,17 @@ func (r *rig) stop() error {
 		}
 	}
 	return nil
+}
+
+// scopeStats returns the Snapshot entry of scope, or the zero ScopeStats
+// if the Snapshot has none.
+func (r *rig) scopeStats(scope string) retrytransport.ScopeStats {
+	for _, s := range r.Snapshot() {
+		if s.Scope == scope {
+			return s
+		}
+	}
+	return retrytransport.ScopeStats{}
 }
 
 // get sends a GET to url through r and closes the response.
