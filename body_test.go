@@ -202,7 +202,7 @@ func TestMalformedRequestIsAttemptedOnce(t *testing.T) {
 // with an empty body.
 func TestNilGetBodyResultIsNotSentEmpty(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 200}}}
-	tr, _ := newTransport(t, s, policy.Policy{})
+	tr := newRig(t, s, policy.Policy{})
 	req := newReq(t, "PUT", "http://api.example.com/", "")
 	req.Body = io.NopCloser(io.MultiReader(strings.NewReader("payload"))) // length unknown
 	req.ContentLength = -1
@@ -242,7 +242,7 @@ func TestNilGetBodyResultKeepsTheLastResponse(t *testing.T) {
 // that has a body, as net/http's own rewinding does.
 func TestBodilessRequestStaysBodilessOnRetries(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 200}}}
-	tr, _ := newTransport(t, s, policy.Policy{})
+	tr := newRig(t, s, policy.Policy{})
 	req := newReq(t, "GET", "http://api.example.com/", "")
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("stale upload")), nil }
 	resp, err := tr.RoundTrip(req)

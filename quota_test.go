@@ -42,7 +42,7 @@ func TestPolicyTakesAnyRetryQuota(t *testing.T) {
 	p := policy.Standard()
 	q := &loggedQuota{}
 	p.Quota = q
-	tr, _ := newTransport(t, s, p)
+	tr := newRig(t, s, p)
 	for range 2 { // a retry, then a first-attempt success
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
@@ -68,8 +68,8 @@ func TestRetryBudgetCountsEveryRequest(t *testing.T) {
 	p := policy.Standard()
 	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
 	p.Quota = b
-	tr, clock := newTransport(t, s, p)
-	b.Now = clock.Now
+	tr := newRig(t, s, p)
+	b.Now = tr.clock.Now
 	refused := 0
 	for range 20 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
@@ -100,8 +100,8 @@ func TestRetryBudgetCountsRequestsOfOneAttempt(t *testing.T) {
 	p := policy.None()
 	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
 	p.Quota = b
-	tr, clock := newTransport(t, s, p)
-	b.Now = clock.Now
+	tr := newRig(t, s, p)
+	b.Now = tr.clock.Now
 	for range 4 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
@@ -109,7 +109,7 @@ func TestRetryBudgetCountsRequestsOfOneAttempt(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	if l := b.LevelAt(clock.Now(), "api.example.com"); l != 2 {
+	if l := b.LevelAt(tr.clock.Now(), "api.example.com"); l != 2 {
 		t.Errorf("budget level after 4 single-attempt requests at ratio 0.5 = %v; want 2", l)
 	}
 }
@@ -117,7 +117,7 @@ func TestRetryBudgetCountsRequestsOfOneAttempt(t *testing.T) {
 func TestQuotaExhaustionStopsRetries(t *testing.T) {
 	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
 	q := &ratelimit.Quota{Capacity: 12} // two retries at cost 5
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 10, Quota: q})
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 10, Quota: q})
 	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if !errors.Is(err, ratelimit.ErrQuotaExceeded) || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("RoundTrip error = %v; want ErrQuotaExceeded wrapping the last error", err)
@@ -134,7 +134,7 @@ func TestQuotaExhaustionStopsRetries(t *testing.T) {
 func TestQuotaIsPerHost(t *testing.T) {
 	s := &script{steps: []step{{status: 503}}}
 	p := policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 5}}
-	tr, _ := newTransport(t, s, p)
+	tr := newRig(t, s, p)
 	for _, u := range []string{"http://a.example/", "http://a.example/", "http://b.example/"} {
 		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
 		if err != nil {
@@ -151,7 +151,7 @@ func TestQuotaIsPerHost(t *testing.T) {
 func TestQuotaRefillsOnSuccess(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 200}}}
 	q := &ratelimit.Quota{}
-	tr, _ := newTransport(t, s, policy.Policy{Quota: q})
+	tr := newRig(t, s, policy.Policy{Quota: q})
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -165,8 +165,8 @@ func TestQuotaRefillsOnSuccess(t *testing.T) {
 func TestEachNewOwnsItsQuota(t *testing.T) {
 	p := policy.Policy{MaxAttempts: 2}
 	s := &script{steps: []step{{status: 503}}}
-	tr1, _ := newTransport(t, s, p)
-	tr2, _ := newTransport(t, s, p)
+	tr1 := newRig(t, s, p)
+	tr2 := newRig(t, s, p)
 	// 100 failing requests drain tr1's default quota (100 retries at 5).
 	for range 101 {
 		resp, _ := tr1.RoundTrip(newReq(t, "GET", url, ""))
@@ -182,7 +182,7 @@ func TestEachNewOwnsItsQuota(t *testing.T) {
 
 func TestDisableQuota(t *testing.T) {
 	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 200, DisableQuota: true})
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 200, DisableQuota: true})
 	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if !errors.Is(err, retrytransport.ErrExhausted) || s.count() != 200 {
 		t.Errorf("RoundTrip = %v after %d attempts; want ErrExhausted after 200", err, s.count())
@@ -196,7 +196,7 @@ func TestScopeFunctionSplitsQuota(t *testing.T) {
 		Quota:       &ratelimit.Quota{Capacity: 5},
 		Scope:       func(r *http.Request) string { return r.Header.Get("X-Table") },
 	}
-	tr, _ := newTransport(t, s, p)
+	tr := newRig(t, s, p)
 	send := func(table string) int {
 		before := s.count()
 		req := newReq(t, "GET", url, "")
@@ -257,7 +257,7 @@ func TestBudgetBesideQuota(t *testing.T) {
 	srv := newEndpointServer(t, 503)
 	clock := faketime.NewAt(time.Now())
 	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Budget: budget})
+	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Budget: budget}, backoffUnlessSet(everySecond))
 	var refused int
 	for range 20 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
@@ -285,7 +285,7 @@ func TestBudgetStaysInTheRequestsScope(t *testing.T) {
 	secondary := newEndpointServer(t, 503)
 	clock := faketime.NewAt(time.Now())
 	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Budget: budget, Endpoints: []string{secondary.host()}})
+	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Budget: budget, Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
 	for range 20 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
@@ -309,7 +309,7 @@ func TestBudgetAsQuotaLetsReadsFailOver(t *testing.T) {
 	secondary := newEndpointServer(t, 200)
 	clock := faketime.NewAt(time.Now())
 	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Quota: budget, Endpoints: []string{secondary.host()}})
+	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Quota: budget, Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
 	ok := 0
 	for range 20 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))

@@ -207,7 +207,8 @@ func withOptions(opts ...retrytransport.Option) rigOption {
 }
 
 // newRig builds a rig: a Transport over base with p, on a fake clock
-// started at the real time. A nil base is a real http.Transport whose idle
+// started at the real time. A *script base answers through mockBase, an
+// httpmock transport; a nil base is a real http.Transport whose idle
 // connections are closed when the test ends, for 127.0.0.1 servers. A
 // policy without a Backoff, or with a FullJitter that draws at random,
 // gets the exact halfJitter (or the backoffUnlessSet one).
@@ -222,6 +223,9 @@ func newRig(t *testing.T, base http.RoundTripper, p policy.Policy, opts ...rigOp
 	}
 	if s.sleep == nil {
 		s.sleep = s.clock.Sleep
+	}
+	if sc, ok := base.(*script); ok {
+		base = mockBase(sc)
 	}
 	if base == nil {
 		hb := &http.Transport{}
@@ -284,16 +288,18 @@ func (r *rig) stop() error {
 	return nil
 }
 
+// byScope returns the rig's Snapshot keyed by scope.
+func (r *rig) byScope() map[string]retrytransport.ScopeStats {
+	m := make(map[string]retrytransport.ScopeStats)
+	for _, s := range r.Snapshot() {
+		m[s.Scope] = s
+	}
+	return m
+}
+
 // scopeStats returns the Snapshot entry of scope, or the zero ScopeStats
 // if the Snapshot has none.
-func (r *rig) scopeStats(scope string) retrytransport.ScopeStats {
-	for _, s := range r.Snapshot() {
-		if s.Scope == scope {
-			return s
-		}
-	}
-	return retrytransport.ScopeStats{}
-}
+func (r *rig) scopeStats(scope string) retrytransport.ScopeStats { return r.byScope()[scope] }
 
 // get sends a GET to url through r and closes the response.
 func (r *rig) get(t *testing.T, url string) *http.Response {
@@ -312,14 +318,6 @@ func (r *rig) client(t *testing.T) *http.Client {
 	c := &http.Client{Transport: r}
 	t.Cleanup(c.CloseIdleConnections)
 	return c
-}
-
-// newTransport is the rig over a script: a Transport whose base answers
-// from s, with opts after the rig's own.
-func newTransport(t *testing.T, s *script, p policy.Policy, opts ...retrytransport.Option) (*retrytransport.Transport, *faketime.Clock) {
-	t.Helper()
-	r := newRig(t, mockBase(s), p, withOptions(opts...))
-	return r.Transport, r.clock
 }
 
 func newReq(t *testing.T, method, url, body string) *http.Request {
