@@ -43,7 +43,7 @@ func TestBodyLengthMismatchIsFinal(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			noLeaks(t)
-			f, srv := newTrackedFlaky(t, 0, nil)
+			f, srv := newFlaky(t, 0, nil)
 			var waits atomic.Int32
 			base := &countingBase{base: srv.Client().Transport}
 			tr := retrytransport.New(base, retrytransport.WithPolicy(policy.Policy{Backoff: halfJitter}),
@@ -163,7 +163,7 @@ func TestMalformedRequestIsAttemptedOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			noLeaks(t)
-			f, srv := newTrackedFlaky(t, 0, nil)
+			f, srv := newFlaky(t, 0, nil)
 			base := &countingBase{base: cleanhttp.DefaultPooledTransport()}
 			clock := faketime.NewAt(time.Now())
 			p := policy.Standard()
@@ -223,7 +223,7 @@ func TestNilGetBodyResultIsNotSentEmpty(t *testing.T) {
 // the caller gets that 503.
 func TestNilGetBodyResultKeepsTheLastResponse(t *testing.T) {
 	noLeaks(t)
-	f, srv := newTrackedFlaky(t, 1, status(503))
+	f, srv := newFlaky(t, 1, status(503))
 	c := e2eClient(t, policy.Policy{})
 	req, _ := http.NewRequest("PUT", srv.URL, strings.NewReader("payload"))
 	req.Header.Set("X-Request-Id", "r")
