@@ -1,5 +1,9 @@
 package retrytransport_test
 
+// Failover: reads that go to the secondary endpoints and writes that stay
+// on the primary, location modes, a secondary's 404, endpoints that failed,
+// endpoint schemes, and invalid endpoints.
+
 import (
 	"io"
 	"net/http"

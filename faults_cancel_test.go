@@ -1,5 +1,9 @@
 package retrytransport_test
 
+// Faults under cancellation: the caller cancels at every stage of a
+// request, and the call returns promptly with context.Canceled, closes
+// the body, sends nothing again and leaves nothing running.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,9 @@
 package retrytransport_test
 
+// Faults in the headers a server sends: absurd Retry-After and rate-limit
+// headers, against a small MaxDelay, on throttled POSTs, and a quota wait
+// that would pass MaxDelay.
+
 import (
 	"errors"
 	"fmt"

@@ -1,8 +1,8 @@
 package retrytransport_test
 
 // The retry quota and the retry budget: what a retry costs and where,
-// refills and refunds, a quota in Wait mode, a budget beside or as the
-// quota, scope functions, and quotas the caller implements.
+// refills and refunds, scope functions, a quota in Wait mode, quotas the
+// caller implements, and a budget beside or as the quota.
 
 import (
 	"errors"
@@ -19,100 +19,6 @@ import (
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
-
-// loggedQuota is a RetryQuota of the user's own: an in-process Quota that
-// logs every call and reports a fallback count, as a store-backed quota
-// would.
-type loggedQuota struct {
-	calls
-	q ratelimit.Quota
-}
-
-func (l *loggedQuota) Acquire(scope string, k classify.Kind) (int, time.Duration, bool) {
-	l.add("Acquire " + k.String())
-	return l.q.Acquire(scope, k)
-}
-func (l *loggedQuota) Refund(scope string, cost int) { l.add("Refund"); l.q.Refund(scope, cost) }
-func (l *loggedQuota) Success(scope string)          { l.add("Success"); l.q.Success(scope) }
-func (l *loggedQuota) Level(scope string) float64    { return l.q.Level(scope) }
-func (l *loggedQuota) Fallbacks(scope string) uint64 { return 7 }
-
-func TestPolicyTakesAnyRetryQuota(t *testing.T) {
-	s := &script{steps: []step{{status: 503}, {status: 200}}}
-	p := policy.Standard()
-	q := &loggedQuota{}
-	p.Quota = q
-	tr := newRig(t, s, p)
-	for range 2 { // a retry, then a first-attempt success
-		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	want := []string{"Acquire transient", "Refund", "Success"}
-	if diff := cmp.Diff(want, q.get()); diff != "" {
-		t.Errorf("calls to the policy's quota mismatch (-want +got):\n%s", diff)
-	}
-	snap := tr.Snapshot()
-	if len(snap) != 1 || snap[0].Fallbacks != 7 || snap[0].Quota != 500 {
-		t.Errorf("Snapshot = %+v; want one scope with Fallbacks 7 (the quota's FallbackCounter) and Quota 500", snap)
-	}
-}
-
-// TestRetryBudgetCountsEveryRequest: a ratelimit.Budget as the policy's
-// quota hears of every request, failed ones included, and grants retries
-// in proportion: half of 20 requests to a failing server, none beyond.
-func TestRetryBudgetCountsEveryRequest(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	p := policy.Standard()
-	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
-	p.Quota = b
-	tr := newRig(t, s, p)
-	b.Now = tr.clock.Now
-	refused := 0
-	for range 20 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	for _, st := range tr.Snapshot() {
-		refused += int(st.QuotaRefusals)
-	}
-	s.mu.Lock()
-	calls := s.calls
-	s.mu.Unlock()
-	if calls != 20+10 {
-		t.Errorf("attempts for 20 failing requests with a budget of half the requests = %d; want 30", calls)
-	}
-	if refused != 20 {
-		t.Errorf("retries refused = %d; want 20: every request's first retry or, for the 10 granted one, its second", refused)
-	}
-}
-
-// TestRetryBudgetCountsRequestsOfOneAttempt: requests under a policy of a
-// single attempt, which the transport sends without its attempt loop,
-// still count towards a budget that other policies share.
-func TestRetryBudgetCountsRequestsOfOneAttempt(t *testing.T) {
-	s := &script{steps: []step{{status: 200}}}
-	p := policy.None()
-	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
-	p.Quota = b
-	tr := newRig(t, s, p)
-	b.Now = tr.clock.Now
-	for range 4 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	if l := b.LevelAt(tr.clock.Now(), "api.example.com"); l != 2 {
-		t.Errorf("budget level after 4 single-attempt requests at ratio 0.5 = %v; want 2", l)
-	}
-}
 
 func TestQuotaExhaustionStopsRetries(t *testing.T) {
 	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
@@ -248,6 +154,100 @@ func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
 	}
 	if !errors.Is(stop, ratelimit.ErrQuotaExceeded) {
 		t.Errorf("stop = %v; want ErrQuotaExceeded", stop)
+	}
+}
+
+// loggedQuota is a RetryQuota of the user's own: an in-process Quota that
+// logs every call and reports a fallback count, as a store-backed quota
+// would.
+type loggedQuota struct {
+	calls
+	q ratelimit.Quota
+}
+
+func (l *loggedQuota) Acquire(scope string, k classify.Kind) (int, time.Duration, bool) {
+	l.add("Acquire " + k.String())
+	return l.q.Acquire(scope, k)
+}
+func (l *loggedQuota) Refund(scope string, cost int) { l.add("Refund"); l.q.Refund(scope, cost) }
+func (l *loggedQuota) Success(scope string)          { l.add("Success"); l.q.Success(scope) }
+func (l *loggedQuota) Level(scope string) float64    { return l.q.Level(scope) }
+func (l *loggedQuota) Fallbacks(scope string) uint64 { return 7 }
+
+func TestPolicyTakesAnyRetryQuota(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 200}}}
+	p := policy.Standard()
+	q := &loggedQuota{}
+	p.Quota = q
+	tr := newRig(t, s, p)
+	for range 2 { // a retry, then a first-attempt success
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := []string{"Acquire transient", "Refund", "Success"}
+	if diff := cmp.Diff(want, q.get()); diff != "" {
+		t.Errorf("calls to the policy's quota mismatch (-want +got):\n%s", diff)
+	}
+	snap := tr.Snapshot()
+	if len(snap) != 1 || snap[0].Fallbacks != 7 || snap[0].Quota != 500 {
+		t.Errorf("Snapshot = %+v; want one scope with Fallbacks 7 (the quota's FallbackCounter) and Quota 500", snap)
+	}
+}
+
+// TestRetryBudgetCountsEveryRequest: a ratelimit.Budget as the policy's
+// quota hears of every request, failed ones included, and grants retries
+// in proportion: half of 20 requests to a failing server, none beyond.
+func TestRetryBudgetCountsEveryRequest(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Standard()
+	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
+	p.Quota = b
+	tr := newRig(t, s, p)
+	b.Now = tr.clock.Now
+	refused := 0
+	for range 20 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for _, st := range tr.Snapshot() {
+		refused += int(st.QuotaRefusals)
+	}
+	s.mu.Lock()
+	calls := s.calls
+	s.mu.Unlock()
+	if calls != 20+10 {
+		t.Errorf("attempts for 20 failing requests with a budget of half the requests = %d; want 30", calls)
+	}
+	if refused != 20 {
+		t.Errorf("retries refused = %d; want 20: every request's first retry or, for the 10 granted one, its second", refused)
+	}
+}
+
+// TestRetryBudgetCountsRequestsOfOneAttempt: requests under a policy of a
+// single attempt, which the transport sends without its attempt loop,
+// still count towards a budget that other policies share.
+func TestRetryBudgetCountsRequestsOfOneAttempt(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	p := policy.None()
+	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
+	p.Quota = b
+	tr := newRig(t, s, p)
+	b.Now = tr.clock.Now
+	for range 4 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if l := b.LevelAt(tr.clock.Now(), "api.example.com"); l != 2 {
+		t.Errorf("budget level after 4 single-attempt requests at ratio 0.5 = %v; want 2", l)
 	}
 }
 

@@ -1,5 +1,8 @@
 package retrytransport_test
 
+// The test rig: a Transport on a fake clock (newRig) over a fake server of
+// scripted answers (script), and the small helpers the tests share.
+
 import (
 	"context"
 	"io"

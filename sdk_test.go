@@ -1,5 +1,9 @@
 package retrytransport_test
 
+// SDK marks: requests an SDK retries itself (AWS amz-sdk-request, Google
+// gccl-attempt-count) are not retried again, in the mark's forms, with
+// their events and logs, unless the policy ignores the marks.
+
 import (
 	"bytes"
 	"errors"

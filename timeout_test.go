@@ -1,5 +1,8 @@
 package retrytransport_test
 
+// Time limits: AttemptTimeout, MaxTotalTime and the caller's deadline,
+// what each bounds and ends, and the error each leaves.
+
 import (
 	"bytes"
 	"context"
