@@ -18,7 +18,7 @@ import (
 
 func TestResponseAttemptsAfterRetries(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 429, header: retryAfter(2)}, {status: 200, body: "ok"}}}
-	tr, _ := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	req := newReq(t, "GET", url, "")
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
@@ -37,7 +37,7 @@ func TestResponseAttemptsAfterRetries(t *testing.T) {
 
 func TestResponseAttemptsOfAFirstAttempt(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
-	tr, _ := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -69,7 +69,7 @@ func TestResponseAttemptsThroughClientWithTimeout(t *testing.T) {
 
 func TestRetryErrorSaysHowLongItWaited(t *testing.T) {
 	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	tr, _ := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	var re *retrytransport.RetryError
 	if !errors.As(err, &re) {

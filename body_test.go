@@ -43,7 +43,7 @@ func TestBodyLengthMismatchIsFinal(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			noLeaks(t)
-			f, srv := newTrackedFlaky(t, 0, nil)
+			f, srv := newFlaky(t, 0, nil)
 			var waits atomic.Int32
 			base := &countingBase{base: srv.Client().Transport}
 			tr := retrytransport.New(base, retrytransport.WithPolicy(policy.Policy{Backoff: halfJitter}),
@@ -163,7 +163,7 @@ func TestMalformedRequestIsAttemptedOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			noLeaks(t)
-			f, srv := newTrackedFlaky(t, 0, nil)
+			f, srv := newFlaky(t, 0, nil)
 			base := &countingBase{base: cleanhttp.DefaultPooledTransport()}
 			clock := faketime.NewAt(time.Now())
 			p := policy.Standard()
@@ -202,7 +202,7 @@ func TestMalformedRequestIsAttemptedOnce(t *testing.T) {
 // with an empty body.
 func TestNilGetBodyResultIsNotSentEmpty(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 200}}}
-	tr, _ := newTransport(t, s, policy.Policy{})
+	tr := newRig(t, s, policy.Policy{})
 	req := newReq(t, "PUT", "http://api.example.com/", "")
 	req.Body = io.NopCloser(io.MultiReader(strings.NewReader("payload"))) // length unknown
 	req.ContentLength = -1
@@ -223,7 +223,7 @@ func TestNilGetBodyResultIsNotSentEmpty(t *testing.T) {
 // the caller gets that 503.
 func TestNilGetBodyResultKeepsTheLastResponse(t *testing.T) {
 	noLeaks(t)
-	f, srv := newTrackedFlaky(t, 1, status(503))
+	f, srv := newFlaky(t, 1, status(503))
 	c := e2eClient(t, policy.Policy{})
 	req, _ := http.NewRequest("PUT", srv.URL, strings.NewReader("payload"))
 	req.Header.Set("X-Request-Id", "r")
@@ -242,7 +242,7 @@ func TestNilGetBodyResultKeepsTheLastResponse(t *testing.T) {
 // that has a body, as net/http's own rewinding does.
 func TestBodilessRequestStaysBodilessOnRetries(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 200}}}
-	tr, _ := newTransport(t, s, policy.Policy{})
+	tr := newRig(t, s, policy.Policy{})
 	req := newReq(t, "GET", "http://api.example.com/", "")
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("stale upload")), nil }
 	resp, err := tr.RoundTrip(req)

@@ -304,7 +304,7 @@ func TestFaultHugeErrorBodyDrainIsBounded(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			noLeaks(t)
 			huge := newHugeFailure(tt.status, tt.chunked)
-			f, srv := newTrackedFlaky(t, 1, huge.fail)
+			f, srv := newFlaky(t, 1, huge.fail)
 			counter := &bodyCounter{}
 			p := policy.Policy{Backoff: fastBackoff, MaxDrain: tt.maxDrain}
 			c := pooledClient(t, func(rt http.RoundTripper) http.RoundTripper { counter.base = rt; return counter }, p)

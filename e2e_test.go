@@ -1,5 +1,9 @@
 package retrytransport_test
 
+// End to end over 127.0.0.1: statuses retried over one connection, dropped
+// and refused connections, certificate failures, bodies replayed byte for
+// byte, concurrent use and the context deadline.
+
 import (
 	"bytes"
 	"context"
@@ -17,108 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retrytransport/retrytransport"
-	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
 )
-
-// flaky is a test server that fails the first failures attempts of each
-// logical request (told apart by the X-Request-Id header) in the way fail
-// says, then answers 200 with the request body's hash.
-type flaky struct {
-	failures int
-	fail     func(w http.ResponseWriter, r *http.Request)
-
-	mu       sync.Mutex
-	attempts map[string]int
-	hashes   map[string][][32]byte
-	conns    atomic.Int32
-}
-
-func newFlaky(t *testing.T, failures int, fail func(w http.ResponseWriter, r *http.Request)) (*flaky, *httptest.Server) {
-	t.Helper()
-	f := &flaky{failures: failures, fail: fail, attempts: map[string]int{}, hashes: map[string][][32]byte{}}
-	srv := httptest.NewUnstartedServer(f)
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			f.conns.Add(1)
-		}
-	}
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return f, srv
-}
-
-func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return
-	}
-	id := r.Header.Get("X-Request-Id")
-	f.mu.Lock()
-	f.attempts[id]++
-	n := f.attempts[id]
-	f.hashes[id] = append(f.hashes[id], sha256.Sum256(body))
-	f.mu.Unlock()
-	if n <= f.failures {
-		f.fail(w, r)
-		return
-	}
-	w.Write([]byte("ok"))
-}
-
-func (f *flaky) count(id string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.attempts[id]
-}
-
-func (f *flaky) bodyHashes(id string) [][32]byte {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([][32]byte(nil), f.hashes[id]...)
-}
-
-func status(code int) func(http.ResponseWriter, *http.Request) {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(code)
-		w.Write([]byte(strings.Repeat("error detail ", 100)))
-	}
-}
-
-// hangUp closes the connection without a response, after reading the request.
-func hangUp(w http.ResponseWriter, _ *http.Request) {
-	conn, _, err := w.(http.Hijacker).Hijack()
-	if err == nil {
-		conn.Close()
-	}
-}
-
-// e2eClient is an http.Client over a fresh pooled transport wrapped in a
-// retrying Transport on a fake clock, so waits take no real time.
-func e2eClient(t *testing.T, p policy.Policy, opts ...retrytransport.Option) *http.Client {
-	t.Helper()
-	base := cleanhttp.DefaultPooledTransport()
-	t.Cleanup(base.CloseIdleConnections)
-	clock := faketime.NewAt(time.Now())
-	if p.Backoff == nil {
-		p.Backoff = halfJitter
-	}
-	opts = append([]retrytransport.Option{retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep)}, opts...)
-	return &http.Client{Transport: retrytransport.New(base, opts...)}
-}
-
-func do(t *testing.T, c *http.Client, method, url, id string, body io.Reader) (*http.Response, error) {
-	t.Helper()
-	req, err := http.NewRequest(method, url, body)
-	if err != nil {
-		t.Fatalf("http.NewRequest: %v", err)
-	}
-	req.Header.Set("X-Request-Id", id)
-	return c.Do(req)
-}
 
 func TestE2ERetriesStatusesOverOneConnection(t *testing.T) {
 	for _, code := range []int{500, 502, 503, 504, 408, 429, 509} {
@@ -135,7 +40,7 @@ func TestE2ERetriesStatusesOverOneConnection(t *testing.T) {
 			t.Errorf("GET with %d twice: server saw %d attempts; want 3", code, got)
 		}
 		// Failed responses are drained and closed, so the connection is reused.
-		if got := f.conns.Load(); got != 1 {
+		if got := srv.conns.accepted.Load(); got != 1 {
 			t.Errorf("GET with %d twice: server saw %d connections; want 1", code, got)
 		}
 	}

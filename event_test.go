@@ -51,9 +51,9 @@ func TestEventStopReasons(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &script{steps: tt.steps}
 			var last retrytransport.Event
-			tr, clock := newTransport(t, s, tt.p, retrytransport.WithObserver(func(e retrytransport.Event) { last = e }))
+			tr := newRig(t, s, tt.p, withOptions(retrytransport.WithObserver(func(e retrytransport.Event) { last = e })))
 			if tt.p.RateLimit != nil {
-				tt.p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
+				tt.p.RateLimit.(*ratelimit.Fixed).Now = tr.clock.Now
 			}
 			resp, err := tr.RoundTrip(newReq(t, tt.method, url, "payload"))
 			if err != nil {
@@ -104,7 +104,7 @@ func TestLoggerAtInfoShowsOutcomes(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
 	s := &script{steps: []step{{status: 503}, {status: 200}, {status: 503}}}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2}, retrytransport.WithLogger(logger))
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 2}, withOptions(retrytransport.WithLogger(logger)))
 	for range 2 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", "https://user:secret@api.example.com/v1/things?key=secret#frag", ""))
 		if err != nil {
@@ -151,7 +151,8 @@ func TestLoggerAtInfoShowsOutcomes(t *testing.T) {
 func TestObserverSeesEachRetry(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 429, header: retryAfter(2)}, {status: 200}}}
 	var events []retrytransport.Event
-	tr, _ := newTransport(t, s, policy.Standard(), retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
+	tr := newRig(t, s, policy.Standard(), withOptions(
+		retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) })))
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -229,7 +230,7 @@ func TestFinalEvent(t *testing.T) {
 					got = append(got, final{e.Attempt, e.StatusCode, e.Outcome.Kind.String(), e.Waited, stopText(e.Stop)})
 				}
 			})
-			tr, _ := newTransport(t, &script{steps: tt.steps}, tt.p, obs)
+			tr := newRig(t, &script{steps: tt.steps}, tt.p, withOptions(obs))
 			resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 			if err != nil {
 				t.Fatalf("RoundTrip: %v", err)
@@ -248,7 +249,7 @@ func TestFinalEventOfARequestRefusedBeforeItsFirstAttempt(t *testing.T) {
 	var events []retrytransport.Event
 	s := &script{steps: []step{{status: 200}}}
 	p := policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1, FailFast: true}}
-	tr, _ := newTransport(t, s, p, retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
+	tr := newRig(t, s, p, withOptions(retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) })))
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("first RoundTrip: %v", err)
@@ -308,9 +309,9 @@ func TestFinalObserverSeesEveryRequest(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var finals, observed []retrytransport.Event
 			s := &script{steps: tt.steps}
-			tr, _ := newTransport(t, s, tt.p,
+			tr := newRig(t, s, tt.p, withOptions(
 				retrytransport.WithObserver(func(e retrytransport.Event) { observed = append(observed, e) }),
-				retrytransport.WithFinalObserver(func(e retrytransport.Event) { finals = append(finals, e) }))
+				retrytransport.WithFinalObserver(func(e retrytransport.Event) { finals = append(finals, e) })))
 			resp, err := tr.RoundTrip(newReq(t, "GET", "http://api.example.com/x", ""))
 			if err != nil {
 				t.Fatalf("RoundTrip: %v", err)
@@ -344,8 +345,8 @@ func TestFinalObserverSeesEveryRequest(t *testing.T) {
 func TestFinalObserverOnTransportErrors(t *testing.T) {
 	var finals []retrytransport.Event
 	s := &script{steps: []step{{err: errors.New("connection reset by peer")}}}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2},
-		retrytransport.WithFinalObserver(func(e retrytransport.Event) { finals = append(finals, e) }))
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 2}, withOptions(
+		retrytransport.WithFinalObserver(func(e retrytransport.Event) { finals = append(finals, e) })))
 	if _, err := tr.RoundTrip(newReq(t, "GET", "http://api.example.com/", "")); err == nil {
 		t.Fatal("RoundTrip succeeded; want the reset")
 	}
@@ -359,7 +360,8 @@ func TestFinalObserverOnTransportErrors(t *testing.T) {
 	s = &script{steps: []step{{status: 200}}}
 	paced := policy.Standard()
 	paced.RateLimit = &ratelimit.Fixed{Rate: 0.001, FailFast: true}
-	tr, _ = newTransport(t, s, paced, retrytransport.WithFinalObserver(func(e retrytransport.Event) { finals = append(finals, e) }))
+	tr = newRig(t, s, paced, withOptions(
+		retrytransport.WithFinalObserver(func(e retrytransport.Event) { finals = append(finals, e) })))
 	for range 2 {
 		if resp, err := tr.RoundTrip(newReq(t, "GET", "http://api.example.com/", "")); err == nil {
 			resp.Body.Close()
@@ -375,12 +377,12 @@ func TestFinalObserverOnTransportErrors(t *testing.T) {
 func TestObserversAdd(t *testing.T) {
 	var calls []string
 	s := &script{steps: []step{{status: 503}, {status: 200}}}
-	tr, _ := newTransport(t, s, policy.Standard(),
+	tr := newRig(t, s, policy.Standard(), withOptions(
 		retrytransport.WithObserver(func(retrytransport.Event) { calls = append(calls, "a") }),
 		retrytransport.WithFinalObserver(func(retrytransport.Event) { calls = append(calls, "final1") }),
 		retrytransport.WithObserver(nil),
 		retrytransport.WithObserver(func(retrytransport.Event) { calls = append(calls, "b") }),
-		retrytransport.WithFinalObserver(func(retrytransport.Event) { calls = append(calls, "final2") }))
+		retrytransport.WithFinalObserver(func(retrytransport.Event) { calls = append(calls, "final2") })))
 	resp, err := tr.RoundTrip(newReq(t, "GET", "http://api.example.com/", ""))
 	if err != nil {
 		t.Fatal(err)
@@ -412,8 +414,8 @@ func TestFinalObserverHappyPathAllocatesNothing(t *testing.T) {
 func TestRetryRefusedIsMatchable(t *testing.T) {
 	errExpired := errors.New("credentials expired")
 	s := &script{steps: []step{{err: errors.New("connection reset by peer")}}}
-	tr, _ := newTransport(t, s, policy.Standard(),
-		retrytransport.WithBeforeRetry(func(*http.Request, retrytransport.Event) error { return errExpired }))
+	tr := newRig(t, s, policy.Standard(), withOptions(
+		retrytransport.WithBeforeRetry(func(*http.Request, retrytransport.Event) error { return errExpired })))
 	_, err := tr.RoundTrip(newReq(t, "GET", "http://api.example.com/", ""))
 	if !errors.Is(err, retrytransport.ErrRetryRefused) || !errors.Is(err, errExpired) {
 		t.Errorf("err = %v; want it to match ErrRetryRefused and the hook's error", err)

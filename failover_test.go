@@ -1,5 +1,9 @@
 package retrytransport_test
 
+// Failover: reads that go to the secondary endpoints and writes that stay
+// on the primary, location modes, a secondary's 404, endpoints that failed,
+// endpoint schemes, and invalid endpoints.
+
 import (
 	"io"
 	"net/http"
@@ -11,7 +15,6 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport"
-	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
@@ -47,13 +50,6 @@ func newEndpointServer(t *testing.T, status int) *endpointServer {
 // host returns the server's host:port.
 func (s *endpointServer) host() string { return strings.TrimPrefix(s.URL, "http://") }
 
-// failoverTransport is the rig over a real http.Transport with p, a
-// Constant 1 s backoff unless p sets one, recording every event.
-func failoverTransport(t *testing.T, p policy.Policy) *rig {
-	t.Helper()
-	return newRig(t, nil, p, backoffUnlessSet(backoff.Constant{Interval: time.Second}), recordEvents())
-}
-
 // endpointsOf returns the Endpoint of each event.
 func endpointsOf(evs []retrytransport.Event) []string {
 	var out []string
@@ -66,7 +62,7 @@ func endpointsOf(evs []retrytransport.Event) []string {
 func TestFailoverSendsReadsToTheSecondary(t *testing.T) {
 	primary := newEndpointServer(t, 503)
 	secondary := newEndpointServer(t, 200)
-	tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}})
+	tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond), recordEvents())
 
 	req := newReq(t, "GET", primary.URL+"/blob?x=1", "")
 	resp, err := tr.RoundTrip(req)
@@ -102,7 +98,7 @@ func TestFailoverKeepsWritesOnThePrimary(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			primary := newEndpointServer(t, 503)
 			secondary := newEndpointServer(t, 200)
-			tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: mode})
+			tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: mode}, backoffUnlessSet(everySecond))
 			for _, method := range []string{"PUT", "DELETE", "POST"} {
 				req := newReq(t, method, primary.URL, "payload")
 				req.Header.Set("Idempotency-Key", "k1")
@@ -128,7 +124,7 @@ func TestFailoverKeepsWritesOnThePrimary(t *testing.T) {
 func TestFailoverMethodsLetWritesFailOver(t *testing.T) {
 	primary := newEndpointServer(t, 503)
 	mirror := newEndpointServer(t, 200)
-	tr := failoverTransport(t, policy.Policy{Endpoints: []string{mirror.host()}, FailoverMethods: []string{"PUT"}})
+	tr := newRig(t, nil, policy.Policy{Endpoints: []string{mirror.host()}, FailoverMethods: []string{"PUT"}}, backoffUnlessSet(everySecond))
 	resp, err := tr.RoundTrip(newReq(t, "PUT", primary.URL, "payload"))
 	if err != nil {
 		t.Fatal(err)
@@ -160,7 +156,7 @@ func TestLocationModes(t *testing.T) {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			primary := newEndpointServer(t, 503)
 			secondary := newEndpointServer(t, 500)
-			tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: tc.mode})
+			tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: tc.mode}, backoffUnlessSet(everySecond), recordEvents())
 			resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 			if err != nil {
 				t.Fatal(err)
@@ -192,7 +188,7 @@ func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
 	t.Run("SecondaryThenPrimary", func(t *testing.T) {
 		primary := newEndpointServer(t, 200)
 		secondary := newEndpointServer(t, 404)
-		tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: policy.SecondaryThenPrimary})
+		tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: policy.SecondaryThenPrimary}, backoffUnlessSet(everySecond))
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -207,7 +203,7 @@ func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
 		// to the secondary.
 		primary := newEndpointServer(t, 503)
 		secondary := newEndpointServer(t, 404)
-		tr := failoverTransport(t, policy.Policy{MaxAttempts: 4, Endpoints: []string{secondary.host()}})
+		tr := newRig(t, nil, policy.Policy{MaxAttempts: 4, Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -220,7 +216,7 @@ func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
 	t.Run("FromPrimaryIsFinal", func(t *testing.T) {
 		primary := newEndpointServer(t, 404)
 		secondary := newEndpointServer(t, 200)
-		tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}})
+		tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -233,7 +229,7 @@ func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
 	t.Run("SecondaryOnlyIsFinal", func(t *testing.T) {
 		primary := newEndpointServer(t, 200)
 		secondary := newEndpointServer(t, 404)
-		tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: policy.SecondaryOnly})
+		tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: policy.SecondaryOnly}, backoffUnlessSet(everySecond))
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -261,7 +257,7 @@ func TestFailoverSkipsEndpointsThatFailed(t *testing.T) {
 		return s
 	}
 	t.Run("ReachesTheHealthyOne", func(t *testing.T) {
-		tr := failoverTransport(t, policy.Policy{MaxAttempts: 5, Endpoints: []string{a.host(), b.host(), c.host()}})
+		tr := newRig(t, nil, policy.Policy{MaxAttempts: 5, Endpoints: []string{a.host(), b.host(), c.host()}}, backoffUnlessSet(everySecond), recordEvents())
 		resp, err := tr.RoundTrip(newReq(t, "GET", p.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -275,7 +271,7 @@ func TestFailoverSkipsEndpointsThatFailed(t *testing.T) {
 		}
 	})
 	t.Run("CyclesWhenAllFailed", func(t *testing.T) {
-		tr := failoverTransport(t, policy.Policy{MaxAttempts: 5, Endpoints: []string{a.host(), b.host()}})
+		tr := newRig(t, nil, policy.Policy{MaxAttempts: 5, Endpoints: []string{a.host(), b.host()}}, backoffUnlessSet(everySecond), recordEvents())
 		resp, err := tr.RoundTrip(newReq(t, "GET", p.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -290,7 +286,7 @@ func TestFailoverSkipsEndpointsThatFailed(t *testing.T) {
 func TestFailoverRewritesScheme(t *testing.T) {
 	secondary := newEndpointServer(t, 200)
 	// The primary is https on a port nobody listens on: the dial fails.
-	tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.URL}})
+	tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.URL}}, backoffUnlessSet(everySecond))
 	resp, err := tr.RoundTrip(newReq(t, "GET", "https://127.0.0.1:1/x", ""))
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +303,7 @@ func TestFailoverRewritesScheme(t *testing.T) {
 func TestDeadPrimaryDoesNotDrainTheSecondary(t *testing.T) {
 	primary := newEndpointServer(t, 503)
 	secondary := newEndpointServer(t, 200)
-	tr := failoverTransport(t, policy.Policy{Endpoints: []string{secondary.host()}})
+	tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
 	const reads = 300 // 5 tokens each: three times a 500-token bucket
 	for i := range reads {
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))

@@ -1,5 +1,9 @@
 package retrytransport_test
 
+// Faults under cancellation: the caller cancels at every stage of a
+// request, and the call returns promptly with context.Canceled, closes
+// the body, sends nothing again and leaves nothing running.
+
 import (
 	"context"
 	"errors"
@@ -88,12 +92,12 @@ var cancelStages = []struct {
 	setup func(t *testing.T, ctx context.Context) cancelCase
 }{
 	{"BeforeFirstAttempt", func(t *testing.T, _ context.Context) cancelCase {
-		f, srv := newTrackedFlaky(t, 0, nil)
+		f, srv := newFlaky(t, 0, nil)
 		return cancelCase{client: e2eClient(t, policy.Standard()), method: "POST", url: srv.URL,
 			seen: func() int { return f.count("c") }, wantSeen: 0, conns: &srv.conns}
 	}},
 	{"WaitingForTheRateLimiter", func(t *testing.T, _ context.Context) cancelCase {
-		f, srv := newTrackedFlaky(t, 0, nil)
+		f, srv := newFlaky(t, 0, nil)
 		p := policy.Standard()
 		p.RateLimit = &ratelimit.Fixed{Rate: 0.1} // one send per 10 s
 		c := pooledClient(t, nil, p)
@@ -122,7 +126,7 @@ var cancelStages = []struct {
 			seen: func() int { return int(s.seen.Load()) }, wantSeen: 1, conns: &srv.conns}
 	}},
 	{"DuringBackoff", func(t *testing.T, _ context.Context) cancelCase {
-		f, srv := newTrackedFlaky(t, 1, func(w http.ResponseWriter, _ *http.Request) {
+		f, srv := newFlaky(t, 1, func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Retry-After", "10")
 			w.WriteHeader(503)
 		})
@@ -132,7 +136,7 @@ var cancelStages = []struct {
 			seen: func() int { return f.count("c") }, wantSeen: 1, conns: &srv.conns}
 	}},
 	{"DuringUpload", func(t *testing.T, ctx context.Context) cancelCase {
-		f, srv := newTrackedFlaky(t, 0, nil)
+		f, srv := newFlaky(t, 0, nil)
 		body := newStuckBody(ctx)
 		return cancelCase{client: e2eClient(t, policy.Standard()), method: "POST", url: srv.URL, body: body, bodyDone: body.done, cancelAt: body.started,
 			seen: func() int { return f.count("c") }, wantSeen: 0, conns: &srv.conns}

@@ -1,5 +1,9 @@
 package retrytransport_test
 
+// Faults of HTTP/2 servers, scripted frame by frame: streams refused or
+// turned away by GOAWAY, with and without an error, past the body buffer,
+// and a graceful shutdown with requests in flight.
+
 import (
 	"bufio"
 	"bytes"

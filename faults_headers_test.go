@@ -1,5 +1,9 @@
 package retrytransport_test
 
+// Faults in the headers a server sends: absurd Retry-After and rate-limit
+// headers, against a small MaxDelay, on throttled POSTs, and a quota wait
+// that would pass MaxDelay.
+
 import (
 	"errors"
 	"fmt"
@@ -108,12 +112,12 @@ func TestFaultAbsurdRateLimitHeaders(t *testing.T) {
 		for _, status := range []int{429, 503} {
 			t.Run(fmt.Sprint(name, "_", status), func(t *testing.T) {
 				s := &script{steps: []step{{status: status, header: header, body: "busy"}, {status: 200, body: "ok"}}}
-				tr, clock := newTransport(t, s, policy.Standard())
+				tr := newRig(t, s, policy.Standard())
 				resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 				if err != nil {
 					t.Fatalf("RoundTrip(%d with %v): %v", status, header, err)
 				}
-				checkWithinCap(t, resp, s.count(), clock.Sleeps(), policy.DefaultMaxDelay)
+				checkWithinCap(t, resp, s.count(), tr.clock.Sleeps(), policy.DefaultMaxDelay)
 			})
 		}
 	}
@@ -125,7 +129,7 @@ func TestFaultAbsurdRateLimitHeaders(t *testing.T) {
 func checkServerDelay(t *testing.T, p policy.Policy, header http.Header, want []time.Duration) {
 	t.Helper()
 	s := &script{steps: []step{{status: 503, header: header, body: "busy"}, {status: 200, body: "ok"}}}
-	tr, clock := newTransport(t, s, p)
+	tr := newRig(t, s, p)
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip(503 with %q): %v", header, err)
@@ -137,7 +141,7 @@ func checkServerDelay(t *testing.T, p policy.Policy, header http.Header, want []
 	if got := readBody(t, resp); resp.StatusCode != wantStatus || got != wantBody {
 		t.Errorf("RoundTrip(503 with %q) = %d %q; want %d %q", header, resp.StatusCode, got, wantStatus, wantBody)
 	}
-	if diff := cmp.Diff(want, clock.Sleeps()); diff != "" {
+	if diff := cmp.Diff(want, tr.clock.Sleeps()); diff != "" {
 		t.Errorf("RoundTrip(503 with %q) waits mismatch (-want +got):\n%s", header, diff)
 	}
 }
@@ -177,12 +181,13 @@ func TestFaultRetryAfterAgainstSmallMaxDelay(t *testing.T) {
 func TestFaultAbsurdRetryAfterOnThrottledPost(t *testing.T) {
 	s := &script{steps: []step{{status: 429, header: h("Retry-After", "99999999999999999999"), body: "busy"}, {status: 200, body: "ok"}}}
 	var stops []error
-	tr, clock := newTransport(t, s, policy.Standard(), retrytransport.WithObserver(func(e retrytransport.Event) { stops = append(stops, e.Stop) }))
+	tr := newRig(t, s, policy.Standard(), withOptions(
+		retrytransport.WithObserver(func(e retrytransport.Event) { stops = append(stops, e.Stop) })))
 	resp, err := tr.RoundTrip(newReq(t, "POST", url, "charge $10"))
 	if err != nil {
 		t.Fatalf("RoundTrip(POST): %v", err)
 	}
-	checkWithinCap(t, resp, s.count(), clock.Sleeps(), policy.DefaultMaxDelay)
+	checkWithinCap(t, resp, s.count(), tr.clock.Sleeps(), policy.DefaultMaxDelay)
 	if s.count() != 1 || len(stops) != 1 || !errors.Is(stops[0], retrytransport.ErrServerDelay) {
 		t.Errorf("POST answered 429 with a huge Retry-After: %d attempts, stops %v; want 1 attempt and ErrServerDelay", s.count(), stops)
 	}
@@ -201,8 +206,8 @@ func TestFaultServerDelayBoundHuge(t *testing.T) {
 func TestFaultQuotaWaitNeverPassesMaxDelay(t *testing.T) {
 	s := &script{steps: []step{{status: 503, body: "busy"}}}
 	q := &ratelimit.Quota{Capacity: 10, RetryCost: 10, Wait: true, RefillPerSecond: 0.001}
-	tr, clock := newTransport(t, s, policy.Policy{MaxAttempts: 2, Quota: q})
-	q.Now = clock.Now
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 2, Quota: q})
+	q.Now = tr.clock.Now
 	for i := range 3 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
@@ -210,7 +215,7 @@ func TestFaultQuotaWaitNeverPassesMaxDelay(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	for _, d := range clock.Sleeps() {
+	for _, d := range tr.clock.Sleeps() {
 		if d > policy.DefaultMaxDelay {
 			t.Errorf("waited %v before a retry; want at most MaxDelay (%v)", d, policy.DefaultMaxDelay)
 		}

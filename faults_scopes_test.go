@@ -1,5 +1,8 @@
 package retrytransport_test
 
+// Faults of scale: requests to very many hosts keep the per-scope state
+// (statistics, quota buckets, heap) bounded.
+
 import (
 	"cmp"
 	"fmt"

@@ -1,5 +1,9 @@
 package retrytransport_test
 
+// Faults of servers that stall: headers or bodies that never come end at
+// the deadline, and the error says it was a timeout, not a connection
+// failure.
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,8 @@
 package retrytransport_test
 
+// Fuzzing: policies loaded from any JSON send requests without panicking
+// or hanging.
+
 import (
 	"bytes"
 	"context"

@@ -73,13 +73,13 @@ func TestBeforeRetryRefuses(t *testing.T) {
 	errExpired := errors.New("credentials expired")
 	var final retrytransport.Event
 	s := &script{steps: []step{{status: 503, body: "busy"}, {status: 200}}}
-	tr, _ := newTransport(t, s, policy.Policy{},
+	tr := newRig(t, s, policy.Policy{}, withOptions(
 		retrytransport.WithBeforeRetry(func(*http.Request, retrytransport.Event) error { return errExpired }),
 		retrytransport.WithObserver(func(e retrytransport.Event) {
 			if e.Final {
 				final = e
 			}
-		}))
+		})))
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -96,8 +96,8 @@ func TestBeforeRetryRefuses(t *testing.T) {
 
 	// After a transport error, the caller gets a *RetryError that says so.
 	s = &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	tr, _ = newTransport(t, s, policy.Policy{},
-		retrytransport.WithBeforeRetry(func(*http.Request, retrytransport.Event) error { return errExpired }))
+	tr = newRig(t, s, policy.Policy{}, withOptions(
+		retrytransport.WithBeforeRetry(func(*http.Request, retrytransport.Event) error { return errExpired })))
 	_, err = tr.RoundTrip(newReq(t, "GET", url, ""))
 	var re *retrytransport.RetryError
 	if !errors.As(err, &re) || !errors.Is(err, errExpired) || !errors.Is(err, io.ErrUnexpectedEOF) || re.Attempts != 1 {
@@ -118,7 +118,7 @@ func TestBeforeRetryReadsTheBodyThroughGetBody(t *testing.T) {
 	} {
 		s := &script{steps: []step{{status: 503}, {status: 200}}}
 		var signed []string
-		tr, _ := newTransport(t, s, policy.Policy{RetryNonIdempotent: true},
+		tr := newRig(t, s, policy.Policy{RetryNonIdempotent: true}, withOptions(
 			retrytransport.WithBeforeRetry(func(r *http.Request, _ retrytransport.Event) error {
 				if r.GetBody == nil {
 					return errors.New("no GetBody")
@@ -131,7 +131,7 @@ func TestBeforeRetryReadsTheBodyThroughGetBody(t *testing.T) {
 				data, err := io.ReadAll(b)
 				signed = append(signed, string(data))
 				return err
-			}))
+			})))
 		req, _ := http.NewRequest("POST", url, tt.body())
 		resp, err := tr.RoundTrip(req)
 		if err != nil {
@@ -154,10 +154,10 @@ func TestBeforeRetryRefusalKeepsTheFixedRateToken(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 200}}}
 	p := policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 2, FailFast: true}}
 	errNoToken := errors.New("no fresh token")
-	tr, clock := newTransport(t, s, p, retrytransport.WithBeforeRetry(func(*http.Request, retrytransport.Event) error {
+	tr := newRig(t, s, p, withOptions(retrytransport.WithBeforeRetry(func(*http.Request, retrytransport.Event) error {
 		return errNoToken
-	}))
-	p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
+	})))
+	p.RateLimit.(*ratelimit.Fixed).Now = tr.clock.Now
 	// A: one token for its attempt; 0.5 s backoff refills half a token;
 	// the refused retry takes one: 0.5 left instead of 1.5.
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
@@ -187,8 +187,8 @@ func TestAttemptHeaderBudgetSpentClosesTheBodyOnce(t *testing.T) {
 		MaxTotalTime:  time.Second,
 		RateLimit:     &ratelimit.Fixed{Rate: 1, Burst: 1},
 	}
-	tr, clock := newTransport(t, s, p)
-	p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
+	tr := newRig(t, s, p)
+	p.RateLimit.(*ratelimit.Fixed).Now = tr.clock.Now
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("first RoundTrip: %v", err)
@@ -213,7 +213,7 @@ func TestAttemptHeaderBudgetSpentClosesTheBodyOnce(t *testing.T) {
 func TestBeforeRetrySeesTheAnnouncedEvent(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 200}}}
 	var announced, prev retrytransport.Event
-	tr, _ := newTransport(t, s, policy.Policy{},
+	tr := newRig(t, s, policy.Policy{}, withOptions(
 		retrytransport.WithObserver(func(e retrytransport.Event) {
 			if !e.Final {
 				announced = e
@@ -222,7 +222,7 @@ func TestBeforeRetrySeesTheAnnouncedEvent(t *testing.T) {
 		retrytransport.WithBeforeRetry(func(_ *http.Request, e retrytransport.Event) error {
 			prev = e
 			return nil
-		}))
+		})))
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)

@@ -120,10 +120,10 @@ func TestHostPolicyIgnoresTrailingDot(t *testing.T) {
 	for _, sp := range spellings {
 		t.Run(sp.name, func(t *testing.T) {
 			s := &script{steps: []step{{status: 503}}}
-			tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2},
+			tr := newRig(t, s, policy.Policy{MaxAttempts: 2}, withOptions(
 				retrytransport.WithHostPolicy(sp.exact, policy.Policy{MaxAttempts: 5, Backoff: halfJitter}),
 				retrytransport.WithHostPolicy(sp.wild, policy.Policy{MaxAttempts: 3, Backoff: halfJitter}),
-			)
+			))
 			for _, tt := range tests {
 				if got := attemptsFor(t, tr, s, tt.url); got != tt.want {
 					t.Errorf("WithHostPolicy(%q, %q): RoundTrip(%s): attempts = %d; want %d", sp.exact, sp.wild, tt.url, got, tt.want)
@@ -148,10 +148,10 @@ func TestHostPatternWithTrailingDotIsTheSamePattern(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &script{steps: []step{{status: 503}}}
-			tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2},
+			tr := newRig(t, s, policy.Policy{MaxAttempts: 2}, withOptions(
 				retrytransport.WithHostPolicy(tt.first, policy.Policy{MaxAttempts: 5, Backoff: halfJitter}),
 				retrytransport.WithHostPolicy(tt.second, policy.Policy{MaxAttempts: 4, Backoff: halfJitter}),
-			)
+			))
 			for _, u := range []string{"http://api.example.com/x", "http://api.example.com./x"} {
 				if got := attemptsFor(t, tr, s, u); got != 4 {
 					t.Errorf("WithHostPolicy(%q), then (%q): RoundTrip(%s): attempts = %d; want 4 (the last policy)", tt.first, tt.second, u, got)
@@ -166,7 +166,7 @@ func TestHostPatternWithTrailingDotIsTheSamePattern(t *testing.T) {
 // of the name without it, with or without a port.
 func TestScopeIgnoresTrailingDot(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 200}}}
-	tr, _ := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	for _, u := range []string{"http://api.example.com/", "http://api.example.com./", "http://api.example.com.:8080/", "http://api.example.com:8080/"} {
 		s.mu.Lock()
 		s.calls = 0
@@ -186,11 +186,11 @@ func TestScopeIgnoresTrailingDot(t *testing.T) {
 
 func TestHostPolicies(t *testing.T) {
 	s := &script{steps: []step{{status: 503}}}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2},
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 2}, withOptions(
 		retrytransport.WithHostPolicy("api.example.com", policy.Policy{MaxAttempts: 5, Backoff: halfJitter}),
 		retrytransport.WithHostPolicy("*.example.com", policy.Policy{MaxAttempts: 3, Backoff: halfJitter}),
 		retrytransport.WithHostPolicy("*.eu.example.com", policy.Policy{MaxAttempts: 4, Backoff: halfJitter}),
-	)
+	))
 	tests := []struct {
 		url  string
 		want int
@@ -214,10 +214,10 @@ func TestHostPolicies(t *testing.T) {
 // every port of its address, and no other address.
 func TestHostPolicyIPLiterals(t *testing.T) {
 	s := &script{steps: []step{{status: 503}}}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2},
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 2}, withOptions(
 		retrytransport.WithHostPolicy("[::1]", policy.Policy{MaxAttempts: 4, Backoff: halfJitter}),
 		retrytransport.WithHostPolicy("127.0.0.1", policy.Policy{MaxAttempts: 5, Backoff: halfJitter}),
-	)
+	))
 	for _, tt := range []struct {
 		url  string
 		want int

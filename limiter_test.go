@@ -32,7 +32,7 @@ func throttleThenOK(n int) *script {
 
 func TestAdaptivePacesFirstAttemptsAfterAThrottle(t *testing.T) {
 	s := throttleThenOK(1)
-	tr, clock := newTransport(t, s, policy.Adaptive())
+	tr := newRig(t, s, policy.Adaptive())
 	for i := range 20 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
@@ -46,7 +46,7 @@ func TestAdaptivePacesFirstAttemptsAfterAThrottle(t *testing.T) {
 	}
 	// One backoff before the retry of the throttled request; every other
 	// wait is the limiter pacing an attempt.
-	if waits := clock.Sleeps(); len(waits) < 2 {
+	if waits := tr.clock.Sleeps(); len(waits) < 2 {
 		t.Errorf("waits = %v; want the limiter to pace attempts after the throttle", waits)
 	}
 	if got := s.count(); got != 21 {
@@ -56,7 +56,7 @@ func TestAdaptivePacesFirstAttemptsAfterAThrottle(t *testing.T) {
 
 func TestAdaptiveNeverDelaysAnUnthrottledScope(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
-	tr, clock := newTransport(t, s, policy.Adaptive())
+	tr := newRig(t, s, policy.Adaptive())
 	for range 50 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
@@ -64,7 +64,7 @@ func TestAdaptiveNeverDelaysAnUnthrottledScope(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	if waits := clock.Sleeps(); len(waits) != 0 {
+	if waits := tr.clock.Sleeps(); len(waits) != 0 {
 		t.Errorf("waits = %v; want none before any throttle", waits)
 	}
 }
@@ -74,8 +74,8 @@ func TestAdaptiveFailFast(t *testing.T) {
 	p := policy.Standard()
 	p.MaxAttempts = 1 + 1
 	p.Limiter = &ratelimit.Adaptive{FailFast: true}
-	tr, clock := newTransport(t, s, p)
-	p.Limiter.(*ratelimit.Adaptive).Now = clock.Now
+	tr := newRig(t, s, p)
+	p.Limiter.(*ratelimit.Adaptive).Now = tr.clock.Now
 	var err error
 	for i := 0; i < 50 && err == nil; i++ {
 		var resp *http.Response
@@ -89,7 +89,7 @@ func TestAdaptiveFailFast(t *testing.T) {
 	if stats := tr.Snapshot(); len(stats) != 1 || stats[0].RateLimited == 0 {
 		t.Errorf("Snapshot() = %+v; want RateLimited counted", stats)
 	}
-	for _, w := range clock.Sleeps() {
+	for _, w := range tr.clock.Sleeps() {
 		if w > 2*time.Second {
 			t.Errorf("a fail-fast limiter waited %v", w)
 		}
@@ -103,9 +103,9 @@ func TestAdaptivePacingHonoursDeadline(t *testing.T) {
 	// The reference algorithm drops to 0.5 req/s at its first throttle, so
 	// the next attempt must wait about 2 s: past a deadline 1 s away.
 	p.Limiter = &ratelimit.Adaptive{Reference: true}
-	tr, clock := newTransport(t, s, p)
-	p.Limiter.(*ratelimit.Adaptive).Now = clock.Now
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(time.Second))
+	tr := newRig(t, s, p)
+	p.Limiter.(*ratelimit.Adaptive).Now = tr.clock.Now
+	ctx, cancel := context.WithDeadline(context.Background(), tr.clock.Now().Add(time.Second))
 	defer cancel()
 	var err error
 	for i := 0; i < 50 && err == nil; i++ {
@@ -119,7 +119,7 @@ func TestAdaptivePacingHonoursDeadline(t *testing.T) {
 	}
 	// The wait is refused before any of it is slept, though the transport
 	// sleeps a long wait in halves.
-	if waits := clock.Sleeps(); len(waits) != 0 {
+	if waits := tr.clock.Sleeps(); len(waits) != 0 {
 		t.Errorf("waits = %v; want none: the pacing wait ends past the deadline", waits)
 	}
 }
@@ -131,7 +131,7 @@ func TestAdaptiveQuotaStillRefills(t *testing.T) {
 	q := &ratelimit.Quota{}
 	p := policy.Adaptive()
 	p.Quota = q
-	tr, _ := newTransport(t, s, p)
+	tr := newRig(t, s, p)
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -156,8 +156,8 @@ func TestFixedRateLimitPacesEveryAttempt(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
 	p := policy.Standard()
 	p.RateLimit = &ratelimit.Fixed{Rate: 10, Burst: 1}
-	tr, clock := newTransport(t, s, p)
-	p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
+	tr := newRig(t, s, p)
+	p.RateLimit.(*ratelimit.Fixed).Now = tr.clock.Now
 	for range 3 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
@@ -166,7 +166,7 @@ func TestFixedRateLimitPacesEveryAttempt(t *testing.T) {
 		resp.Body.Close()
 	}
 	want := []time.Duration{100 * time.Millisecond, 100 * time.Millisecond}
-	if diff := cmp.Diff(want, clock.Sleeps()); diff != "" {
+	if diff := cmp.Diff(want, tr.clock.Sleeps()); diff != "" {
 		t.Errorf("waits mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -175,8 +175,8 @@ func TestFixedRateFailFastBeforeFirstAttempt(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
 	p := policy.Standard()
 	p.RateLimit = &ratelimit.Fixed{Rate: 1, Burst: 1, FailFast: true}
-	tr, clock := newTransport(t, s, p)
-	p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
+	tr := newRig(t, s, p)
+	p.RateLimit.(*ratelimit.Fixed).Now = tr.clock.Now
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -204,8 +204,8 @@ func TestAdaptiveThrottlesCostNoQuota(t *testing.T) {
 		p := policy.Standard()
 		p.Quota = &ratelimit.Quota{Capacity: 10} // one throttled retry's worth (TimeoutCost 10)
 		p.Limiter = &ratelimit.Adaptive{Reference: reference}
-		tr, clock := newTransport(t, s, p)
-		p.Quota.(*ratelimit.Quota).Now, p.Limiter.(*ratelimit.Adaptive).Now = clock.Now, clock.Now
+		tr := newRig(t, s, p)
+		p.Quota.(*ratelimit.Quota).Now, p.Limiter.(*ratelimit.Adaptive).Now = tr.clock.Now, tr.clock.Now
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
 			t.Fatalf("reference %t: RoundTrip: %v", reference, err)
@@ -279,8 +279,8 @@ func TestAdaptiveWaiterFollowsRateChange(t *testing.T) {
 func TestRetryThatCannotRewindTakesNoSendToken(t *testing.T) {
 	s := &script{steps: []step{{status: 503, body: "busy"}, {status: 200}}}
 	lim := &ratelimit.Fixed{Rate: 10, Burst: 1, FailFast: true} // one token per 100 ms
-	tr, clock := newTransport(t, s, policy.Policy{RateLimit: lim})
-	lim.Now = clock.Now
+	tr := newRig(t, s, policy.Policy{RateLimit: lim})
+	lim.Now = tr.clock.Now
 	req := newReq(t, "PUT", "http://api.example.com/", "payload")
 	req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("upload source gone") }
 	resp, err := tr.RoundTrip(req) // attempt 1 takes the token; the retry's backoff (500 ms) refills it
@@ -354,7 +354,7 @@ func TestPolicyTakesAnyLimiter(t *testing.T) {
 			l = &movingLimiter{}
 		}
 		p.Limiter = l
-		tr, clock := newTransport(t, s, p)
+		tr := newRig(t, s, p)
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -363,7 +363,7 @@ func TestPolicyTakesAnyLimiter(t *testing.T) {
 
 		// Half of the 40 ms, then asked again: 30 ms more, of which half,
 		// then asked again: due. Then the backoff before the retry.
-		sleeps := clock.Sleeps()
+		sleeps := tr.clock.Sleeps()
 		if len(sleeps) < 2 || sleeps[0] != 20*time.Millisecond || sleeps[1] != 15*time.Millisecond {
 			t.Errorf("learn=%t: sleeps = %v; want 20ms, 15ms first (the reservation asked again after each part)", learn, sleeps)
 		}
@@ -393,8 +393,8 @@ func TestPolicyTakesAnyLimiter(t *testing.T) {
 func TestPacingBeforeTheFirstAttemptKeepsTheBudget(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
 	p := policy.Policy{MaxTotalTime: 100 * time.Millisecond, RateLimit: &ratelimit.Fixed{Rate: 2.5, Burst: 1}}
-	tr, clock := newTransport(t, s, p)
-	p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
+	tr := newRig(t, s, p)
+	p.RateLimit.(*ratelimit.Fixed).Now = tr.clock.Now
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, "")) // spends the token
 	if err != nil {
 		t.Fatalf("first RoundTrip: %v", err)
@@ -412,7 +412,7 @@ func TestPacingBeforeTheFirstAttemptKeepsTheBudget(t *testing.T) {
 	if n := s.count(); n != 1 {
 		t.Errorf("attempts = %d; want only the first request's", n)
 	}
-	for _, d := range clock.Sleeps() {
+	for _, d := range tr.clock.Sleeps() {
 		if d > p.MaxTotalTime {
 			t.Errorf("waited %v; want no wait past MaxTotalTime %v", d, p.MaxTotalTime)
 		}

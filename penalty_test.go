@@ -52,12 +52,12 @@ func TestPenaltyStartedByAResponseThatIsNotRetried(t *testing.T) {
 			io.WriteString(w, "ok")
 		}
 	}))
-	clock := faketime.NewAt(time.Now())
 	p := policy.Policy{
 		Backoff: backoff.Constant{Interval: time.Second},
 		Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
 	}
-	client, _, _ := hedgeClientOn(t, p, clock, nil)
+	tr := newRig(t, nil, p)
+	client := tr.client(t)
 	for _, want := range []int{400, 200} {
 		resp, err := client.Get(srv.URL)
 		if err != nil {
@@ -68,7 +68,7 @@ func TestPenaltyStartedByAResponseThatIsNotRetried(t *testing.T) {
 			t.Fatalf("status %d; want %d", resp.StatusCode, want)
 		}
 	}
-	if got := retryWaits(clock); !equalDurations(got, []time.Duration{11 * time.Second}) {
+	if got := retryWaits(tr.clock); !equalDurations(got, []time.Duration{11 * time.Second}) {
 		t.Errorf("the second request's retry waited %v; want [11s]: 1 s + the 10 s penalty that the first request's ServerBusy (400, not retried) started", got)
 	}
 	srv.conns.expectAllClosed(t, client)
@@ -82,7 +82,6 @@ func TestPenaltyStartedByALosingHedge(t *testing.T) {
 	// One copy gets 200 once the other's 503 was classified; then the
 	// POST, which is not hedged, gets a 500.
 	srv, _ := raceLostTo(t, 503, classified, 500)
-	clock := faketime.NewAt(time.Now())
 	p := policy.Policy{
 		RetryNonIdempotent: true,
 		Backoff:            backoff.Constant{Interval: time.Second},
@@ -90,7 +89,8 @@ func TestPenaltyStartedByALosingHedge(t *testing.T) {
 		Classify:           onClassified(503, classified),
 		Penalty:            policy.Penalty{Statuses: []int{503}, Delay: 10 * time.Second, For: time.Hour},
 	}
-	client, _, _ := hedgeClientOn(t, p, clock, nil)
+	tr := newRig(t, nil, p)
+	client := tr.client(t)
 	resp, err := client.Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestPenaltyStartedByALosingHedge(t *testing.T) {
 		t.Fatal(err)
 	}
 	readBody(t, resp)
-	if got := retryWaits(clock); !equalDurations(got, []time.Duration{11 * time.Second}) {
+	if got := retryWaits(tr.clock); !equalDurations(got, []time.Duration{11 * time.Second}) {
 		t.Errorf("the POST's retry waited %v; want [11s]: 1 s + the 10 s penalty that the losing copy's 503 started", got)
 	}
 	srv.conns.expectAllClosed(t, client)

@@ -1,8 +1,8 @@
 package retrytransport_test
 
 // The retry quota and the retry budget: what a retry costs and where,
-// refills and refunds, a quota in Wait mode, a budget beside or as the
-// quota, scope functions, and quotas the caller implements.
+// refills and refunds, scope functions, a quota in Wait mode, quotas the
+// caller implements, and a budget beside or as the quota.
 
 import (
 	"errors"
@@ -20,104 +20,10 @@ import (
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
-// loggedQuota is a RetryQuota of the user's own: an in-process Quota that
-// logs every call and reports a fallback count, as a store-backed quota
-// would.
-type loggedQuota struct {
-	calls
-	q ratelimit.Quota
-}
-
-func (l *loggedQuota) Acquire(scope string, k classify.Kind) (int, time.Duration, bool) {
-	l.add("Acquire " + k.String())
-	return l.q.Acquire(scope, k)
-}
-func (l *loggedQuota) Refund(scope string, cost int) { l.add("Refund"); l.q.Refund(scope, cost) }
-func (l *loggedQuota) Success(scope string)          { l.add("Success"); l.q.Success(scope) }
-func (l *loggedQuota) Level(scope string) float64    { return l.q.Level(scope) }
-func (l *loggedQuota) Fallbacks(scope string) uint64 { return 7 }
-
-func TestPolicyTakesAnyRetryQuota(t *testing.T) {
-	s := &script{steps: []step{{status: 503}, {status: 200}}}
-	p := policy.Standard()
-	q := &loggedQuota{}
-	p.Quota = q
-	tr, _ := newTransport(t, s, p)
-	for range 2 { // a retry, then a first-attempt success
-		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	want := []string{"Acquire transient", "Refund", "Success"}
-	if diff := cmp.Diff(want, q.get()); diff != "" {
-		t.Errorf("calls to the policy's quota mismatch (-want +got):\n%s", diff)
-	}
-	snap := tr.Snapshot()
-	if len(snap) != 1 || snap[0].Fallbacks != 7 || snap[0].Quota != 500 {
-		t.Errorf("Snapshot = %+v; want one scope with Fallbacks 7 (the quota's FallbackCounter) and Quota 500", snap)
-	}
-}
-
-// TestRetryBudgetCountsEveryRequest: a ratelimit.Budget as the policy's
-// quota hears of every request, failed ones included, and grants retries
-// in proportion: half of 20 requests to a failing server, none beyond.
-func TestRetryBudgetCountsEveryRequest(t *testing.T) {
-	s := &script{steps: []step{{status: 503}}}
-	p := policy.Standard()
-	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
-	p.Quota = b
-	tr, clock := newTransport(t, s, p)
-	b.Now = clock.Now
-	refused := 0
-	for range 20 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	for _, st := range tr.Snapshot() {
-		refused += int(st.QuotaRefusals)
-	}
-	s.mu.Lock()
-	calls := s.calls
-	s.mu.Unlock()
-	if calls != 20+10 {
-		t.Errorf("attempts for 20 failing requests with a budget of half the requests = %d; want 30", calls)
-	}
-	if refused != 20 {
-		t.Errorf("retries refused = %d; want 20: every request's first retry or, for the 10 granted one, its second", refused)
-	}
-}
-
-// TestRetryBudgetCountsRequestsOfOneAttempt: requests under a policy of a
-// single attempt, which the transport sends without its attempt loop,
-// still count towards a budget that other policies share.
-func TestRetryBudgetCountsRequestsOfOneAttempt(t *testing.T) {
-	s := &script{steps: []step{{status: 200}}}
-	p := policy.None()
-	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
-	p.Quota = b
-	tr, clock := newTransport(t, s, p)
-	b.Now = clock.Now
-	for range 4 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	if l := b.LevelAt(clock.Now(), "api.example.com"); l != 2 {
-		t.Errorf("budget level after 4 single-attempt requests at ratio 0.5 = %v; want 2", l)
-	}
-}
-
 func TestQuotaExhaustionStopsRetries(t *testing.T) {
 	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
 	q := &ratelimit.Quota{Capacity: 12} // two retries at cost 5
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 10, Quota: q})
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 10, Quota: q})
 	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if !errors.Is(err, ratelimit.ErrQuotaExceeded) || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("RoundTrip error = %v; want ErrQuotaExceeded wrapping the last error", err)
@@ -134,7 +40,7 @@ func TestQuotaExhaustionStopsRetries(t *testing.T) {
 func TestQuotaIsPerHost(t *testing.T) {
 	s := &script{steps: []step{{status: 503}}}
 	p := policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 5}}
-	tr, _ := newTransport(t, s, p)
+	tr := newRig(t, s, p)
 	for _, u := range []string{"http://a.example/", "http://a.example/", "http://b.example/"} {
 		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
 		if err != nil {
@@ -151,7 +57,7 @@ func TestQuotaIsPerHost(t *testing.T) {
 func TestQuotaRefillsOnSuccess(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 200}}}
 	q := &ratelimit.Quota{}
-	tr, _ := newTransport(t, s, policy.Policy{Quota: q})
+	tr := newRig(t, s, policy.Policy{Quota: q})
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -165,8 +71,8 @@ func TestQuotaRefillsOnSuccess(t *testing.T) {
 func TestEachNewOwnsItsQuota(t *testing.T) {
 	p := policy.Policy{MaxAttempts: 2}
 	s := &script{steps: []step{{status: 503}}}
-	tr1, _ := newTransport(t, s, p)
-	tr2, _ := newTransport(t, s, p)
+	tr1 := newRig(t, s, p)
+	tr2 := newRig(t, s, p)
 	// 100 failing requests drain tr1's default quota (100 retries at 5).
 	for range 101 {
 		resp, _ := tr1.RoundTrip(newReq(t, "GET", url, ""))
@@ -182,7 +88,7 @@ func TestEachNewOwnsItsQuota(t *testing.T) {
 
 func TestDisableQuota(t *testing.T) {
 	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	tr, _ := newTransport(t, s, policy.Policy{MaxAttempts: 200, DisableQuota: true})
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 200, DisableQuota: true})
 	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if !errors.Is(err, retrytransport.ErrExhausted) || s.count() != 200 {
 		t.Errorf("RoundTrip = %v after %d attempts; want ErrExhausted after 200", err, s.count())
@@ -196,7 +102,7 @@ func TestScopeFunctionSplitsQuota(t *testing.T) {
 		Quota:       &ratelimit.Quota{Capacity: 5},
 		Scope:       func(r *http.Request) string { return r.Header.Get("X-Table") },
 	}
-	tr, _ := newTransport(t, s, p)
+	tr := newRig(t, s, p)
 	send := func(table string) int {
 		before := s.count()
 		req := newReq(t, "GET", url, "")
@@ -251,13 +157,107 @@ func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
 	}
 }
 
+// loggedQuota is a RetryQuota of the user's own: an in-process Quota that
+// logs every call and reports a fallback count, as a store-backed quota
+// would.
+type loggedQuota struct {
+	calls
+	q ratelimit.Quota
+}
+
+func (l *loggedQuota) Acquire(scope string, k classify.Kind) (int, time.Duration, bool) {
+	l.add("Acquire " + k.String())
+	return l.q.Acquire(scope, k)
+}
+func (l *loggedQuota) Refund(scope string, cost int) { l.add("Refund"); l.q.Refund(scope, cost) }
+func (l *loggedQuota) Success(scope string)          { l.add("Success"); l.q.Success(scope) }
+func (l *loggedQuota) Level(scope string) float64    { return l.q.Level(scope) }
+func (l *loggedQuota) Fallbacks(scope string) uint64 { return 7 }
+
+func TestPolicyTakesAnyRetryQuota(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 200}}}
+	p := policy.Standard()
+	q := &loggedQuota{}
+	p.Quota = q
+	tr := newRig(t, s, p)
+	for range 2 { // a retry, then a first-attempt success
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := []string{"Acquire transient", "Refund", "Success"}
+	if diff := cmp.Diff(want, q.get()); diff != "" {
+		t.Errorf("calls to the policy's quota mismatch (-want +got):\n%s", diff)
+	}
+	snap := tr.Snapshot()
+	if len(snap) != 1 || snap[0].Fallbacks != 7 || snap[0].Quota != 500 {
+		t.Errorf("Snapshot = %+v; want one scope with Fallbacks 7 (the quota's FallbackCounter) and Quota 500", snap)
+	}
+}
+
+// TestRetryBudgetCountsEveryRequest: a ratelimit.Budget as the policy's
+// quota hears of every request, failed ones included, and grants retries
+// in proportion: half of 20 requests to a failing server, none beyond.
+func TestRetryBudgetCountsEveryRequest(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Standard()
+	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
+	p.Quota = b
+	tr := newRig(t, s, p)
+	b.Now = tr.clock.Now
+	refused := 0
+	for range 20 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	for _, st := range tr.Snapshot() {
+		refused += int(st.QuotaRefusals)
+	}
+	s.mu.Lock()
+	calls := s.calls
+	s.mu.Unlock()
+	if calls != 20+10 {
+		t.Errorf("attempts for 20 failing requests with a budget of half the requests = %d; want 30", calls)
+	}
+	if refused != 20 {
+		t.Errorf("retries refused = %d; want 20: every request's first retry or, for the 10 granted one, its second", refused)
+	}
+}
+
+// TestRetryBudgetCountsRequestsOfOneAttempt: requests under a policy of a
+// single attempt, which the transport sends without its attempt loop,
+// still count towards a budget that other policies share.
+func TestRetryBudgetCountsRequestsOfOneAttempt(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	p := policy.None()
+	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
+	p.Quota = b
+	tr := newRig(t, s, p)
+	b.Now = tr.clock.Now
+	for range 4 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if l := b.LevelAt(tr.clock.Now(), "api.example.com"); l != 2 {
+		t.Errorf("budget level after 4 single-attempt requests at ratio 0.5 = %v; want 2", l)
+	}
+}
+
 // The budget is kept in the request's own scope, beside the quota, and each
 // keeps its own cost: a retry pays both, a refusal of either stops it.
 func TestBudgetBesideQuota(t *testing.T) {
 	srv := newEndpointServer(t, 503)
 	clock := faketime.NewAt(time.Now())
 	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Budget: budget})
+	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Budget: budget}, backoffUnlessSet(everySecond))
 	var refused int
 	for range 20 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
@@ -285,7 +285,7 @@ func TestBudgetStaysInTheRequestsScope(t *testing.T) {
 	secondary := newEndpointServer(t, 503)
 	clock := faketime.NewAt(time.Now())
 	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Budget: budget, Endpoints: []string{secondary.host()}})
+	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Budget: budget, Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
 	for range 20 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
@@ -309,7 +309,7 @@ func TestBudgetAsQuotaLetsReadsFailOver(t *testing.T) {
 	secondary := newEndpointServer(t, 200)
 	clock := faketime.NewAt(time.Now())
 	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr := failoverTransport(t, policy.Policy{MaxAttempts: 2, Quota: budget, Endpoints: []string{secondary.host()}})
+	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Quota: budget, Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
 	ok := 0
 	for range 20 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))

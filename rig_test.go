@@ -1,5 +1,8 @@
 package retrytransport_test
 
+// The test rig: a Transport on a fake clock (newRig) over a fake server of
+// scripted answers (script), and the small helpers the tests share.
+
 import (
 	"context"
 	"io"
@@ -22,6 +25,10 @@ import (
 // halfJitter is a backoff whose draws are always 0.5, so delays are exact:
 // retry n waits 2^(n-1) s / 2.
 var halfJitter = backoff.FullJitter{Rand: func() float64 { return 0.5 }}
+
+// everySecond waits one second before every retry, so that a test's
+// retry waits are told apart from its hedge delays at a glance.
+var everySecond = backoff.Constant{Interval: time.Second}
 
 // step is one scripted answer of a fake server: a status (with optional
 // header and body) or a transport error.
@@ -203,7 +210,8 @@ func withOptions(opts ...retrytransport.Option) rigOption {
 }
 
 // newRig builds a rig: a Transport over base with p, on a fake clock
-// started at the real time. A nil base is a real http.Transport whose idle
+// started at the real time. A *script base answers through mockBase, an
+// httpmock transport; a nil base is a real http.Transport whose idle
 // connections are closed when the test ends, for 127.0.0.1 servers. A
 // policy without a Backoff, or with a FullJitter that draws at random,
 // gets the exact halfJitter (or the backoffUnlessSet one).
@@ -218,6 +226,9 @@ func newRig(t *testing.T, base http.RoundTripper, p policy.Policy, opts ...rigOp
 	}
 	if s.sleep == nil {
 		s.sleep = s.clock.Sleep
+	}
+	if sc, ok := base.(*script); ok {
+		base = mockBase(sc)
 	}
 	if base == nil {
 		hb := &http.Transport{}
@@ -280,6 +291,19 @@ func (r *rig) stop() error {
 	return nil
 }
 
+// byScope returns the rig's Snapshot keyed by scope.
+func (r *rig) byScope() map[string]retrytransport.ScopeStats {
+	m := make(map[string]retrytransport.ScopeStats)
+	for _, s := range r.Snapshot() {
+		m[s.Scope] = s
+	}
+	return m
+}
+
+// scopeStats returns the Snapshot entry of scope, or the zero ScopeStats
+// if the Snapshot has none.
+func (r *rig) scopeStats(scope string) retrytransport.ScopeStats { return r.byScope()[scope] }
+
 // get sends a GET to url through r and closes the response.
 func (r *rig) get(t *testing.T, url string) *http.Response {
 	t.Helper()
@@ -297,14 +321,6 @@ func (r *rig) client(t *testing.T) *http.Client {
 	c := &http.Client{Transport: r}
 	t.Cleanup(c.CloseIdleConnections)
 	return c
-}
-
-// newTransport is the rig over a script: a Transport whose base answers
-// from s, with opts after the rig's own.
-func newTransport(t *testing.T, s *script, p policy.Policy, opts ...retrytransport.Option) (*retrytransport.Transport, *faketime.Clock) {
-	t.Helper()
-	r := newRig(t, mockBase(s), p, withOptions(opts...))
-	return r.Transport, r.clock
 }
 
 func newReq(t *testing.T, method, url, body string) *http.Request {

@@ -1,10 +1,15 @@
 package retrytransport_test
 
+// SDK marks: requests an SDK retries itself (AWS amz-sdk-request, Google
+// gccl-attempt-count) are not retried again, in the mark's forms, with
+// their events and logs, unless the policy ignores the marks.
+
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -15,7 +20,7 @@ import (
 // sdkCall plays an SDK that retries on its own: it sends the request up to
 // sdkMax times, marking each attempt as the AWS SDKs do, and stops at the
 // first answer that is not a 503. It returns the server hits of the call.
-func sdkCall(t *testing.T, tr *retrytransport.Transport, s *script, sdkMax int) int {
+func sdkCall(t *testing.T, tr http.RoundTripper, s *script, sdkMax int) int {
 	t.Helper()
 	before := s.count()
 	for n := 1; n <= sdkMax; n++ {
@@ -38,7 +43,7 @@ func sdkCall(t *testing.T, tr *retrytransport.Transport, s *script, sdkMax int) 
 func TestSDKMarkForms(t *testing.T) {
 	for _, mark := range []string{"attempt=1; max=3", "attempt=1;max=3", "max=3; attempt=1", "ttl=20261124T101500Z; attempt=1; max=3", " Attempt = 1 ; MAX = 3 "} {
 		s := &script{steps: []step{{status: 503}}}
-		tr, _ := newTransport(t, s, policy.Policy{})
+		tr := newRig(t, s, policy.Policy{})
 		req := newReq(t, "GET", url, "")
 		req.Header.Set("amz-sdk-request", mark)
 		resp, err := tr.RoundTrip(req)
@@ -70,7 +75,7 @@ func TestGoogleClientAttemptsAreSentOnce(t *testing.T) {
 		{"gl-go/1.24.0 gccl-attempt-count/0 gccl/1", 3}, // no attempt 0
 	} {
 		s := &script{steps: []step{{status: 503}}}
-		tr, _ := newTransport(t, s, policy.Policy{})
+		tr := newRig(t, s, policy.Policy{})
 		req := newReq(t, "GET", url, "")
 		req.Header.Set("x-goog-api-client", tt.value)
 		resp, err := tr.RoundTrip(req)
@@ -97,7 +102,7 @@ func TestSDKRetriesAreNotMultiplied(t *testing.T) {
 	} {
 		s := &script{steps: []step{{status: 503}}}
 		p := policy.Policy{MaxAttempts: tt.policy, RetryNonIdempotent: true}
-		tr, _ := newTransport(t, s, p)
+		tr := newRig(t, s, p)
 		if got := sdkCall(t, tr, s, tt.sdk); got != tt.want {
 			t.Errorf("SDK max %d, policy MaxAttempts %d: server hits per call = %d; want %d", tt.sdk, tt.policy, got, tt.want)
 		}
@@ -107,7 +112,7 @@ func TestSDKRetriesAreNotMultiplied(t *testing.T) {
 // The SDK's attempts that recover still succeed, and each gets one hit.
 func TestSDKAttemptThatSucceeds(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 200, body: "ok"}}}
-	tr, _ := newTransport(t, s, policy.Policy{RetryNonIdempotent: true})
+	tr := newRig(t, s, policy.Policy{RetryNonIdempotent: true})
 	if got := sdkCall(t, tr, s, 3); got != 2 {
 		t.Errorf("server hits = %d; want 2 (SDK attempt 1 failed, attempt 2 succeeded)", got)
 	}
@@ -116,12 +121,12 @@ func TestSDKAttemptThatSucceeds(t *testing.T) {
 func TestSDKRetriesEvents(t *testing.T) {
 	var stops []error
 	s := &script{steps: []step{{status: 503}}}
-	tr, _ := newTransport(t, s, policy.Policy{RetryNonIdempotent: true},
+	tr := newRig(t, s, policy.Policy{RetryNonIdempotent: true}, withOptions(
 		retrytransport.WithObserver(func(e retrytransport.Event) {
 			if e.Final {
 				stops = append(stops, e.Stop)
 			}
-		}))
+		})))
 	sdkCall(t, tr, s, 3)
 	want := []error{retrytransport.ErrSDKRetries, retrytransport.ErrSDKRetries, retrytransport.ErrExhausted}
 	if len(stops) != len(want) {
@@ -149,7 +154,7 @@ func TestSDKMarkIgnored(t *testing.T) {
 		{"IgnoreSDKAttempts", "attempt=1; max=3", true},
 	} {
 		s := &script{steps: []step{{status: 503}}}
-		tr, _ := newTransport(t, s, policy.Policy{RetryNonIdempotent: true, IgnoreSDKAttempts: tt.ignore})
+		tr := newRig(t, s, policy.Policy{RetryNonIdempotent: true, IgnoreSDKAttempts: tt.ignore})
 		req := newReq(t, "GET", url, "")
 		req.Header.Set("amz-sdk-request", tt.mark)
 		resp, err := tr.RoundTrip(req)
@@ -169,7 +174,7 @@ func TestSDKRetriesLoggedOnce(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	s := &script{steps: []step{{status: 503}}}
-	tr, _ := newTransport(t, s, policy.Policy{RetryNonIdempotent: true}, retrytransport.WithLogger(logger))
+	tr := newRig(t, s, policy.Policy{RetryNonIdempotent: true}, withOptions(retrytransport.WithLogger(logger)))
 	for range 3 {
 		sdkCall(t, tr, s, 3)
 	}
@@ -186,11 +191,11 @@ func TestSDKRetriesLoggedOnce(t *testing.T) {
 func TestGoogleMarkOfAFirstAttemptKeepsThePolicy(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 503}, {status: 200, body: "ok"}}}
 	var stops []error
-	tr, _ := newTransport(t, s, policy.Policy{}, retrytransport.WithObserver(func(e retrytransport.Event) {
+	tr := newRig(t, s, policy.Policy{}, withOptions(retrytransport.WithObserver(func(e retrytransport.Event) {
 		if e.Final {
 			stops = append(stops, e.Stop)
 		}
-	}))
+	})))
 	req := newReq(t, "GET", url, "")
 	// What cloud.google.com/go/storage sends with WithPolicy(RetryNever).
 	req.Header.Set("x-goog-api-client", "gccl-invocation-id/5c9d4f1e-0b7a-4c1e-9a51-2f0e4b8c7d11 gccl-attempt-count/1 gl-go/1.24.0 gccl/1.50.0")

@@ -1,5 +1,8 @@
 package retrytransport_test
 
+// Soak: concurrent GETs, PUTs and POSTs, for a while, against a server
+// that fails a third of all attempts in every way it can.
+
 import (
 	"bytes"
 	"context"

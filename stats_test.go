@@ -17,13 +17,6 @@ import (
 // snapshotMaxScopes is how many scopes Snapshot keeps at most.
 const snapshotMaxScopes = 10_000
 
-// statsTransport returns the rig making one attempt per request over a
-// script answering every request 200.
-func statsTransport(t *testing.T) *retrytransport.Transport {
-	t.Helper()
-	return newRig(t, &script{steps: []step{{status: 200}}}, policy.Policy{MaxAttempts: 1}).Transport
-}
-
 // statsGet sends one GET to host through tr.
 func statsGet(t *testing.T, tr http.RoundTripper, host string) {
 	t.Helper()
@@ -49,26 +42,17 @@ func statsGetErr(tr http.RoundTripper, u string) error {
 	return resp.Body.Close()
 }
 
-// snapshotByScope returns tr's Snapshot keyed by scope.
-func snapshotByScope(tr *retrytransport.Transport) map[string]retrytransport.ScopeStats {
-	m := make(map[string]retrytransport.ScopeStats)
-	for _, s := range tr.Snapshot() {
-		m[s.Scope] = s
-	}
-	return m
-}
-
 // TestSnapshotEvictsLeastRecentlyUsed: a scope used on every other request,
 // between requests to 15,000 new scopes, survives every eviction and keeps
 // its full count, while Snapshot stays at 10,000 scopes or fewer.
 func TestSnapshotEvictsLeastRecentlyUsed(t *testing.T) {
-	tr := statsTransport(t)
+	tr := newRig(t, &script{steps: []step{{status: 200}}}, policy.Policy{MaxAttempts: 1})
 	const hot, rounds = "hot.example", 15_000
 	for i := range rounds {
 		statsGet(t, tr, hot)
 		statsGet(t, tr, fmt.Sprintf("h%d.example", i))
 	}
-	stats := snapshotByScope(tr)
+	stats := tr.byScope()
 	if len(stats) > snapshotMaxScopes {
 		t.Errorf("len(Snapshot()) after %d scopes = %d; want <= %d", rounds+1, len(stats), snapshotMaxScopes)
 	}
@@ -80,7 +64,7 @@ func TestSnapshotEvictsLeastRecentlyUsed(t *testing.T) {
 // TestSnapshotEvictsSixteenthUnusedLongest: once 10,000 scopes are stored, a
 // new one evicts the 625 scopes unused longest, and no other.
 func TestSnapshotEvictsSixteenthUnusedLongest(t *testing.T) {
-	tr := statsTransport(t)
+	tr := newRig(t, &script{steps: []step{{status: 200}}}, policy.Policy{MaxAttempts: 1})
 	host := func(i int) string { return fmt.Sprintf("h%d.example", i) }
 	for i := range snapshotMaxScopes {
 		statsGet(t, tr, host(i))
@@ -88,7 +72,7 @@ func TestSnapshotEvictsSixteenthUnusedLongest(t *testing.T) {
 	statsGet(t, tr, host(0)) // h0 was added first but is now the most recently used
 	statsGet(t, tr, "new.example")
 
-	stats := snapshotByScope(tr)
+	stats := tr.byScope()
 	const evicted = snapshotMaxScopes / 16
 	if want := snapshotMaxScopes - evicted + 1; len(stats) != want {
 		t.Errorf("len(Snapshot()) after %d scopes = %d; want %d", snapshotMaxScopes+1, len(stats), want)
@@ -115,7 +99,7 @@ func TestSnapshotEvictsSixteenthUnusedLongest(t *testing.T) {
 // scopes at once, each also using one hot scope, leave Snapshot at 10,000
 // scopes or fewer with the hot scope's every attempt counted.
 func TestSnapshotStaysBoundedUnderConcurrentScopes(t *testing.T) {
-	tr := statsTransport(t)
+	tr := newRig(t, &script{steps: []step{{status: 200}}}, policy.Policy{MaxAttempts: 1})
 	const hot, workers, each = "hot.example", 8, 2_500
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -133,7 +117,7 @@ func TestSnapshotStaysBoundedUnderConcurrentScopes(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	stats := snapshotByScope(tr)
+	stats := tr.byScope()
 	if len(stats) > snapshotMaxScopes {
 		t.Errorf("len(Snapshot()) after %d scopes from %d goroutines = %d; want <= %d", workers*each+1, workers, len(stats), snapshotMaxScopes)
 	}
@@ -147,9 +131,9 @@ func TestSnapshotStaysBoundedUnderConcurrentScopes(t *testing.T) {
 // in a shared store falls back like them.
 func TestSnapshotFallbacksCountTheBudget(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
-	tr, _ := newTransport(t, s, policy.Policy{Budget: &loggedQuota{}, RateLimit: &movingLimiter{}})
+	tr := newRig(t, s, policy.Policy{Budget: &loggedQuota{}, RateLimit: &movingLimiter{}})
 	statsGet(t, tr, "api.example")
-	stats := snapshotByScope(tr)
+	stats := tr.byScope()
 	// The default quota is in-process: no fallbacks.
 	if got := stats["api.example"].Fallbacks; got != 7+5 {
 		t.Errorf("Snapshot() Fallbacks = %d; want 12 (the budget's 7 and the fixed rate's 5)", got)
@@ -158,14 +142,14 @@ func TestSnapshotFallbacksCountTheBudget(t *testing.T) {
 
 func TestSnapshotCountsPerScope(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 429}, {status: 200}}}
-	tr, _ := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
 	}
 	resp.Body.Close()
 	s.steps = []step{{status: 503}}
-	tr2, _ := newTransport(t, s, policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 4}})
+	tr2 := newRig(t, s, policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 4}})
 	resp, _ = tr2.RoundTrip(newReq(t, "GET", "http://b.example:8080/", ""))
 	resp.Body.Close()
 
@@ -185,7 +169,7 @@ func TestSnapshotCustomScope(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
 	tenant := policy.Standard()
 	tenant.Scope = func(*http.Request) string { return "tenant-7" }
-	tr, _ := newTransport(t, s, policy.Standard(), retrytransport.WithHostPolicy("tenant.example.com", tenant))
+	tr := newRig(t, s, policy.Standard(), withOptions(retrytransport.WithHostPolicy("tenant.example.com", tenant)))
 	for _, u := range []string{"http://api.example.com/", "http://tenant.example.com/"} {
 		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
 		if err != nil {

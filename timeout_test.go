@@ -1,5 +1,8 @@
 package retrytransport_test
 
+// Time limits: AttemptTimeout, MaxTotalTime and the caller's deadline,
+// what each bounds and ends, and the error each leaves.
+
 import (
 	"bytes"
 	"context"
@@ -73,8 +76,8 @@ func TestAttemptTimeoutDoesNotBoundTheBodyRead(t *testing.T) {
 func TestMaxTotalTimeStopsBeforeAWaitPastIt(t *testing.T) {
 	s := &script{steps: []step{{status: 503, header: retryAfter(2), body: "busy"}}}
 	var events []retrytransport.Event
-	tr, clock := newTransport(t, s, policy.Policy{MaxAttempts: 10, MaxTotalTime: 3 * time.Second},
-		retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 10, MaxTotalTime: 3 * time.Second}, withOptions(
+		retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) })))
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -82,7 +85,7 @@ func TestMaxTotalTimeStopsBeforeAWaitPastIt(t *testing.T) {
 	if got := readBody(t, resp); resp.StatusCode != 503 || got != "busy" {
 		t.Errorf("RoundTrip = %d %q; want the last 503", resp.StatusCode, got)
 	}
-	if diff := cmp.Diff([]time.Duration{2 * time.Second}, clock.Sleeps()); diff != "" || s.count() != 2 {
+	if diff := cmp.Diff([]time.Duration{2 * time.Second}, tr.clock.Sleeps()); diff != "" || s.count() != 2 {
 		t.Errorf("attempts = %d, waits (-want +got):\n%s; want 2 attempts", s.count(), diff)
 	}
 	if last := events[len(events)-1]; !errors.Is(last.Stop, retrytransport.ErrBudget) {
@@ -93,7 +96,7 @@ func TestMaxTotalTimeStopsBeforeAWaitPastIt(t *testing.T) {
 func TestMaxTotalTimeErrorSaysSo(t *testing.T) {
 	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
 	p := policy.Policy{MaxAttempts: 10, Backoff: backoff.Constant{Interval: time.Second}, MaxTotalTime: 1500 * time.Millisecond}
-	tr, _ := newTransport(t, s, p)
+	tr := newRig(t, s, p)
 	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	var re *retrytransport.RetryError
 	if !errors.As(err, &re) || re.Attempts != 2 || !errors.Is(err, retrytransport.ErrBudget) || !errors.Is(err, io.ErrUnexpectedEOF) {

@@ -28,7 +28,7 @@ const url = "http://api.example.com/v1/things"
 
 func TestRetriesTransientStatusUntilSuccess(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 500}, {status: 200, body: "ok"}}}
-	tr, clock := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	req := newReq(t, "GET", url, "")
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
@@ -44,14 +44,14 @@ func TestRetriesTransientStatusUntilSuccess(t *testing.T) {
 		t.Errorf("attempts = %d; want 3", got)
 	}
 	// halfJitter: retry 1 waits 0.5 * 1 s, retry 2 waits 0.5 * 2 s.
-	if diff := cmp.Diff([]time.Duration{500 * time.Millisecond, time.Second}, clock.Sleeps()); diff != "" {
+	if diff := cmp.Diff([]time.Duration{500 * time.Millisecond, time.Second}, tr.clock.Sleeps()); diff != "" {
 		t.Errorf("waits mismatch (-want +got):\n%s", diff)
 	}
 }
 
 func TestLastResponseReturnedIntactAfterMaxAttempts(t *testing.T) {
 	s := &script{steps: []step{{status: 503, body: "first"}, {status: 502, body: "second"}, {status: 504, body: "last"}}}
-	tr, _ := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -66,7 +66,7 @@ func TestLastResponseReturnedIntactAfterMaxAttempts(t *testing.T) {
 
 func TestMaxAttemptsOneDisablesRetries(t *testing.T) {
 	s := &script{steps: []step{{status: 503}}}
-	tr, _ := newTransport(t, s, policy.None())
+	tr := newRig(t, s, policy.None())
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -80,7 +80,7 @@ func TestMaxAttemptsOneDisablesRetries(t *testing.T) {
 func TestErrorWrapsLastTransportErrorWithAttempts(t *testing.T) {
 	errFirst, errLast := errors.New("first failure"), errors.New("last failure")
 	s := &script{steps: []step{{err: errFirst}, {err: errFirst}, {err: errLast}}}
-	tr, _ := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if resp != nil {
 		t.Fatalf("RoundTrip returned a response with status %d; want none", resp.StatusCode)
@@ -100,7 +100,7 @@ func TestErrorWrapsLastTransportErrorWithAttempts(t *testing.T) {
 func TestFinalStatusesAreNotRetried(t *testing.T) {
 	for _, status := range []int{400, 401, 403, 404, 409, 422, 501} {
 		s := &script{steps: []step{{status: status, body: `{"message":"no"}`}}}
-		tr, _ := newTransport(t, s, policy.Standard())
+		tr := newRig(t, s, policy.Standard())
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
 			t.Fatalf("RoundTrip(%d): %v", status, err)
@@ -115,7 +115,7 @@ func TestFinalStatusesAreNotRetried(t *testing.T) {
 func TestThrottlingCodeIn400BodyIsRetriedAndBodyRestored(t *testing.T) {
 	body := `{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"slow down"}`
 	s := &script{steps: []step{{status: 400, body: body}}}
-	tr, clock := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -127,7 +127,7 @@ func TestThrottlingCodeIn400BodyIsRetriedAndBodyRestored(t *testing.T) {
 		t.Errorf("attempts = %d; want 3", got)
 	}
 	// A throttle costs 10 tokens per retry (docs/aws.md); the waits are plain backoff.
-	if got := len(clock.Sleeps()); got != 2 {
+	if got := len(tr.clock.Sleeps()); got != 2 {
 		t.Errorf("waits = %d; want 2", got)
 	}
 }
@@ -160,7 +160,7 @@ func TestNonIdempotentRetriedOnlyWhenUnprocessed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &script{steps: tt.steps}
-			tr, _ := newTransport(t, s, tt.p)
+			tr := newRig(t, s, tt.p)
 			req := newReq(t, tt.method, url, "payload")
 			for k, v := range tt.header {
 				req.Header[k] = v
@@ -183,7 +183,7 @@ func TestNonIdempotentRetriedOnlyWhenUnprocessed(t *testing.T) {
 
 func TestNotRetryableErrorSaysWhy(t *testing.T) {
 	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	tr, _ := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	_, err := tr.RoundTrip(newReq(t, "POST", url, "x"))
 	if !errors.Is(err, retrytransport.ErrNotRetryable) || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("RoundTrip(POST) error = %v; want ErrNotRetryable wrapping io.ErrUnexpectedEOF", err)
@@ -194,7 +194,7 @@ func TestNotRetryableErrorSaysWhy(t *testing.T) {
 // policy New cannot use, before any attempt, has its body closed once.
 func TestUnusablePolicyClosesTheBody(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
-	tr, _ := newTransport(t, s, policy.Policy{Endpoints: []string{"ftp://b.example.com"}})
+	tr := newRig(t, s, policy.Policy{Endpoints: []string{"ftp://b.example.com"}})
 	body := &closeCounter{Reader: strings.NewReader("x")}
 	req := newReq(t, "POST", url, "")
 	req.Body = body
@@ -209,7 +209,7 @@ func TestUnusablePolicyClosesTheBody(t *testing.T) {
 
 func TestRequestIsNotModified(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {err: io.ErrUnexpectedEOF}, {status: 200}}}
-	tr, _ := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	req := newReq(t, "PUT", url, "payload")
 	req.Header.Set("X-Test", "1")
 	before := *req
@@ -340,9 +340,9 @@ func TestPlannedRetryThatCannotGoReturnsTheLastResponse(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &script{steps: []step{{status: 503, body: "busy"}}}
 			var events []retrytransport.Event
-			tr, clock := newTransport(t, s, tt.p, retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
+			tr := newRig(t, s, tt.p, withOptions(retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) })))
 			if tt.p.RateLimit != nil {
-				tt.p.RateLimit.(*ratelimit.Fixed).Now = clock.Now
+				tt.p.RateLimit.(*ratelimit.Fixed).Now = tr.clock.Now
 			}
 			req := newReq(t, "PUT", url, "payload")
 			if tt.getErr != nil {

@@ -1,5 +1,8 @@
 package retrytransport_test
 
+// Requests the server never saw: a POST is sent again when no connection
+// was made, and not when its body failed like a dial once it had one.
+
 import (
 	"bytes"
 	"errors"

@@ -229,13 +229,13 @@ func TestNegativeTerminationBufferDoesNotPassTheDeadline(t *testing.T) {
 
 func TestRetryAfterIsHonoured(t *testing.T) {
 	s := &script{steps: []step{{status: 429, header: retryAfter(3)}, {status: 200}}}
-	tr, clock := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
 	}
 	resp.Body.Close()
-	if diff := cmp.Diff([]time.Duration{3 * time.Second}, clock.Sleeps()); diff != "" {
+	if diff := cmp.Diff([]time.Duration{3 * time.Second}, tr.clock.Sleeps()); diff != "" {
 		t.Errorf("waits mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -243,7 +243,8 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 func TestRetryAfterAboveCapReturnsResponseAtOnce(t *testing.T) {
 	s := &script{steps: []step{{status: 503, header: retryAfter(60), body: "busy"}, {status: 200}}}
 	var events []retrytransport.Event
-	tr, clock := newTransport(t, s, policy.Standard(), retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) }))
+	tr := newRig(t, s, policy.Standard(), withOptions(
+		retrytransport.WithObserver(func(e retrytransport.Event) { events = append(events, e) })))
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
@@ -251,8 +252,8 @@ func TestRetryAfterAboveCapReturnsResponseAtOnce(t *testing.T) {
 	if got := readBody(t, resp); resp.StatusCode != 503 || got != "busy" {
 		t.Errorf("RoundTrip = %d %q; want 503 %q", resp.StatusCode, got, "busy")
 	}
-	if s.count() != 1 || len(clock.Sleeps()) != 0 {
-		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), clock.Sleeps())
+	if s.count() != 1 || len(tr.clock.Sleeps()) != 0 {
+		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), tr.clock.Sleeps())
 	}
 	if len(events) != 1 || !errors.Is(events[0].Stop, retrytransport.ErrServerDelay) {
 		t.Errorf("events = %+v; want one with Stop = ErrServerDelay", events)
@@ -262,22 +263,22 @@ func TestRetryAfterAboveCapReturnsResponseAtOnce(t *testing.T) {
 func TestMaxDelayCapsBackoff(t *testing.T) {
 	s := &script{steps: []step{{status: 503}}}
 	p := policy.Policy{MaxAttempts: 4, MaxDelay: 700 * time.Millisecond}
-	tr, clock := newTransport(t, s, p)
+	tr := newRig(t, s, p)
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
 	}
 	resp.Body.Close()
 	want := []time.Duration{500 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}
-	if diff := cmp.Diff(want, clock.Sleeps()); diff != "" {
+	if diff := cmp.Diff(want, tr.clock.Sleeps()); diff != "" {
 		t.Errorf("waits mismatch (-want +got):\n%s", diff)
 	}
 }
 
 func TestWaitPastDeadlineIsNotStarted(t *testing.T) {
 	s := &script{steps: []step{{status: 503, header: retryAfter(15), body: "later"}, {status: 200}}}
-	tr, clock := newTransport(t, s, policy.Standard())
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(10*time.Second))
+	tr := newRig(t, s, policy.Standard())
+	ctx, cancel := context.WithDeadline(context.Background(), tr.clock.Now().Add(10*time.Second))
 	defer cancel()
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
 	if err != nil {
@@ -286,15 +287,15 @@ func TestWaitPastDeadlineIsNotStarted(t *testing.T) {
 	if got := readBody(t, resp); resp.StatusCode != 503 || got != "later" {
 		t.Errorf("RoundTrip = %d %q; want the last response 503 %q", resp.StatusCode, got, "later")
 	}
-	if s.count() != 1 || len(clock.Sleeps()) != 0 {
-		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), clock.Sleeps())
+	if s.count() != 1 || len(tr.clock.Sleeps()) != 0 {
+		t.Errorf("attempts = %d, waits = %v; want 1 attempt and no wait", s.count(), tr.clock.Sleeps())
 	}
 }
 
 func TestWaitPastDeadlineAfterErrorReturnsErrDeadline(t *testing.T) {
 	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	tr, clock := newTransport(t, s, policy.Policy{Backoff: halfJitter})
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(100*time.Millisecond))
+	tr := newRig(t, s, policy.Policy{Backoff: halfJitter})
+	ctx, cancel := context.WithDeadline(context.Background(), tr.clock.Now().Add(100*time.Millisecond))
 	defer cancel()
 	_, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
 	if !errors.Is(err, retrytransport.ErrDeadline) || !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -325,7 +326,7 @@ func TestCancelledContextIsFinal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s := &script{steps: []step{{err: context.Canceled}}}
-	tr, _ := newTransport(t, s, policy.Standard())
+	tr := newRig(t, s, policy.Standard())
 	_, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
 	var re *retrytransport.RetryError
 	if !errors.As(err, &re) || re.Attempts != 1 || !errors.Is(err, context.Canceled) || s.count() > 1 {
@@ -356,13 +357,13 @@ func TestDelayHeaders(t *testing.T) {
 			s := &script{steps: []step{{status: 503, header: tt.header}, {status: 200}}}
 			p := tt.p
 			p.MaxAttempts = 2
-			tr, clock := newTransport(t, s, p)
+			tr := newRig(t, s, p)
 			resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if diff := cmp.Diff([]time.Duration{tt.want}, clock.Sleeps()); diff != "" {
+			if diff := cmp.Diff([]time.Duration{tt.want}, tr.clock.Sleeps()); diff != "" {
 				t.Errorf("waits mismatch (-want +got):\n%s", diff)
 			}
 		})
@@ -372,14 +373,14 @@ func TestDelayHeaders(t *testing.T) {
 func TestThrottleBackoff(t *testing.T) {
 	s := &script{steps: []step{{status: 429}, {status: 503}, {status: 200}}}
 	p := policy.Policy{ThrottleBackoff: backoff.Constant{Interval: 3 * time.Second}}
-	tr, clock := newTransport(t, s, p)
+	tr := newRig(t, s, p)
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	// After the 429: ThrottleBackoff (3 s); after the 503: Backoff (halfJitter, retry 2: 1 s).
-	if diff := cmp.Diff([]time.Duration{3 * time.Second, time.Second}, clock.Sleeps()); diff != "" {
+	if diff := cmp.Diff([]time.Duration{3 * time.Second, time.Second}, tr.clock.Sleeps()); diff != "" {
 		t.Errorf("waits mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -393,10 +394,10 @@ func TestPlannedRetryCancelledDuringTheWait(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var last retrytransport.Event
-	tr, _ := newTransport(t, s, policy.Policy{}, retrytransport.WithClock(nil, func(ctx context.Context, _ time.Duration) error {
+	tr := newRig(t, s, policy.Policy{}, withOptions(retrytransport.WithClock(nil, func(ctx context.Context, _ time.Duration) error {
 		cancel() // the caller gives up while the transport waits
 		return ctx.Err()
-	}), retrytransport.WithObserver(func(e retrytransport.Event) { last = e }))
+	}), retrytransport.WithObserver(func(e retrytransport.Event) { last = e })))
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, "").WithContext(ctx))
 	if resp != nil {
 		resp.Body.Close()

@@ -1,300 +1,24 @@
 package retrytransport_test
 
-// Fault injection (issue 5.3): servers that misbehave below and above HTTP,
-// on loopback only. Every test here checks, besides its own point, that no
-// non-idempotent request reaches the handler twice, that bodies arrive
-// byte for byte, and that no goroutine or connection outlives it. The
-// helpers for those checks are in this file; the faults themselves are
-// grouped by kind in faults_*_test.go and soak_test.go.
+// Faults at the connection: resets before, after and during the request,
+// and responses cut short, to GETs and POSTs. Each test checks, besides
+// its own point, that no non-idempotent request reaches the handler twice,
+// that bodies arrive byte for byte, and that no goroutine or connection
+// outlives it.
 
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"errors"
 	"io"
-	"log"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httptrace"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retrytransport/retrytransport"
-	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
-	"go.uber.org/goleak"
 )
-
-// leakBound bounds how long a fault test waits for something that must
-// happen promptly (a cancelled call returning, a connection closing). It is
-// a limit on a bug, not a wait: a passing test never comes near it.
-const leakBound = 5 * time.Second
-
-// noLeaks makes t fail if a goroutine started during the test still runs
-// after the test and its other cleanups (closing servers and idle client
-// connections). Call it first, so that its cleanup runs last.
-func noLeaks(t *testing.T) {
-	t.Helper()
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { goleak.VerifyNone(t, before) })
-}
-
-// connTracker counts a test server's connections through
-// http.Server.ConnState: all it accepted, those still open (neither closed
-// nor hijacked), and the most open at once.
-type connTracker struct {
-	accepted, open, peak atomic.Int64
-}
-
-func (c *connTracker) track(_ net.Conn, s http.ConnState) {
-	switch s {
-	case http.StateNew:
-		c.accepted.Add(1)
-		n := c.open.Add(1)
-		for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
-		}
-	case http.StateClosed, http.StateHijacked:
-		c.open.Add(-1)
-	}
-}
-
-// expectAllClosed closes the client's idle connections and fails t if a
-// server connection is still open leakBound later: the client holds a
-// connection nobody will release, such as one under a response body that
-// was never closed.
-func (c *connTracker) expectAllClosed(t *testing.T, client *http.Client) {
-	t.Helper()
-	client.CloseIdleConnections()
-	for end := time.Now().Add(leakBound); c.open.Load() > 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Errorf("%d server connections still open after CloseIdleConnections; want 0 (a leaked connection)", c.open.Load())
-			return
-		}
-	}
-}
-
-// faultServer is an httptest server whose connections are tracked.
-type faultServer struct {
-	*httptest.Server
-	conns connTracker
-}
-
-// newFaultServer starts a plain HTTP/1.1 faultServer for h.
-func newFaultServer(t *testing.T, h http.Handler) *faultServer {
-	t.Helper()
-	return startFaultServer(t, h, (*httptest.Server).Start)
-}
-
-// startFaultServer builds a faultServer for h and starts it with start
-// (Start, or StartTLS after setting EnableHTTP2).
-func startFaultServer(t *testing.T, h http.Handler, start func(*httptest.Server)) *faultServer {
-	t.Helper()
-	s := &faultServer{Server: httptest.NewUnstartedServer(h)}
-	s.Config.ConnState = s.conns.track
-	s.Config.ErrorLog = log.New(io.Discard, "", 0)
-	start(s.Server)
-	t.Cleanup(s.Close)
-	return s
-}
-
-// newTrackedFlaky serves a flaky handler (see newFlaky) from a faultServer,
-// so that its connections are tracked too.
-func newTrackedFlaky(t *testing.T, failures int, fail func(http.ResponseWriter, *http.Request)) (*flaky, *faultServer) {
-	t.Helper()
-	f := flakyHandler(failures, fail)
-	return f, newFaultServer(t, f)
-}
-
-// flakyHandler is the handler of newFlaky, to serve from another server.
-func flakyHandler(failures int, fail func(http.ResponseWriter, *http.Request)) *flaky {
-	return &flaky{failures: failures, fail: fail, attempts: map[string]int{}, hashes: map[string][][32]byte{}}
-}
-
-// expectBodies fails t unless the server saw request id exactly want
-// times, each time with payload's bytes.
-func (f *flaky) expectBodies(t *testing.T, id string, payload []byte, want int) {
-	t.Helper()
-	hashes := f.bodyHashes(id)
-	if len(hashes) != want {
-		t.Errorf("request %s reached the handler %d times; want %d", id, len(hashes), want)
-	}
-	sum := sha256.Sum256(payload)
-	for i, h := range hashes {
-		if h != sum {
-			t.Errorf("request %s: attempt %d's body differs from the %d bytes sent", id, i+1, len(payload))
-		}
-	}
-}
-
-// pooledClient is an http.Client over a fresh pooled transport, wrapped by
-// wrap if it is not nil, under a retrying Transport that waits on real
-// timers: for the tests where a wait must really be under way when
-// something happens, or whose backoff is short anyway.
-func pooledClient(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper, p policy.Policy, opts ...retrytransport.Option) *http.Client {
-	t.Helper()
-	pooled := cleanhttp.DefaultPooledTransport()
-	t.Cleanup(pooled.CloseIdleConnections)
-	var base http.RoundTripper = pooled
-	if wrap != nil {
-		base = wrap(pooled)
-	}
-	return &http.Client{Transport: retrytransport.New(base, append([]retrytransport.Option{retrytransport.WithPolicy(p)}, opts...)...)}
-}
-
-// fastBackoff keeps real waits between attempts to a few milliseconds.
-var fastBackoff = backoff.FullJitter{Base: time.Millisecond, Max: 5 * time.Millisecond}
-
-// resetConn hijacks the connection and closes it with SO_LINGER 0, so the
-// client gets a TCP RST instead of a FIN.
-func resetConn(w http.ResponseWriter, _ *http.Request) {
-	if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
-		rst(c)
-	}
-}
-
-// rst closes c abortively: the peer gets a TCP RST (ECONNRESET).
-func rst(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetLinger(0)
-	}
-	c.Close()
-}
-
-// rawWrite hijacks the connection, writes raw as the whole response, and
-// closes the connection: for responses net/http's server would refuse to
-// produce (a body shorter than its Content-Length, cut headers).
-func rawWrite(raw string) func(http.ResponseWriter, *http.Request) {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		c, buf, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			return
-		}
-		buf.WriteString(raw)
-		buf.Flush()
-		c.Close()
-	}
-}
-
-// tcpServer is a raw TCP server on 127.0.0.1 for faults below HTTP. Each
-// connection goes to serve on its own goroutine, with its 1-based number.
-// When the test ends the listener and every connection are closed, and the
-// goroutines are waited for, so serve must return once its connection is
-// closed.
-type tcpServer struct {
-	ln       net.Listener
-	accepted atomic.Int32
-	wg       sync.WaitGroup
-
-	mu     sync.Mutex
-	live   map[net.Conn]bool
-	closed bool
-}
-
-func newTCPServer(t *testing.T, serve func(c net.Conn, n int32)) *tcpServer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("net.Listen: %v", err)
-	}
-	s := &tcpServer{ln: ln, live: map[net.Conn]bool{}}
-	s.wg.Add(1)
-	go s.acceptLoop(serve)
-	t.Cleanup(s.shutdown)
-	return s
-}
-
-func (s *tcpServer) acceptLoop(serve func(net.Conn, int32)) {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		n := s.accepted.Add(1)
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			c.Close()
-			return
-		}
-		s.live[c] = true
-		s.wg.Add(1)
-		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			serve(c, n)
-			c.Close()
-			s.mu.Lock()
-			delete(s.live, c)
-			s.mu.Unlock()
-		}()
-	}
-}
-
-func (s *tcpServer) shutdown() {
-	s.ln.Close()
-	s.mu.Lock()
-	s.closed = true
-	for c := range s.live {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-}
-
-func (s *tcpServer) url(scheme string) string { return scheme + "://" + s.ln.Addr().String() + "/" }
-
-// readHead reads an HTTP/1.1 request head from r, up to the blank line,
-// and reports whether it got one.
-func readHead(r *bufio.Reader) bool {
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return false
-		}
-		if line == "\r\n" {
-			return true
-		}
-	}
-}
-
-// connTrace records, through an httptrace.ClientTrace on the caller's
-// request, every connection asked for ("get") and obtained ("got") over all
-// the attempts. An attempt can write its request only once it got one.
-type connTrace struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (ct *connTrace) add(e string) {
-	ct.mu.Lock()
-	ct.events = append(ct.events, e)
-	ct.mu.Unlock()
-}
-
-// attach returns req with the trace in its context.
-func (ct *connTrace) attach(req *http.Request) *http.Request {
-	return req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		GetConn: func(string) { ct.add("get") },
-		GotConn: func(httptrace.GotConnInfo) { ct.add("got") },
-	}))
-}
-
-// sentOnce reports whether at most one attempt got a connection, and no
-// attempt followed it: the request was written at most once.
-func (ct *connTrace) sentOnce() bool {
-	ct.mu.Lock()
-	defer ct.mu.Unlock()
-	got := slices.Index(ct.events, "got")
-	return got < 0 || !slices.Contains(ct.events[got+1:], "get")
-}
 
 // TestFaultResetBeforeRequestRead: a server that accepts and at once closes
 // the connection, without reading a byte. A GET is sent again on a new
@@ -395,7 +119,7 @@ func TestFaultResetAfterRequestRead(t *testing.T) {
 		}{{"PUT", 2}, {"DELETE", 2}, {"POST", 1}, {"PATCH", 1}} {
 			t.Run(b.name+"_"+tt.method, func(t *testing.T) {
 				noLeaks(t)
-				f, srv := newTrackedFlaky(t, 1, resetConn)
+				f, srv := newFlaky(t, 1, resetConn)
 				c := e2eClient(t, policy.Standard())
 				resp, err := do(t, c, tt.method, srv.URL, "r", b.body())
 				switch {
@@ -483,7 +207,7 @@ func TestFaultTruncatedResponses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			noLeaks(t)
-			f, srv := newTrackedFlaky(t, 1, rawWrite(tt.raw))
+			f, srv := newFlaky(t, 1, rawWrite(tt.raw))
 			c := e2eClient(t, policy.Standard())
 			resp, err := do(t, c, tt.method, srv.URL, "r", strings.NewReader("payload"))
 			if tt.status == 0 {
