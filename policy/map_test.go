@@ -102,9 +102,11 @@ func TestLoadMapErrors(t *testing.T) {
 		{"HostValidate", `{"hosts": {"a.com": {"attemptTimeout": "3s", "maxTotalTime": "2s"}}}`, `policy: hosts["a.com"]: AttemptTimeout = 3s is longer than MaxTotalTime = 2s; want AttemptTimeout <= MaxTotalTime`},
 		{"DefaultPolicy", `{"default": {"backoff": {"type": "x"}}}`, `policy: default.backoff.type = "x"; want one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered`},
 		{"DefaultValidate", `{"default": {"attemptTimeout": "3s", "maxTotalTime": "2s"}}`, `policy: default: AttemptTimeout = 3s is longer than MaxTotalTime = 2s; want AttemptTimeout <= MaxTotalTime`},
-		{"UnknownField", `{"defaults": {}}`, `policy: defaults: unknown field; want one of default, hosts`},
+		{"UnknownField", `{"defaults": {}}`, `policy: defaults: unknown field; did you mean "default"?`},
+		{"UnknownFieldNothingClose", `{"routes": {}}`, `policy: routes: unknown field; want one of default, hosts`},
+		{"Syntax", "{\"hosts\": {\n  \"a.com\": {\"maxAttempts\": 3}\n  \"b.com\": {}}}", `policy: line 3, column 3: invalid JSON: invalid character '"' after object key:value pair`},
 		{"HostsNotObject", `{"hosts": []}`, `policy: hosts = []; want an object of host patterns and their policies`},
-		{"Trailing", `{}{}`, `policy: unexpected data after the JSON document`},
+		{"Trailing", `{}{}`, `policy: line 1, column 3: unexpected data after the JSON document`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
