@@ -17,8 +17,8 @@ import (
 // path of the field at fault, reject unknown and repeated fields, and go on
 // to report the other mistakes of the same document.
 
-// FieldError reports a setting that [Load], [LoadMap], [LoadSNS], [Preset]
-// or [FromEnv] cannot accept. Those functions return it as a pointer, often
+// FieldError reports a setting that [Load], [LoadMap], [LoadSNS], [Preset],
+// [FromEnv] or [FromEnviron] cannot accept. Those functions return it as a pointer, often
 // several joined with errors.Join; find one with errors.As.
 type FieldError struct {
 	// Field says where: a JSON path such as "backoff.base",

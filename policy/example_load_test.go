@@ -184,12 +184,12 @@ func ExampleLoadSNS() {
 
 func ExampleFromEnv() {
 	// In a program: policy.FromEnv(policy.Standard(), os.Getenv).
-	vars := map[string]string{"AWS_RETRY_MODE": "adaptive", "AWS_MAX_ATTEMPTS": "5", "MAX_ATTEMPTS": "4"}
+	vars := map[string]string{"AWS_RETRY_MODE": "adaptive", "AWS_MAX_ATTEMPTS": "5", "RETRYTRANSPORT_MAX_ATTEMPTS": "4"}
 	p, err := policy.FromEnv(policy.Standard(), func(name string) string { return vars[name] })
 	fmt.Println(p.Adaptive, p.MaxAttempts, err)
 
 	_, err = policy.FromEnv(policy.Standard(), func(name string) string {
-		if name == "RETRY_MODE" {
+		if name == "RETRYTRANSPORT_RETRY_MODE" {
 			return "fast"
 		}
 		return ""
@@ -197,7 +197,18 @@ func ExampleFromEnv() {
 	fmt.Println(err)
 	// Output:
 	// true 4 <nil>
-	// policy: RETRY_MODE = "fast"; want standard, adaptive, legacy or off
+	// policy: RETRYTRANSPORT_RETRY_MODE = "fast"; want standard, adaptive, legacy or off
+}
+
+// FromEnviron sees every variable, so it can report one of this package's
+// prefix that FromEnv would never read.
+func ExampleFromEnviron() {
+	// In a program: policy.FromEnviron(policy.Standard(), os.Environ()).
+	environ := []string{"HOME=/home/gopher", "AWS_RETRY_MODE=adaptive", "RETRYTRANSPORT_MAX_ATTEMPT=5"}
+	_, err := policy.FromEnviron(policy.Standard(), environ)
+	fmt.Println(err)
+	// Output:
+	// policy: RETRYTRANSPORT_MAX_ATTEMPT: unknown variable; did you mean "RETRYTRANSPORT_MAX_ATTEMPTS"?
 }
 
 func ExamplePreset() {

@@ -165,7 +165,7 @@ func FuzzFromEnv(f *testing.F) {
 	f.Add("fast", "0", "", "-1")
 	f.Add(" Adaptive ", " 1 ", "STANDARD", "99999999999999999999")
 	f.Fuzz(func(t *testing.T, mode, attempts, awsMode, awsAttempts string) {
-		vars := map[string]string{"RETRY_MODE": mode, "MAX_ATTEMPTS": attempts, "AWS_RETRY_MODE": awsMode, "AWS_MAX_ATTEMPTS": awsAttempts}
+		vars := map[string]string{"RETRYTRANSPORT_RETRY_MODE": mode, "RETRYTRANSPORT_MAX_ATTEMPTS": attempts, "AWS_RETRY_MODE": awsMode, "AWS_MAX_ATTEMPTS": awsAttempts}
 		for _, base := range []policy.Policy{policy.Standard(), policy.None(), policy.Adaptive()} {
 			got, err := policy.FromEnv(base, env(vars))
 			if err != nil {
@@ -179,6 +179,27 @@ func FuzzFromEnv(f *testing.F) {
 				t.Fatalf("FromEnv(%q).MaxAttempts = %d; want >= 1", vars, got.MaxAttempts)
 			}
 			checkRoundTrip(t, []byte(mode+"|"+attempts+"|"+awsMode+"|"+awsAttempts), got)
+		}
+	})
+}
+
+func FuzzFromEnviron(f *testing.F) {
+	f.Add("RETRYTRANSPORT_RETRY_MODE=adaptive", "AWS_MAX_ATTEMPTS=4")
+	f.Add("RETRYTRANSPORT_MAX_ATTEMPT=5", "retrytransport_retry_mode=off")
+	f.Add("RETRYTRANSPORT_TIMEOUT=1s", "RETRYTRANSPORT_MAX_ATTEMPTS=0")
+	f.Add("=C:=C:\\", "RETRYTRANSPORT_")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		environ := []string{a, b}
+		got, err := policy.FromEnviron(policy.Standard(), environ)
+		if err != nil {
+			checkError(t, []byte(a+"|"+b), err)
+			if diff := cmp.Diff(policy.Standard(), got, policyOpts); diff != "" {
+				t.Fatalf("FromEnviron(%q) with an error changed p (-want +got):\n%s", environ, diff)
+			}
+			return
+		}
+		if got.MaxAttempts < 1 {
+			t.Fatalf("FromEnviron(%q).MaxAttempts = %d; want >= 1", environ, got.MaxAttempts)
 		}
 	})
 }
