@@ -28,7 +28,10 @@ import (
 // names. Names are the Policy field names with a lower-case first letter,
 // matched exactly, but for preset and classifier (which sets Classify).
 // Durations are Go duration strings (time.ParseDuration): "1.5s", "300ms",
-// "1m".
+// "1m". The schema is stricter than [Policy.Validate]: it has no negative
+// durations or counts, although a Policy field may give a negative value
+// a meaning (a negative MaxAttempts is the default), since a document
+// never needs one and a minus sign in a file is more likely a mistake.
 //
 //	member              value
 //	preset              a name from PresetNames, in any case (see below)
@@ -140,9 +143,9 @@ import (
 // *[FieldError] that names the JSON path, the value and what is allowed:
 //
 //	policy: maxAttempts = -3; want an integer >= 1, or 0 for the default
-//	policy: backoff.type = "fulljitterx"; want one of fullJitter, ...
+//	policy: backoff.type = "fibonacci"; want one of fullJitter, ...
 //	policy: backoff.base = "1"; want a duration string >= 0, such as "1.5s"
-//	policy: backoff.bas: unknown field; want one of type, base, max
+//	policy: backoff.cap: unknown field; want one of type, base, max
 //
 // An unknown member, and a name that must be one of a few (a preset, a
 // strategy or quota type, a header, a location mode, a backoffFunction),

@@ -168,12 +168,12 @@ func TestCheckPatternSaysWhatIsWrong(t *testing.T) {
 
 func TestMapValidate(t *testing.T) {
 	m := policy.Map{
-		Default: policy.Policy{MaxAttempts: -1},
-		Hosts:   map[string]policy.Policy{"ok.com": {}, "bad host": {}, "OK.com": {MaxDrain: -2}},
+		Default: policy.Policy{AttemptTimeout: -1},
+		Hosts:   map[string]policy.Policy{"ok.com": {}, "bad host": {}, "OK.com": {MaxTotalWait: -2}},
 	}
 	// Patterns in sorted order, upper case first.
-	want := "policy: default: MaxAttempts = -1; want >= 1, or 0 for the default\n" +
-		`policy: hosts["OK.com"]: MaxDrain = -2; want > 0, or 0 for the default` + "\n" +
+	want := "policy: default: AttemptTimeout = -1ns; want >= 0 (0: none)\n" +
+		`policy: hosts["OK.com"]: MaxTotalWait = -2ns; want >= 0 (0: none)` + "\n" +
 		`policy: hosts["bad host"]: has ' ', which no hostname has; want letters, digits, '-', '_' and '.'` + "\n" +
 		`policy: hosts["ok.com"]: the same pattern as hosts["OK.com"]; want each pattern once`
 	if err := m.Validate(); err == nil || err.Error() != want {
