@@ -209,6 +209,22 @@ func TestPresetSuggestsTheName(t *testing.T) {
 	}
 }
 
+// Every preset's name of more than one word written as a Go name, without
+// its dashes, is refused with that name as the suggestion.
+func TestPresetGoNamesSuggestTheName(t *testing.T) {
+	for _, name := range policy.PresetNames() {
+		if !strings.Contains(name, "-") {
+			continue // the Go name is the name, in another case
+		}
+		goName := strings.ToUpper(strings.ReplaceAll(name, "-", ""))
+		_, err := policy.Preset(goName)
+		var fe *policy.FieldError
+		if !errors.As(err, &fe) || fe.Suggestion != name {
+			t.Errorf("Preset(%q) error = %v; want a *policy.FieldError suggesting %q", goName, err, name)
+		}
+	}
+}
+
 func TestPresetNamesReturnsACopy(t *testing.T) {
 	names := policy.PresetNames()
 	names[0] = "changed"
