@@ -110,7 +110,7 @@ func (v value) strategyAt(depth int) backoff.Strategy {
 		fields(field{"strategy", func(v value) { s.Strategy = v.strategyAt(depth + 1) }}, field{"fraction", setFraction(&s.Fraction)})
 		return s
 	}
-	tv.fail(wantType)
+	tv.failName(typ, strings.Split(strings.TrimPrefix(wantType, "one of "), ", "), wantType)
 	return nil
 }
 
@@ -123,7 +123,7 @@ func (v value) curve() backoff.Curve {
 	}
 	c, err := backoff.ParseCurve(s)
 	if err != nil {
-		v.fail(want)
+		v.failName(s, []string{"linear", "arithmetic", "exponential", "geometric"}, want)
 	}
 	return c
 }

@@ -17,8 +17,8 @@ import (
 // path of the field at fault, reject unknown and repeated fields, and go on
 // to report the other mistakes of the same document.
 
-// FieldError reports a setting that [Load], [LoadMap], [LoadSNS], [Preset]
-// or [FromEnv] cannot accept. Those functions return it as a pointer, often
+// FieldError reports a setting that [Load], [LoadMap], [LoadSNS], [Preset],
+// [FromEnv] or [FromEnviron] cannot accept. Those functions return it as a pointer, often
 // several joined with errors.Join; find one with errors.As.
 type FieldError struct {
 	// Field says where: a JSON path such as "backoff.base",
@@ -29,21 +29,77 @@ type FieldError struct {
 
 	// Value is the value found, as written: `"5x"`, `-3`, `"fast"`. It is
 	// empty when the field itself is at fault (unknown, repeated or
-	// missing); Want then says why.
+	// missing); Want then says why, and what is allowed or what the field
+	// was probably meant to be.
 	Value string
 
 	// Want describes what is allowed, such as "0..100" or "one of
 	// fullJitter, equalJitter, ...".
 	Want string
+
+	// Suggestion is the known name closest to the one at fault, when one
+	// is close enough to be a likely typo: to Value, for a value that must
+	// be one of a few names (a preset, a strategy type, a mode), or to
+	// Field's last name, for an unknown field or variable. It is empty
+	// otherwise.
+	Suggestion string
 }
 
 // Error returns "policy: <Field> = <Value>; want <Want>", or
-// "policy: <Field>: <Want>" when Value is empty.
+// "policy: <Field> = <Value>; did you mean "<Suggestion>"?" when there is a
+// Suggestion, or "policy: <Field>: <Want>" when Value is empty.
 func (e *FieldError) Error() string {
-	if e.Value == "" {
+	switch {
+	case e.Value == "":
 		return "policy: " + e.Field + ": " + e.Want
+	case e.Suggestion != "":
+		return "policy: " + e.Field + " = " + e.Value + "; " + didYouMean(e.Suggestion)
 	}
 	return "policy: " + e.Field + " = " + e.Value + "; want " + e.Want
+}
+
+// unknownName returns the FieldError of field, whose last name, name, is
+// none of names: "unknown <what>", and the closest name or the list.
+func unknownName(field, name, what string, names []string) *FieldError {
+	if s := closest(name, names); s != "" {
+		return &FieldError{Field: field, Want: "unknown " + what + "; " + didYouMean(s), Suggestion: s}
+	}
+	return &FieldError{Field: field, Want: "unknown " + what + "; want one of " + strings.Join(names, ", ")}
+}
+
+// SyntaxError reports a document that is not well-formed JSON, or that
+// has more than one JSON value, and where: [Load], [LoadMap] and
+// [LoadSNS] return it as a pointer, and [LoadFile] and [LoadMapFile] with
+// the file's name. Find it with errors.As; it wraps encoding/json's
+// *json.SyntaxError when there is one.
+type SyntaxError struct {
+	File   string // the name given to LoadFile or LoadMapFile; empty for a reader
+	Line   int    // the line of the offending byte, or of the end of a truncated document; the first is 1
+	Column int    // its column, counted in bytes; the first is 1
+	Err    error  // what is wrong, without position
+}
+
+// Error returns "policy: line <Line>, column <Column>: <Err>", or, with a
+// File, "policy: <File>:<Line>:<Column>: <Err>", as compilers write
+// positions.
+func (e *SyntaxError) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("policy: %s:%d:%d: %v", e.File, e.Line, e.Column, e.Err)
+	}
+	return fmt.Sprintf("policy: line %d, column %d: %v", e.Line, e.Column, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *SyntaxError) Unwrap() error { return e.Err }
+
+// syntaxError returns the SyntaxError of err at byte offset off of data:
+// off is the index of the offending byte, len(data) for a truncated
+// document.
+func syntaxError(data []byte, off int, err error) *SyntaxError {
+	off = min(max(off, 0), len(data))
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	col := off - bytes.LastIndexByte(data[:off], '\n')
+	return &SyntaxError{Line: line, Column: col, Err: err}
 }
 
 // wantDuration is what every duration field of the JSON schemas accepts.
@@ -63,19 +119,36 @@ func (d *decoder) fail(path, value, want string) {
 // err returns the errors found so far, joined, or nil.
 func (d *decoder) err() error { return errors.Join(d.errs...) }
 
-// readDocument reads exactly one JSON value from r: anything but white space
-// after it is an error.
+// readDocument reads r to its end and returns the one JSON value it holds:
+// anything but white space after it is an error. A document that is not
+// well-formed is a *SyntaxError with the position of the offending byte.
 func readDocument(r io.Reader) (json.RawMessage, error) {
-	dec := json.NewDecoder(r)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("policy: reading the document: %w", err)
+	}
+	return parseDocument(data)
+}
+
+// parseDocument is readDocument for a document already read.
+func parseDocument(data []byte) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
-		if errors.Is(err, io.EOF) {
+		var se *json.SyntaxError
+		switch {
+		case errors.Is(err, io.EOF):
 			return nil, errors.New("policy: empty document; want a JSON object")
+		case errors.As(err, &se):
+			// Offset counts the bytes read, the offending one included.
+			return nil, syntaxError(data, int(se.Offset)-1, fmt.Errorf("invalid JSON: %w", err))
 		}
-		return nil, fmt.Errorf("policy: invalid JSON: %w", err)
+		// io.ErrUnexpectedEOF: the document stops inside a value.
+		return nil, syntaxError(data, len(data), fmt.Errorf("invalid JSON: %w", err))
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("policy: unexpected data after the JSON document")
+	end := int(dec.InputOffset())
+	if rest := bytes.TrimLeft(data[end:], " \t\r\n"); len(rest) > 0 {
+		return nil, syntaxError(data, len(data)-len(rest), errors.New("unexpected data after the JSON document"))
 	}
 	return raw, nil
 }
@@ -142,7 +215,7 @@ func (d *decoder) apply(path string, ms []member, fields []field) {
 			for j, f := range fields {
 				names[j] = f.name
 			}
-			d.fail(join(path, m.name), "", "unknown field; want one of "+strings.Join(names, ", "))
+			d.errs = append(d.errs, unknownName(join(path, m.name), m.name, "field", names))
 		case !isNull(m.raw):
 			fields[i].set(value{d, join(path, m.name), m.raw})
 		}
@@ -165,6 +238,12 @@ type value struct {
 
 // fail reports v as not what want describes.
 func (v value) fail(want string) { v.d.fail(v.path, show(v.raw), want) }
+
+// failName reports v, the string got, as none of names, which want
+// describes, with the name it was most likely meant to be.
+func (v value) failName(got string, names []string, want string) {
+	v.d.errs = append(v.d.errs, &FieldError{Field: v.path, Value: show(v.raw), Want: want, Suggestion: closest(got, names)})
+}
 
 // integer returns v as an integer in [lo, hi], or reports it and returns
 // ok false.

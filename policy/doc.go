@@ -37,16 +37,23 @@
 //   - [LoadSNS] reads an SNS delivery policy as AWS documents it (sns.go).
 //   - [LoadMap] reads a [Map]: a default policy and one per host pattern
 //     (map.go).
-//   - [FromEnv] applies RETRY_MODE and MAX_ATTEMPTS, or their AWS names,
-//     through a getenv function that the caller passes (env.go).
+//   - [LoadFile] and [LoadMapFile] read the file they are given, and put
+//     its name in every error.
+//   - [FromEnv] applies RETRYTRANSPORT_RETRY_MODE and
+//     RETRYTRANSPORT_MAX_ATTEMPTS, or the AWS SDKs' AWS_RETRY_MODE and
+//     AWS_MAX_ATTEMPTS, through a getenv function that the caller passes;
+//     [FromEnviron] takes os.Environ()'s list instead, and also reports an
+//     unknown RETRYTRANSPORT_ variable (env.go).
 //
 // Every loader rejects unknown fields and reports each bad setting as a
-// *[FieldError] naming the field, the value and what is allowed
-// (decode.go), and checks its result with [Policy.Validate].
+// *[FieldError] naming the field, the value and what is allowed, or the
+// name it was probably meant to be, and malformed JSON as a
+// *[SyntaxError] with its line and column (decode.go, suggest.go); it
+// checks its result with [Policy.Validate].
 //
 // # Not here
 //
-// The package neither reads files nor the environment on its own, keeps no
-// state between calls, and does not retry anything: package retrytransport
-// applies the policies.
+// The package reads no file but the one LoadFile or LoadMapFile is given,
+// never reads the environment on its own, keeps no state between calls, and
+// does not retry anything: package retrytransport applies the policies.
 package policy

@@ -6,25 +6,51 @@ import (
 	"strings"
 )
 
+// The environment variables FromEnv reads. This package's own carry
+// envPrefix, which FromEnviron reserves; the AWS names are those the AWS
+// SDKs define.
+const (
+	envPrefix      = "RETRYTRANSPORT_"
+	envMode        = envPrefix + "RETRY_MODE"
+	envAttempts    = envPrefix + "MAX_ATTEMPTS"
+	envAWSMode     = "AWS_RETRY_MODE"
+	envAWSAttempts = "AWS_MAX_ATTEMPTS"
+)
+
+// envNames returns the names of the variables of envPrefix that FromEnv
+// reads.
+func envNames() []string { return []string{envMode, envAttempts} }
+
+// retryModes are the values of a retry mode variable.
+func retryModes() []string { return []string{"standard", "adaptive", "legacy", "off"} }
+
 // FromEnv applies the retry settings of an environment onto p and returns
 // the result. It never reads the environment itself: getenv does, and is
 // normally os.Getenv. A nil getenv reads nothing and returns p.
 //
 // # Variables
 //
-// Two settings, each under a generic name and under the name the AWS SDKs
-// use:
+// Two settings, each under this package's name and under the name the AWS
+// SDKs read:
 //
-//	RETRY_MODE,   AWS_RETRY_MODE     standard, adaptive, legacy or off
-//	MAX_ATTEMPTS, AWS_MAX_ATTEMPTS   an integer > 0, the first attempt
-//	                                 included; 1 disables retries
+//	RETRYTRANSPORT_RETRY_MODE,   AWS_RETRY_MODE     standard, adaptive, legacy or off
+//	RETRYTRANSPORT_MAX_ATTEMPTS, AWS_MAX_ATTEMPTS   an integer > 0, the first attempt
+//	                                                included; 1 disables retries
 //
-// The generic name wins: when RETRY_MODE is set, AWS_RETRY_MODE is not
-// read at all, so the transport can be given a mode other than the one the
-// AWS SDKs in the same process read. Each setting falls back to its AWS
-// name on its own. An empty variable, or one of only white space, counts
-// as unset. Values are read without surrounding white space; modes in any
-// case.
+// The AWS names are kept without the prefix because the AWS SDKs define
+// them: a transport that carries AWS requests then retries as the SDKs in
+// the same process are told to. The RETRYTRANSPORT_ name wins: when it is
+// set, the AWS name is not read at all, so the transport can be given a
+// mode other than the one the SDKs read. Each setting falls back to its AWS
+// name on its own. An empty variable, or one of only white space, counts as
+// unset. Values are read without surrounding white space; modes in any
+// case. FromEnv reads no other variable: RETRY_MODE and MAX_ATTEMPTS, which
+// it read before they were given the prefix, belong to no one and are
+// ignored.
+//
+// FromEnv sees only the variables it asks getenv for, so it cannot tell a
+// misspelt one (RETRYTRANSPORT_MAX_ATTEMPT) from an absent one; use
+// [FromEnviron] with os.Environ() for that.
 //
 // # Modes
 //
@@ -39,14 +65,16 @@ import (
 // standard and adaptive also turn retries back on for a p that makes one
 // attempt (MaxAttempts 1, as [None]), with DefaultMaxAttempts. The attempt
 // count is applied after the mode, so it overrides the mode's: "off" with
-// MAX_ATTEMPTS=5 makes five attempts, as legacy mode does in the AWS SDKs.
+// RETRYTRANSPORT_MAX_ATTEMPTS=5 makes five attempts, as legacy mode does
+// in the AWS SDKs.
 //
 // # Errors
 //
 // A bad value is a *[FieldError] naming the variable, its value and what
-// is allowed:
+// is allowed, or the mode it was probably meant to be:
 //
 //	policy: AWS_MAX_ATTEMPTS = "0"; want an integer > 0
+//	policy: RETRYTRANSPORT_RETRY_MODE = "adaptiv"; did you mean "adaptive"?
 //
 // With an error, FromEnv returns p unchanged and every bad value it found,
 // joined with errors.Join.
@@ -56,7 +84,7 @@ func FromEnv(p Policy, getenv func(string) string) (Policy, error) {
 	}
 	q := p
 	var errs []error
-	if name, mode := lookupEnv(getenv, "RETRY_MODE", "AWS_RETRY_MODE"); mode != "" {
+	if name, mode := lookupEnv(getenv, envMode, envAWSMode); mode != "" {
 		switch strings.ToLower(mode) {
 		case "standard":
 			q.Adaptive, q.Limiter = false, nil
@@ -67,15 +95,50 @@ func FromEnv(p Policy, getenv func(string) string) (Policy, error) {
 		case "legacy", "off":
 			q.MaxAttempts, q.Adaptive, q.Limiter = 1, false, nil
 		default:
-			errs = append(errs, &FieldError{Field: name, Value: strconv.Quote(mode), Want: "standard, adaptive, legacy or off"})
+			errs = append(errs, &FieldError{Field: name, Value: strconv.Quote(mode), Want: "standard, adaptive, legacy or off", Suggestion: closest(mode, retryModes())})
 		}
 	}
-	if name, attempts := lookupEnv(getenv, "MAX_ATTEMPTS", "AWS_MAX_ATTEMPTS"); attempts != "" {
+	if name, attempts := lookupEnv(getenv, envAttempts, envAWSAttempts); attempts != "" {
 		n, err := strconv.Atoi(attempts)
 		if err != nil || n <= 0 {
 			errs = append(errs, &FieldError{Field: name, Value: strconv.Quote(attempts), Want: "an integer > 0"})
 		}
 		q.MaxAttempts = n
+	}
+	if len(errs) > 0 {
+		return p, errors.Join(errs...)
+	}
+	return q, nil
+}
+
+// FromEnviron is [FromEnv] for an environment given whole, as os.Environ
+// returns it: a list of "NAME=value" entries, in which the first entry of
+// a name counts, as os.Getenv reads it. Seeing every name, it also reports
+// each variable whose name starts with RETRYTRANSPORT_, in any case, but
+// is none that FromEnv reads: a *[FieldError] for the variable, with the
+// name it was probably meant to be, or else the list of names:
+//
+//	policy: RETRYTRANSPORT_MAX_ATTEMPT: unknown variable; did you mean "RETRYTRANSPORT_MAX_ATTEMPTS"?
+//
+// Other variables are ignored, those that start with AWS_ included: the
+// AWS SDKs read many. With an error, FromEnviron returns p unchanged and
+// every error it found, the unknown variables first, in environ's order.
+func FromEnviron(p Policy, environ []string) (Policy, error) {
+	vars := make(map[string]string)
+	var errs []error
+	for _, kv := range environ {
+		name, val, _ := strings.Cut(kv, "=")
+		if _, seen := vars[name]; seen {
+			continue
+		}
+		vars[name] = val
+		if strings.HasPrefix(strings.ToUpper(name), envPrefix) && name != envMode && name != envAttempts {
+			errs = append(errs, unknownName(name, name, "variable", envNames()))
+		}
+	}
+	q, err := FromEnv(p, func(name string) string { return vars[name] })
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = append(errs, j.Unwrap()...)
 	}
 	if len(errs) > 0 {
 		return p, errors.Join(errs...)

@@ -32,24 +32,24 @@ func TestFromEnv(t *testing.T) {
 		want policy.Policy
 	}{
 		{"Nothing", policy.Standard(), nil, policy.Standard()},
-		{"EmptyValues", policy.Standard(), map[string]string{"RETRY_MODE": "", "MAX_ATTEMPTS": " \t", "AWS_RETRY_MODE": "", "AWS_MAX_ATTEMPTS": ""}, policy.Standard()},
-		{"Adaptive", policy.Standard(), map[string]string{"RETRY_MODE": "adaptive"}, policy.Adaptive()},
+		{"EmptyValues", policy.Standard(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": "", "RETRYTRANSPORT_MAX_ATTEMPTS": " \t", "AWS_RETRY_MODE": "", "AWS_MAX_ATTEMPTS": ""}, policy.Standard()},
+		{"Adaptive", policy.Standard(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": "adaptive"}, policy.Adaptive()},
 		{"AdaptiveAnyCase", policy.Standard(), map[string]string{"AWS_RETRY_MODE": " Adaptive "}, policy.Adaptive()},
-		{"StandardClearsAdaptive", policy.Policy{Adaptive: true, Limiter: limiter, MaxTotalTime: time.Minute}, map[string]string{"RETRY_MODE": "STANDARD"}, policy.Policy{MaxTotalTime: time.Minute}},
-		{"AdaptiveKeepsLimiter", policy.Policy{Limiter: limiter}, map[string]string{"RETRY_MODE": "adaptive"}, policy.Policy{Adaptive: true, Limiter: limiter}},
-		{"Legacy", policy.Adaptive(), map[string]string{"RETRY_MODE": "legacy"}, policy.Policy{MaxAttempts: 1, Backoff: backoff.FullJitter{}}},
+		{"StandardClearsAdaptive", policy.Policy{Adaptive: true, Limiter: limiter, MaxTotalTime: time.Minute}, map[string]string{"RETRYTRANSPORT_RETRY_MODE": "STANDARD"}, policy.Policy{MaxTotalTime: time.Minute}},
+		{"AdaptiveKeepsLimiter", policy.Policy{Limiter: limiter}, map[string]string{"RETRYTRANSPORT_RETRY_MODE": "adaptive"}, policy.Policy{Adaptive: true, Limiter: limiter}},
+		{"Legacy", policy.Adaptive(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": "legacy"}, policy.Policy{MaxAttempts: 1, Backoff: backoff.FullJitter{}}},
 		{"Off", budget, map[string]string{"AWS_RETRY_MODE": "off"}, policy.Policy{MaxAttempts: 1, MaxTotalTime: time.Minute}},
-		{"StandardTurnsRetriesOn", policy.None(), map[string]string{"RETRY_MODE": "standard"}, policy.Policy{MaxAttempts: 3}},
+		{"StandardTurnsRetriesOn", policy.None(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": "standard"}, policy.Policy{MaxAttempts: 3}},
 		{"AdaptiveTurnsRetriesOn", policy.None(), map[string]string{"AWS_RETRY_MODE": "adaptive"}, policy.Policy{MaxAttempts: 3, Adaptive: true}},
-		{"StandardKeepsAttempts", budget, map[string]string{"RETRY_MODE": "standard"}, budget},
-		{"Attempts", policy.Standard(), map[string]string{"MAX_ATTEMPTS": "10"}, withAttempts(policy.Standard(), 10)},
+		{"StandardKeepsAttempts", budget, map[string]string{"RETRYTRANSPORT_RETRY_MODE": "standard"}, budget},
+		{"Attempts", policy.Standard(), map[string]string{"RETRYTRANSPORT_MAX_ATTEMPTS": "10"}, withAttempts(policy.Standard(), 10)},
 		{"AWSAttempts", budget, map[string]string{"AWS_MAX_ATTEMPTS": " 1 "}, policy.Policy{MaxAttempts: 1, MaxTotalTime: time.Minute}},
-		{"AttemptsAfterMode", policy.Standard(), map[string]string{"RETRY_MODE": "off", "MAX_ATTEMPTS": "5"}, withAttempts(policy.Standard(), 5)},
-		{"GenericModeWins", policy.Standard(), map[string]string{"RETRY_MODE": "standard", "AWS_RETRY_MODE": "adaptive"}, policy.Standard()},
-		{"GenericAttemptsWin", policy.Standard(), map[string]string{"MAX_ATTEMPTS": "2", "AWS_MAX_ATTEMPTS": "7"}, withAttempts(policy.Standard(), 2)},
-		{"ShadowedBadValueIgnored", policy.Standard(), map[string]string{"RETRY_MODE": "adaptive", "AWS_RETRY_MODE": "bogus", "MAX_ATTEMPTS": "4", "AWS_MAX_ATTEMPTS": "x"}, withAttempts(policy.Adaptive(), 4)},
-		{"EmptyGenericFallsBack", policy.Standard(), map[string]string{"RETRY_MODE": " ", "AWS_RETRY_MODE": "adaptive", "MAX_ATTEMPTS": "", "AWS_MAX_ATTEMPTS": "6"}, withAttempts(policy.Adaptive(), 6)},
-		{"MixedNames", policy.Standard(), map[string]string{"RETRY_MODE": "adaptive", "AWS_MAX_ATTEMPTS": "8"}, withAttempts(policy.Adaptive(), 8)},
+		{"AttemptsAfterMode", policy.Standard(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": "off", "RETRYTRANSPORT_MAX_ATTEMPTS": "5"}, withAttempts(policy.Standard(), 5)},
+		{"GenericModeWins", policy.Standard(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": "standard", "AWS_RETRY_MODE": "adaptive"}, policy.Standard()},
+		{"GenericAttemptsWin", policy.Standard(), map[string]string{"RETRYTRANSPORT_MAX_ATTEMPTS": "2", "AWS_MAX_ATTEMPTS": "7"}, withAttempts(policy.Standard(), 2)},
+		{"ShadowedBadValueIgnored", policy.Standard(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": "adaptive", "AWS_RETRY_MODE": "bogus", "RETRYTRANSPORT_MAX_ATTEMPTS": "4", "AWS_MAX_ATTEMPTS": "x"}, withAttempts(policy.Adaptive(), 4)},
+		{"EmptyGenericFallsBack", policy.Standard(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": " ", "AWS_RETRY_MODE": "adaptive", "RETRYTRANSPORT_MAX_ATTEMPTS": "", "AWS_MAX_ATTEMPTS": "6"}, withAttempts(policy.Adaptive(), 6)},
+		{"MixedNames", policy.Standard(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": "adaptive", "AWS_MAX_ATTEMPTS": "8"}, withAttempts(policy.Adaptive(), 8)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,14 +73,14 @@ func TestFromEnvErrors(t *testing.T) {
 		vars map[string]string
 		want string
 	}{
-		{"Mode", map[string]string{"RETRY_MODE": "fast"}, `policy: RETRY_MODE = "fast"; want standard, adaptive, legacy or off`},
-		{"AWSMode", map[string]string{"AWS_RETRY_MODE": "Standard2"}, `policy: AWS_RETRY_MODE = "Standard2"; want standard, adaptive, legacy or off`},
+		{"Mode", map[string]string{"RETRYTRANSPORT_RETRY_MODE": "fast"}, `policy: RETRYTRANSPORT_RETRY_MODE = "fast"; want standard, adaptive, legacy or off`},
+		{"AWSMode", map[string]string{"AWS_RETRY_MODE": "Standard2"}, `policy: AWS_RETRY_MODE = "Standard2"; did you mean "standard"?`},
 		{"Zero", map[string]string{"AWS_MAX_ATTEMPTS": "0"}, `policy: AWS_MAX_ATTEMPTS = "0"; want an integer > 0`},
-		{"Negative", map[string]string{"MAX_ATTEMPTS": "-3"}, `policy: MAX_ATTEMPTS = "-3"; want an integer > 0`},
-		{"NotInteger", map[string]string{"MAX_ATTEMPTS": "3.5"}, `policy: MAX_ATTEMPTS = "3.5"; want an integer > 0`},
-		{"TooBig", map[string]string{"MAX_ATTEMPTS": "99999999999999999999"}, `policy: MAX_ATTEMPTS = "99999999999999999999"; want an integer > 0`},
-		{"Both", map[string]string{"RETRY_MODE": "x", "AWS_MAX_ATTEMPTS": "y"},
-			"policy: RETRY_MODE = \"x\"; want standard, adaptive, legacy or off\npolicy: AWS_MAX_ATTEMPTS = \"y\"; want an integer > 0"},
+		{"Negative", map[string]string{"RETRYTRANSPORT_MAX_ATTEMPTS": "-3"}, `policy: RETRYTRANSPORT_MAX_ATTEMPTS = "-3"; want an integer > 0`},
+		{"NotInteger", map[string]string{"RETRYTRANSPORT_MAX_ATTEMPTS": "3.5"}, `policy: RETRYTRANSPORT_MAX_ATTEMPTS = "3.5"; want an integer > 0`},
+		{"TooBig", map[string]string{"RETRYTRANSPORT_MAX_ATTEMPTS": "99999999999999999999"}, `policy: RETRYTRANSPORT_MAX_ATTEMPTS = "99999999999999999999"; want an integer > 0`},
+		{"Both", map[string]string{"RETRYTRANSPORT_RETRY_MODE": "x", "AWS_MAX_ATTEMPTS": "y"},
+			"policy: RETRYTRANSPORT_RETRY_MODE = \"x\"; want standard, adaptive, legacy or off\npolicy: AWS_MAX_ATTEMPTS = \"y\"; want an integer > 0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,8 +114,93 @@ func TestFromEnvReadsOnlyItsVariables(t *testing.T) {
 		read = append(read, name)
 		return ""
 	})
-	want := []string{"RETRY_MODE", "AWS_RETRY_MODE", "MAX_ATTEMPTS", "AWS_MAX_ATTEMPTS"}
+	want := []string{"RETRYTRANSPORT_RETRY_MODE", "AWS_RETRY_MODE", "RETRYTRANSPORT_MAX_ATTEMPTS", "AWS_MAX_ATTEMPTS"}
 	if diff := cmp.Diff(want, read); diff != "" {
 		t.Errorf("FromEnv read variables mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// The names RETRY_MODE and MAX_ATTEMPTS, which FromEnv read before its
+// variables took the RETRYTRANSPORT_ prefix, are not read.
+func TestFromEnvIgnoresUnprefixedNames(t *testing.T) {
+	vars := map[string]string{"RETRY_MODE": "off", "MAX_ATTEMPTS": "9"}
+	got, err := policy.FromEnv(policy.Standard(), env(vars))
+	if err != nil || got.MaxAttempts != 3 {
+		t.Errorf("FromEnv(%v) = MaxAttempts %d, %v; want 3 (unchanged), nil", vars, got.MaxAttempts, err)
+	}
+}
+
+func TestFromEnvSuggestsTheMode(t *testing.T) {
+	for mode, want := range map[string]string{
+		"adaptiv":  `policy: RETRYTRANSPORT_RETRY_MODE = "adaptiv"; did you mean "adaptive"?`,
+		"Standrad": `policy: RETRYTRANSPORT_RETRY_MODE = "Standrad"; did you mean "standard"?`,
+		"fast":     `policy: RETRYTRANSPORT_RETRY_MODE = "fast"; want standard, adaptive, legacy or off`,
+	} {
+		_, err := policy.FromEnv(policy.Standard(), env(map[string]string{"RETRYTRANSPORT_RETRY_MODE": mode}))
+		if err == nil || err.Error() != want {
+			t.Errorf("FromEnv(RETRYTRANSPORT_RETRY_MODE=%q) error = %v; want %s", mode, err, want)
+		}
+	}
+}
+
+func TestFromEnviron(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		want    policy.Policy
+	}{
+		{"Nothing", nil, policy.Standard()},
+		{"Others", []string{"PATH=/bin", "HOME=/root", "AWS_REGION=eu-west-1", "=C:=C:\\", "NOEQUALS"}, policy.Standard()},
+		{"Prefixed", []string{"RETRYTRANSPORT_RETRY_MODE=adaptive", "RETRYTRANSPORT_MAX_ATTEMPTS=5"}, withAttempts(policy.Adaptive(), 5)},
+		{"AWS", []string{"AWS_RETRY_MODE=adaptive", "AWS_MAX_ATTEMPTS=4"}, withAttempts(policy.Adaptive(), 4)},
+		{"PrefixedWins", []string{"AWS_MAX_ATTEMPTS=4", "RETRYTRANSPORT_MAX_ATTEMPTS=2"}, withAttempts(policy.Standard(), 2)},
+		{"FirstEntryCounts", []string{"RETRYTRANSPORT_MAX_ATTEMPTS=2", "RETRYTRANSPORT_MAX_ATTEMPTS=7"}, withAttempts(policy.Standard(), 2)},
+		{"ValueWithEquals", []string{"RETRYTRANSPORT_MAX_ATTEMPTS=6", "OTHER=a=b"}, withAttempts(policy.Standard(), 6)},
+		{"Unprefixed", []string{"RETRY_MODE=off", "MAX_ATTEMPTS=9"}, policy.Standard()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := policy.FromEnviron(policy.Standard(), tt.environ)
+			if err != nil {
+				t.Fatalf("FromEnviron(%q) error = %v; want nil", tt.environ, err)
+			}
+			if diff := cmp.Diff(tt.want, got, policyOpts); diff != "" {
+				t.Errorf("FromEnviron(%q) mismatch (-want +got):\n%s", tt.environ, diff)
+			}
+		})
+	}
+}
+
+func TestFromEnvironErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		want    string
+	}{
+		{"Misspelt", []string{"RETRYTRANSPORT_MAX_ATTEMPT=5"}, `policy: RETRYTRANSPORT_MAX_ATTEMPT: unknown variable; did you mean "RETRYTRANSPORT_MAX_ATTEMPTS"?`},
+		{"WrongCase", []string{"retrytransport_retry_mode=off"}, `policy: retrytransport_retry_mode: unknown variable; did you mean "RETRYTRANSPORT_RETRY_MODE"?`},
+		{"Short", []string{"RETRYTRANSPORT_MODE=off"}, `policy: RETRYTRANSPORT_MODE: unknown variable; want one of RETRYTRANSPORT_RETRY_MODE, RETRYTRANSPORT_MAX_ATTEMPTS`},
+		{"NothingClose", []string{"RETRYTRANSPORT_TIMEOUT=5s"}, `policy: RETRYTRANSPORT_TIMEOUT: unknown variable; want one of RETRYTRANSPORT_RETRY_MODE, RETRYTRANSPORT_MAX_ATTEMPTS`},
+		{"EmptyUnknown", []string{"RETRYTRANSPORT_DEBUG="}, `policy: RETRYTRANSPORT_DEBUG: unknown variable; want one of RETRYTRANSPORT_RETRY_MODE, RETRYTRANSPORT_MAX_ATTEMPTS`},
+		{"UnknownAndBadValue", []string{"RETRYTRANSPORT_MAX_ATTEMPTS=0", "RETRYTRANSPORT_MAXATTEMPTS=5"},
+			"policy: RETRYTRANSPORT_MAXATTEMPTS: unknown variable; did you mean \"RETRYTRANSPORT_MAX_ATTEMPTS\"?\npolicy: RETRYTRANSPORT_MAX_ATTEMPTS = \"0\"; want an integer > 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := policy.Policy{MaxAttempts: 7, Adaptive: true}
+			got, err := policy.FromEnviron(p, tt.environ)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("FromEnviron(%q) error = %v; want %s", tt.environ, err, tt.want)
+			}
+			for _, e := range unwrapAll(err) {
+				var fe *policy.FieldError
+				if !errors.As(e, &fe) {
+					t.Errorf("FromEnviron(%q) error %q is a %T; want a *policy.FieldError", tt.environ, e, e)
+				}
+			}
+			if diff := cmp.Diff(p, got, policyOpts); diff != "" {
+				t.Errorf("FromEnviron(%q) with an error changed p (-want +got):\n%s", tt.environ, diff)
+			}
+		})
 	}
 }

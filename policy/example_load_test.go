@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -39,7 +40,32 @@ func ExampleLoad() {
 	// budget: 30s
 	// quota capacity: 100
 	// policy: maxAttempts = -3; want an integer >= 1, or 0 for the default
-	// policy: backoff.type = "fulljitterx"; want one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered
+	// policy: backoff.type = "fulljitterx"; did you mean "fullJitter"?
+}
+
+// A document that is not well-formed JSON is reported at the line and
+// column of the first byte that makes it so; a misspelt member or name is
+// reported with the name it was probably meant to be.
+func ExampleLoad_errors() {
+	doc := `{
+	  "preset": "standard",
+	  "maxAttempts": 5,
+	}`
+	_, err := policy.Load(strings.NewReader(doc))
+	fmt.Println(err)
+
+	var se *policy.SyntaxError
+	if errors.As(err, &se) {
+		fmt.Println(se.Line, se.Column)
+	}
+
+	_, err = policy.Load(strings.NewReader(`{"preset": "AzureBackground", "maxAttempt": 5}`))
+	fmt.Println(err)
+	// Output:
+	// policy: line 4, column 2: invalid JSON: invalid character '}' looking for beginning of object key string
+	// 4 2
+	// policy: preset = "AzureBackground"; did you mean "azure-background"?
+	// policy: maxAttempt: unknown field; did you mean "maxAttempts"?
 }
 
 func ExampleLoad_failover() {
@@ -158,12 +184,12 @@ func ExampleLoadSNS() {
 
 func ExampleFromEnv() {
 	// In a program: policy.FromEnv(policy.Standard(), os.Getenv).
-	vars := map[string]string{"AWS_RETRY_MODE": "adaptive", "AWS_MAX_ATTEMPTS": "5", "MAX_ATTEMPTS": "4"}
+	vars := map[string]string{"AWS_RETRY_MODE": "adaptive", "AWS_MAX_ATTEMPTS": "5", "RETRYTRANSPORT_MAX_ATTEMPTS": "4"}
 	p, err := policy.FromEnv(policy.Standard(), func(name string) string { return vars[name] })
 	fmt.Println(p.Adaptive, p.MaxAttempts, err)
 
 	_, err = policy.FromEnv(policy.Standard(), func(name string) string {
-		if name == "RETRY_MODE" {
+		if name == "RETRYTRANSPORT_RETRY_MODE" {
 			return "fast"
 		}
 		return ""
@@ -171,17 +197,32 @@ func ExampleFromEnv() {
 	fmt.Println(err)
 	// Output:
 	// true 4 <nil>
-	// policy: RETRY_MODE = "fast"; want standard, adaptive, legacy or off
+	// policy: RETRYTRANSPORT_RETRY_MODE = "fast"; want standard, adaptive, legacy or off
+}
+
+// FromEnviron sees every variable, so it can report one of this package's
+// prefix that FromEnv would never read.
+func ExampleFromEnviron() {
+	// In a program: policy.FromEnviron(policy.Standard(), os.Environ()).
+	environ := []string{"HOME=/home/gopher", "AWS_RETRY_MODE=adaptive", "RETRYTRANSPORT_MAX_ATTEMPT=5"}
+	_, err := policy.FromEnviron(policy.Standard(), environ)
+	fmt.Println(err)
+	// Output:
+	// policy: RETRYTRANSPORT_MAX_ATTEMPT: unknown variable; did you mean "RETRYTRANSPORT_MAX_ATTEMPTS"?
 }
 
 func ExamplePreset() {
 	p, err := policy.Preset("Azure-Background")
 	fmt.Println(p.MaxAttempts, p.MaxTotalTime, err)
 
+	_, err = policy.Preset("AzureBackground")
+	fmt.Println(err)
+
 	_, err = policy.Preset("fast")
 	fmt.Println(err)
 	// Output:
 	// 6 1m0s <nil>
+	// policy: preset = "AzureBackground"; did you mean "azure-background"?
 	// policy: preset = "fast"; want one of standard, adaptive, none, standard-v2, kotlin-standard, kotlin-adaptive, sns-aws-managed, sns-customer-managed, azure-storage-exponential, azure-storage-linear, azure-storage-interactive, azure-storage-background, azure-interactive, azure-background, azure-cosmos-db, azure-service-bus, azure-search, azure-active-directory
 }
 

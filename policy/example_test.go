@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/retrytransport/retrytransport/policy"
 )
@@ -19,12 +20,17 @@ func ExampleStandard() {
 	// own quota: true
 }
 
+// Validate rejects only the values that the field comments call errors. A
+// negative MaxAttempts or MaxDrain means the default, as their comments
+// say, and passes; a negative AttemptTimeout has no meaning and fails.
 func ExamplePolicy_Validate() {
 	p := policy.Policy{MaxAttempts: -1, MaxDrain: -4096}
+	fmt.Println(p.Validate(), p.WithDefaults().MaxAttempts, p.WithDefaults().MaxDrain)
+
+	p = policy.Policy{AttemptTimeout: -time.Second, TerminationBuffer: 2 * time.Second, MaxTotalTime: time.Second}
 	fmt.Println(p.Validate())
-	fmt.Println(policy.Standard().Validate())
 	// Output:
-	// policy: MaxAttempts = -1; want >= 1, or 0 for the default
-	// policy: MaxDrain = -4096; want > 0, or 0 for the default
-	// <nil>
+	// <nil> 3 65536
+	// policy: AttemptTimeout = -1s; want >= 0 (0: none)
+	// policy: TerminationBuffer = 2s is not shorter than MaxTotalTime = 1s; no retry could start
 }

@@ -57,6 +57,9 @@ func ParseLocationMode(s string) (LocationMode, error) {
 			return LocationMode(i), nil
 		}
 	}
+	if c := closest(s, locationModeNames[:]); c != "" {
+		return 0, fmt.Errorf("policy: unknown location mode %q; %s", s, didYouMean(c))
+	}
 	return 0, fmt.Errorf("policy: unknown location mode %q; want %s", s, wantLocationMode)
 }
 

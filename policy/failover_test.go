@@ -164,9 +164,19 @@ func TestParseLocationModeInAnyCase(t *testing.T) {
 }
 
 func TestParseLocationModeRejectsUnknownNames(t *testing.T) {
-	for _, s := range []string{"", "nearest", "Primary", " PrimaryOnly", "LocationMode(1)", "1"} {
+	for _, s := range []string{"", "nearest", "Primary", "LocationMode(1)", "1"} {
 		got, err := policy.ParseLocationMode(s)
 		want := `policy: unknown location mode "` + s + `"; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary`
+		if err == nil || err.Error() != want || got != policy.PrimaryThenSecondary {
+			t.Errorf("ParseLocationMode(%q) = %v, %v; want PrimaryThenSecondary, %s", s, got, err, want)
+		}
+	}
+}
+
+func TestParseLocationModeSuggestsTheName(t *testing.T) {
+	for s, name := range map[string]string{" PrimaryOnly": "PrimaryOnly", "primary-only": "PrimaryOnly", "SecondaryThenPrimray": "SecondaryThenPrimary"} {
+		got, err := policy.ParseLocationMode(s)
+		want := `policy: unknown location mode "` + s + `"; did you mean "` + name + `"?`
 		if err == nil || err.Error() != want || got != policy.PrimaryThenSecondary {
 			t.Errorf("ParseLocationMode(%q) = %v, %v; want PrimaryThenSecondary, %s", s, got, err, want)
 		}

@@ -77,7 +77,7 @@ func (v value) locationMode() LocationMode {
 	}
 	m, err := ParseLocationMode(s)
 	if err != nil {
-		v.fail(wantLocationMode)
+		v.failName(s, locationModeNames[:], wantLocationMode)
 	}
 	return m
 }

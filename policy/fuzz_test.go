@@ -2,6 +2,8 @@ package policy_test
 
 import (
 	"bytes"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,12 +40,25 @@ func checkRoundTrip(t *testing.T, input []byte, p policy.Policy) {
 	}
 }
 
-// checkError fails t unless err reads as this package's errors do.
+// checkError fails t unless err reads as this package's errors do: each
+// starts with "policy: ", a syntax error is at a line and column of input,
+// and a suggestion is offered in the message.
 func checkError(t *testing.T, input []byte, err error) {
 	t.Helper()
 	for _, e := range unwrapAll(err) {
 		if !strings.HasPrefix(e.Error(), "policy: ") {
 			t.Fatalf("loader(%q) error %q does not start with \"policy: \"", input, e)
+		}
+		var se *policy.SyntaxError
+		if errors.As(e, &se) {
+			lines := bytes.Split(input, []byte("\n"))
+			if se.Line < 1 || se.Line > len(lines) || se.Column < 1 || se.Column > len(lines[se.Line-1])+1 {
+				t.Fatalf("loader(%q) error %q: line %d, column %d is not in the input", input, e, se.Line, se.Column)
+			}
+		}
+		var fe *policy.FieldError
+		if errors.As(e, &fe) && fe.Suggestion != "" && !strings.Contains(e.Error(), strconv.Quote(fe.Suggestion)) {
+			t.Fatalf("loader(%q) error %q does not say its Suggestion %q", input, e, fe.Suggestion)
 		}
 	}
 }
@@ -69,6 +84,10 @@ func FuzzLoad(f *testing.F) {
 		`{"penalty": {"codes": ["", 7], "statuses": [99, 600, "503", 1.5], "delay": -1, "for": "x", "extra": 1}}`,
 		`{"penalty": {"codes": "ServerBusy", "statuses": 503}, "terminationBuffer": 1}`,
 		`{"penalty": []}`,
+		"{\n  \"maxAttempts\": }", "{\"maxAttempts\": 3,\n}", `{"maxAttempts": 3`, "{}\r\n\r\n{}", "\n\n", `{"a": "\x01"}`,
+		`{"preset": "AzureBackground", "maxAttempt": 1, "backoff": {"type": "full_jitter", "bas": "1s"}}`,
+		`{"quota": {"type": "budgett"}, "locationMode": "primary-only", "delayHeaders": ["RetryAfter"]}`,
+		`{"backoff": {"type": "schedule", "backoffFunction": "exponentail"}}`,
 	} {
 		f.Add([]byte(doc))
 	}
@@ -94,6 +113,7 @@ func FuzzLoadSNS(f *testing.F) {
 		`{"healthyRetryPolicy": {"minDelayTarget": 1, "maxDelayTarget": 3600, "numRetries": 2, "backoffFunction": "arithmetic"}, "guaranteed": false}`,
 		`{"healthyRetryPolicy": {"numRetries": 101, "minDelayTarget": 0}, "throttlePolicy": {"maxReceivesPerSecond": 0}}`,
 		`{"sicklyRetryPolicy": null, "requestPolicy": {"headerContentType": "text/plain"}}`, `[]`,
+		"{\"healthyRetryPolicy\": {\n\t\"numRetries\": 3,\n}}", `{"healthyRetryPolicy": {"numRetry": 3, "backoffFunction": "Geometic"}}`, `{}]`,
 	} {
 		f.Add([]byte(doc))
 	}
@@ -117,6 +137,7 @@ func FuzzLoadSNS(f *testing.F) {
 func FuzzLoadMap(f *testing.F) {
 	for _, doc := range []string{
 		mapDocument, `{}`, `{"hosts": {"*.a.com": {"preset": "none"}, "A.com": {}}}`, `{"hosts": {"a.com": {}, "A.COM": {}}}`,
+		"{\"hosts\": {\n  \"a.com\": {}\n  \"b.com\": {}}}", `{"defaults": {}, "hosts": {"a.com": {"maxAttempt": 2}}}`,
 	} {
 		f.Add([]byte(doc))
 	}
@@ -144,7 +165,7 @@ func FuzzFromEnv(f *testing.F) {
 	f.Add("fast", "0", "", "-1")
 	f.Add(" Adaptive ", " 1 ", "STANDARD", "99999999999999999999")
 	f.Fuzz(func(t *testing.T, mode, attempts, awsMode, awsAttempts string) {
-		vars := map[string]string{"RETRY_MODE": mode, "MAX_ATTEMPTS": attempts, "AWS_RETRY_MODE": awsMode, "AWS_MAX_ATTEMPTS": awsAttempts}
+		vars := map[string]string{"RETRYTRANSPORT_RETRY_MODE": mode, "RETRYTRANSPORT_MAX_ATTEMPTS": attempts, "AWS_RETRY_MODE": awsMode, "AWS_MAX_ATTEMPTS": awsAttempts}
 		for _, base := range []policy.Policy{policy.Standard(), policy.None(), policy.Adaptive()} {
 			got, err := policy.FromEnv(base, env(vars))
 			if err != nil {
@@ -158,6 +179,27 @@ func FuzzFromEnv(f *testing.F) {
 				t.Fatalf("FromEnv(%q).MaxAttempts = %d; want >= 1", vars, got.MaxAttempts)
 			}
 			checkRoundTrip(t, []byte(mode+"|"+attempts+"|"+awsMode+"|"+awsAttempts), got)
+		}
+	})
+}
+
+func FuzzFromEnviron(f *testing.F) {
+	f.Add("RETRYTRANSPORT_RETRY_MODE=adaptive", "AWS_MAX_ATTEMPTS=4")
+	f.Add("RETRYTRANSPORT_MAX_ATTEMPT=5", "retrytransport_retry_mode=off")
+	f.Add("RETRYTRANSPORT_TIMEOUT=1s", "RETRYTRANSPORT_MAX_ATTEMPTS=0")
+	f.Add("=C:=C:\\", "RETRYTRANSPORT_")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		environ := []string{a, b}
+		got, err := policy.FromEnviron(policy.Standard(), environ)
+		if err != nil {
+			checkError(t, []byte(a+"|"+b), err)
+			if diff := cmp.Diff(policy.Standard(), got, policyOpts); diff != "" {
+				t.Fatalf("FromEnviron(%q) with an error changed p (-want +got):\n%s", environ, diff)
+			}
+			return
+		}
+		if got.MaxAttempts < 1 {
+			t.Fatalf("FromEnviron(%q).MaxAttempts = %d; want >= 1", environ, got.MaxAttempts)
 		}
 	})
 }

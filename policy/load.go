@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/retrytransport/retrytransport/classify"
@@ -26,7 +28,10 @@ import (
 // names. Names are the Policy field names with a lower-case first letter,
 // matched exactly, but for preset and classifier (which sets Classify).
 // Durations are Go duration strings (time.ParseDuration): "1.5s", "300ms",
-// "1m".
+// "1m". The schema is stricter than [Policy.Validate]: it has no negative
+// durations or counts, although a Policy field may give a negative value
+// a meaning (a negative MaxAttempts is the default), since a document
+// never needs one and a minus sign in a file is more likely a mistake.
 //
 //	member              value
 //	preset              a name from PresetNames, in any case (see below)
@@ -138,18 +143,77 @@ import (
 // *[FieldError] that names the JSON path, the value and what is allowed:
 //
 //	policy: maxAttempts = -3; want an integer >= 1, or 0 for the default
-//	policy: backoff.type = "fulljitterx"; want one of fullJitter, ...
+//	policy: backoff.type = "fibonacci"; want one of fullJitter, ...
 //	policy: backoff.base = "1"; want a duration string >= 0, such as "1.5s"
-//	policy: backoff.bas: unknown field; want one of type, base, max
+//	policy: backoff.cap: unknown field; want one of type, base, max
 //
-// Malformed JSON gives one error that wraps encoding/json's. Once the
-// document decodes, Load returns [Policy.Validate]'s errors, if any.
+// An unknown member, and a name that must be one of a few (a preset, a
+// strategy or quota type, a header, a location mode, a backoffFunction),
+// is reported with the name it was probably meant to be, when one is close
+// (see [FieldError]'s Suggestion), or else with the list of names:
+//
+//	policy: maxAttempt: unknown field; did you mean "maxAttempts"?
+//	policy: preset = "AzureBackground"; did you mean "azure-background"?
+//
+// A document that is not well-formed JSON gives one *[SyntaxError], with
+// the line and column (in bytes, from 1) of the first byte at fault, or
+// of the end of a document cut short; it wraps encoding/json's error:
+//
+//	policy: line 3, column 17: invalid JSON: invalid character '}' looking for beginning of value
+//
+// Once the document decodes, Load returns [Policy.Validate]'s errors, if
+// any. [LoadFile] reads a file and puts its name in every error.
 func Load(r io.Reader) (Policy, error) {
 	raw, err := readDocument(r)
 	if err != nil {
 		return Policy{}, err
 	}
 	return decodePolicy("", raw)
+}
+
+// LoadFile reads the policy document in the file name, as [Load] reads one
+// from a reader, and returns the same errors with the file's name in
+// each: a *[SyntaxError] (with File set) puts it before the line and
+// column, as compilers do, and any other error before the rest:
+//
+//	policy: retry.json:3:17: invalid JSON: invalid character '}' looking for beginning of value
+//	policy: retry.json: backoff.bas: unknown field; did you mean "base"?
+//
+// Each error still wraps Load's, so errors.As finds a *[FieldError] or
+// *[SyntaxError]. An error opening or reading the file is the os
+// package's, wrapped, and names the file too.
+func LoadFile(name string) (Policy, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return Policy{}, fmt.Errorf("policy: %w", err)
+	}
+	raw, err := parseDocument(data)
+	if err != nil {
+		return Policy{}, inFile(name, err)
+	}
+	p, err := decodePolicy("", raw)
+	if err != nil {
+		return Policy{}, inFile(name, err)
+	}
+	return p, nil
+}
+
+// inFile returns err, the errors of the document in the file name, each
+// marked with name.
+func inFile(name string, err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var errs []error
+		for _, e := range j.Unwrap() {
+			errs = append(errs, inFile(name, e))
+		}
+		return errors.Join(errs...)
+	}
+	if se, ok := err.(*SyntaxError); ok {
+		c := *se
+		c.File = name
+		return &c
+	}
+	return &pathError{name, err}
 }
 
 // UnmarshalJSON sets *p to the policy that [Load] reads from data, so that a
@@ -160,10 +224,11 @@ func (p *Policy) UnmarshalJSON(data []byte) error {
 	if isNull(data) {
 		return nil
 	}
-	if !json.Valid(data) {
-		return errors.New("policy: invalid JSON")
+	raw, err := parseDocument(data)
+	if err != nil {
+		return err
 	}
-	q, err := decodePolicy("", data)
+	q, err := decodePolicy("", raw)
 	if err != nil {
 		return err
 	}
@@ -209,7 +274,7 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 				if q, found := lookupPreset(name); found {
 					p = q
 				} else {
-					v.fail("one of " + strings.Join(PresetNames(), ", "))
+					v.failName(name, PresetNames(), "one of "+strings.Join(PresetNames(), ", "))
 				}
 			}
 		}
@@ -310,7 +375,7 @@ func (v value) sources() retryafter.Source {
 			}
 		}
 		if !found {
-			e.fail(wantName)
+			e.failName(name, names, wantName)
 		}
 	}
 	return set

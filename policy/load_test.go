@@ -315,29 +315,38 @@ func TestLoadErrors(t *testing.T) {
 		{"DurationWithoutUnit", `{"maxDelay": "20"}`, `policy: maxDelay = "20"; want a duration string >= 0, such as "1.5s"`},
 		{"DurationAsNumber", `{"attemptTimeout": 2}`, `policy: attemptTimeout = 2; want a duration string >= 0, such as "1.5s"`},
 		{"NegativeDuration", `{"maxTotalTime": "-1s"}`, `policy: maxTotalTime = "-1s"; want a duration string >= 0, such as "1.5s"`},
-		{"UnknownType", `{"backoff": {"type": "fulljitterx"}}`, `policy: backoff.type = "fulljitterx"; want one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered`},
+		{"UnknownType", `{"backoff": {"type": "fulljitterx"}}`, `policy: backoff.type = "fulljitterx"; did you mean "fullJitter"?`},
+		{"UnknownTypeNothingClose", `{"backoff": {"type": "fibonacci"}}`, `policy: backoff.type = "fibonacci"; want one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered`},
+		{"TypeInGoCase", `{"backoff": {"type": "full_jitter"}}`, `policy: backoff.type = "full_jitter"; did you mean "fullJitter"?`},
 		{"MissingType", `{"throttleBackoff": {"base": "1s"}}`, `policy: throttleBackoff.type: missing; want one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered`},
-		{"UnknownStrategyField", `{"backoff": {"type": "fullJitter", "bas": "1s"}}`, `policy: backoff.bas: unknown field; want one of type, base, max`},
+		{"UnknownStrategyField", `{"backoff": {"type": "fullJitter", "bas": "1s"}}`, `policy: backoff.bas: unknown field; did you mean "base"?`},
+		{"UnknownStrategyFieldNothingClose", `{"backoff": {"type": "fullJitter", "cap": "1s"}}`, `policy: backoff.cap: unknown field; want one of type, base, max`},
 		{"NestedStrategy", `{"backoff": {"type": "capped", "strategy": {"type": "constant", "interval": "x"}}}`, `policy: backoff.strategy.interval = "x"; want a duration string >= 0, such as "1.5s"`},
 		{"BadCurve", `{"backoff": {"type": "schedule", "backoffFunction": "cubic"}}`, `policy: backoff.backoffFunction = "cubic"; want linear, arithmetic, exponential or geometric`},
+		{"MisspeltCurve", `{"backoff": {"type": "schedule", "backoffFunction": "exponentail"}}`, `policy: backoff.backoffFunction = "exponentail"; did you mean "exponential"?`},
 		{"ScaleFactorBelowOne", `{"backoff": {"type": "scaledJitter", "scaleFactor": 0.5}}`, `policy: backoff.scaleFactor = 0.5; want a number >= 1, or 0 for the default`},
 		{"JitterAboveOne", `{"backoff": {"type": "jittered", "fraction": 1.5}}`, `policy: backoff.fraction = 1.5; want a number 0..1 (0: the default)`},
 		{"NegativeCount", `{"backoff": {"type": "schedule", "numRetries": -1}}`, `policy: backoff.numRetries = -1; want an integer >= 0 (0: the default)`},
 		{"StrategyNotObject", `{"backoff": "fullJitter"}`, `policy: backoff = "fullJitter"; want a strategy object whose type is one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered`},
-		{"UnknownTopField", `{"maxAttempt": 3}`, `policy: maxAttempt: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, maxTotalWait, terminationBuffer, penalty, classifier, quota, disableQuota, budget, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, endpoints, locationMode, failoverMethods, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
-		{"CaseMatters", `{"MaxAttempts": 3}`, `policy: MaxAttempts: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, maxTotalWait, terminationBuffer, penalty, classifier, quota, disableQuota, budget, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, endpoints, locationMode, failoverMethods, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
+		{"UnknownTopField", `{"maxAttempt": 3}`, `policy: maxAttempt: unknown field; did you mean "maxAttempts"?`},
+		{"CaseMatters", `{"MaxAttempts": 3}`, `policy: MaxAttempts: unknown field; did you mean "maxAttempts"?`},
+		{"UnknownTopFieldNothingClose", `{"retries": 3}`, `policy: retries: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, maxTotalWait, terminationBuffer, penalty, classifier, quota, disableQuota, budget, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, endpoints, locationMode, failoverMethods, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
 		{"RepeatedField", `{"maxAttempts": 3, "maxAttempts": 4}`, `policy: maxAttempts: repeated field; want it once`},
+		{"PresetGoName", `{"preset": "AzureBackground"}`, `policy: preset = "AzureBackground"; did you mean "azure-background"?`},
+		{"MisspeltPreset", `{"preset": "standrad"}`, `policy: preset = "standrad"; did you mean "standard"?`},
 		{"UnknownPreset", `{"preset": "fast"}`, `policy: preset = "fast"; want one of standard, adaptive, none, standard-v2, kotlin-standard, kotlin-adaptive, sns-aws-managed, sns-customer-managed, azure-storage-exponential, azure-storage-linear, azure-storage-interactive, azure-storage-background, azure-interactive, azure-background, azure-cosmos-db, azure-service-bus, azure-search, azure-active-directory`},
 		{"NotBoolean", `{"adaptive": "yes"}`, `policy: adaptive = "yes"; want true or false`},
 		{"HeaderWithSpace", `{"attemptHeader": "X Attempt"}`, `policy: attemptHeader = "X Attempt"; want a header name, such as "X-Attempt"`},
 		{"HeaderNotString", `{"attemptHeader": 1}`, `policy: attemptHeader = 1; want a header name, such as "X-Attempt"`},
 		{"EmptyHeaderList", `{"delayHeaders": []}`, `policy: delayHeaders = []; want "all" or a non-empty list of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit (ignoreDelayHeaders trusts none)`},
+		{"MisspeltHeader", `{"delayHeaders": ["RetryAfter"]}`, `policy: delayHeaders[0] = "RetryAfter"; did you mean "Retry-After"?`},
 		{"UnknownHeader", `{"delayHeaders": ["Retry-After", "X-Wait"]}`, `policy: delayHeaders[1] = "X-Wait"; want one of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit`},
 		{"HeadersWord", `{"delayHeaders": "some"}`, `policy: delayHeaders = "some"; want "all" or a non-empty list of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit`},
 		{"QuotaNegative", `{"quota": {"retryCost": -5}}`, `policy: quota.retryCost = -5; want an integer >= 0 (0: the default)`},
 		{"QuotaUnknown", `{"quota": {"cost": 5}}`, `policy: quota.cost: unknown field; want one of type, capacity, retryCost, timeoutCost, throttleCost, successIncrement, refillPerSecond, wait, maxScopes`},
 		{"QuotaNotObject", `{"quota": 5}`, `policy: quota = 5; want a quota object`},
 		{"QuotaUnknownType", `{"quota": {"type": "bucket", "capacity": 5}}`, `policy: quota.type = "bucket"; want quota or budget`},
+		{"QuotaMisspeltType", `{"quota": {"type": "budgett"}}`, `policy: quota.type = "budgett"; did you mean "budget"?`},
 		{"QuotaTypeNotString", `{"quota": {"type": 1}}`, `policy: quota.type = 1; want quota or budget`},
 		{"QuotaBudgetMemberInBucket", `{"quota": {"ratio": 0.1}}`, `policy: quota.ratio: unknown field; want one of type, capacity, retryCost, timeoutCost, throttleCost, successIncrement, refillPerSecond, wait, maxScopes`},
 		{"QuotaBucketMemberInBudget", `{"quota": {"type": "budget", "capacity": 5}}`, `policy: quota.capacity: unknown field; want one of type, ratio, minPerSecond, window, maxScopes`},
@@ -352,6 +361,7 @@ func TestLoadErrors(t *testing.T) {
 		{"EndpointWithPath", `{"endpoints": ["h/path"]}`, `policy: endpoints[0] = "h/path"; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user (a path ("/path"))`},
 		{"EndpointNotString", `{"endpoints": [443]}`, `policy: endpoints[0] = 443; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user`},
 		{"EndpointsNotList", `{"endpoints": "eu.example.com"}`, `policy: endpoints = "eu.example.com"; want a list of endpoints`},
+		{"MisspeltLocationMode", `{"locationMode": "primary-only"}`, `policy: locationMode = "primary-only"; did you mean "PrimaryOnly"?`},
 		{"UnknownLocationMode", `{"locationMode": "nearest"}`, `policy: locationMode = "nearest"; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary`},
 		{"LocationModeNumber", `{"locationMode": 1}`, `policy: locationMode = 1; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary`},
 		{"SecondaryWithoutEndpoints", `{"locationMode": "secondaryOnly"}`, `policy: LocationMode = SecondaryOnly but Endpoints is empty; want at least one secondary`},
@@ -388,7 +398,7 @@ func TestLoadErrors(t *testing.T) {
 		{"PenaltyDelayAsNumber", `{"penalty": {"codes": ["ServerBusy"], "delay": 10}}`, `policy: penalty.delay = 10; want a duration string >= 0, such as "1.5s"`},
 		{"PenaltyNegativeFor", `{"penalty": {"codes": ["ServerBusy"], "delay": "10s", "for": "-1s"}}`, `policy: penalty.for = "-1s"; want a duration string >= 0, such as "1.5s"`},
 		{"PenaltyUnknown", `{"penalty": {"codes": ["ServerBusy"], "delay": "10s", "duration": "10s"}}`, `policy: penalty.duration: unknown field; want one of codes, statuses, delay, for`},
-		{"PenaltyCaseMatters", `{"penalty": {"Codes": ["ServerBusy"]}}`, `policy: penalty.Codes: unknown field; want one of codes, statuses, delay, for`},
+		{"PenaltyCaseMatters", `{"penalty": {"Codes": ["ServerBusy"]}}`, `policy: penalty.Codes: unknown field; did you mean "codes"?`},
 		{"PenaltyRepeated", `{"penalty": {"delay": "1s", "delay": "2s"}}`, `policy: penalty.delay: repeated field; want it once`},
 		{"PenaltyNotObject", `{"penalty": "10s"}`, `policy: penalty = "10s"; want a penalty object`},
 		{"PenaltyWithoutSignal", `{"penalty": {"codes": [], "delay": "10s"}}`, `policy: Penalty.Delay = 10s but no Codes or Statuses start it`},
@@ -398,8 +408,14 @@ func TestLoadErrors(t *testing.T) {
 		{"NotObject", `[1, 2]`, `policy: document = [1,2]; want a policy object`},
 		{"Validate", `{"attemptTimeout": "3s", "maxTotalTime": "2s"}`, `policy: AttemptTimeout = 3s is longer than MaxTotalTime = 2s; want AttemptTimeout <= MaxTotalTime`},
 		{"Empty", ``, `policy: empty document; want a JSON object`},
-		{"Trailing", `{} {}`, `policy: unexpected data after the JSON document`},
-		{"TrailingGarbage", `{}x`, `policy: unexpected data after the JSON document`},
+		{"Trailing", `{} {}`, `policy: line 1, column 4: unexpected data after the JSON document`},
+		{"TrailingGarbage", `{}x`, `policy: line 1, column 3: unexpected data after the JSON document`},
+		{"TrailingOnLaterLine", "{}\n\n  {}", `policy: line 3, column 3: unexpected data after the JSON document`},
+		{"Syntax", `{"maxAttempts": }`, `policy: line 1, column 17: invalid JSON: invalid character '}' looking for beginning of value`},
+		{"SyntaxOnLaterLine", "{\n  \"maxAttempts\": 3,\n  \"backoff\": {\"type\": \"constant\",}\n}", `policy: line 3, column 34: invalid JSON: invalid character '}' looking for beginning of object key string`},
+		{"SyntaxAfterCRLF", "{\r\n\"a\": x}", `policy: line 2, column 6: invalid JSON: invalid character 'x' looking for beginning of value`},
+		{"Truncated", "{\"maxAttempts\": 3,\n", `policy: line 2, column 1: invalid JSON: unexpected EOF`},
+		{"TruncatedInLine", `{"maxAttempts": 3`, `policy: line 1, column 18: invalid JSON: unexpected EOF`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -433,10 +449,14 @@ func TestLoadReportsEveryError(t *testing.T) {
 }
 
 func TestLoadMalformedJSONWrapsSyntaxError(t *testing.T) {
-	_, err := load(`{"maxAttempts": }`)
+	_, err := load("{\n  \"maxAttempts\": }")
 	var se *json.SyntaxError
-	if !errors.As(err, &se) || !strings.HasPrefix(err.Error(), "policy: invalid JSON: ") {
-		t.Errorf("Load(malformed) error = %v; want one starting \"policy: invalid JSON: \" that wraps a *json.SyntaxError", err)
+	if !errors.As(err, &se) {
+		t.Errorf("Load(malformed) error = %v; want one that wraps a *json.SyntaxError", err)
+	}
+	var pe *policy.SyntaxError
+	if !errors.As(err, &pe) || pe.Line != 2 || pe.Column != 18 || pe.File != "" {
+		t.Errorf("Load(malformed) error = %#v; want a *policy.SyntaxError at line 2, column 18", pe)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/netip"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,16 +57,38 @@ func LoadMap(r io.Reader) (Map, error) {
 	return decodeMap(raw)
 }
 
+// LoadMapFile reads a Map from the file name, as [LoadMap] reads one from
+// a reader, with the file's name in every error, as [LoadFile] puts it:
+//
+//	policy: hosts.json:4:5: invalid JSON: invalid character '"' after object key:value pair
+//	policy: hosts.json: hosts["api.example.com"].maxAttempt: unknown field; did you mean "maxAttempts"?
+func LoadMapFile(name string) (Map, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return Map{}, fmt.Errorf("policy: %w", err)
+	}
+	raw, err := parseDocument(data)
+	if err != nil {
+		return Map{}, inFile(name, err)
+	}
+	m, err := decodeMap(raw)
+	if err != nil {
+		return Map{}, inFile(name, err)
+	}
+	return m, nil
+}
+
 // UnmarshalJSON sets *m to the Map that [LoadMap] reads from data. It
 // leaves *m unchanged on error, and for a JSON null.
 func (m *Map) UnmarshalJSON(data []byte) error {
 	if isNull(data) {
 		return nil
 	}
-	if !json.Valid(data) {
-		return errors.New("policy: invalid JSON")
+	raw, err := parseDocument(data)
+	if err != nil {
+		return err
 	}
-	n, err := decodeMap(data)
+	n, err := decodeMap(raw)
 	if err != nil {
 		return err
 	}
@@ -323,7 +346,8 @@ func within(path string, err error) error {
 	return &pathError{path, err}
 }
 
-// pathError is an error of the policy at path in a larger document.
+// pathError is an error of the policy at path in a larger document, or of
+// the document in the file path (see inFile).
 type pathError struct {
 	path string
 	err  error

@@ -102,9 +102,11 @@ func TestLoadMapErrors(t *testing.T) {
 		{"HostValidate", `{"hosts": {"a.com": {"attemptTimeout": "3s", "maxTotalTime": "2s"}}}`, `policy: hosts["a.com"]: AttemptTimeout = 3s is longer than MaxTotalTime = 2s; want AttemptTimeout <= MaxTotalTime`},
 		{"DefaultPolicy", `{"default": {"backoff": {"type": "x"}}}`, `policy: default.backoff.type = "x"; want one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered`},
 		{"DefaultValidate", `{"default": {"attemptTimeout": "3s", "maxTotalTime": "2s"}}`, `policy: default: AttemptTimeout = 3s is longer than MaxTotalTime = 2s; want AttemptTimeout <= MaxTotalTime`},
-		{"UnknownField", `{"defaults": {}}`, `policy: defaults: unknown field; want one of default, hosts`},
+		{"UnknownField", `{"defaults": {}}`, `policy: defaults: unknown field; did you mean "default"?`},
+		{"UnknownFieldNothingClose", `{"routes": {}}`, `policy: routes: unknown field; want one of default, hosts`},
+		{"Syntax", "{\"hosts\": {\n  \"a.com\": {\"maxAttempts\": 3}\n  \"b.com\": {}}}", `policy: line 3, column 3: invalid JSON: invalid character '"' after object key:value pair`},
 		{"HostsNotObject", `{"hosts": []}`, `policy: hosts = []; want an object of host patterns and their policies`},
-		{"Trailing", `{}{}`, `policy: unexpected data after the JSON document`},
+		{"Trailing", `{}{}`, `policy: line 1, column 3: unexpected data after the JSON document`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,12 +168,12 @@ func TestCheckPatternSaysWhatIsWrong(t *testing.T) {
 
 func TestMapValidate(t *testing.T) {
 	m := policy.Map{
-		Default: policy.Policy{MaxAttempts: -1},
-		Hosts:   map[string]policy.Policy{"ok.com": {}, "bad host": {}, "OK.com": {MaxDrain: -2}},
+		Default: policy.Policy{AttemptTimeout: -1},
+		Hosts:   map[string]policy.Policy{"ok.com": {}, "bad host": {}, "OK.com": {MaxTotalWait: -2}},
 	}
 	// Patterns in sorted order, upper case first.
-	want := "policy: default: MaxAttempts = -1; want >= 1, or 0 for the default\n" +
-		`policy: hosts["OK.com"]: MaxDrain = -2; want > 0, or 0 for the default` + "\n" +
+	want := "policy: default: AttemptTimeout = -1ns; want >= 0 (0: none)\n" +
+		`policy: hosts["OK.com"]: MaxTotalWait = -2ns; want >= 0 (0: none)` + "\n" +
 		`policy: hosts["bad host"]: has ' ', which no hostname has; want letters, digits, '-', '_' and '.'` + "\n" +
 		`policy: hosts["ok.com"]: the same pattern as hosts["OK.com"]; want each pattern once`
 	if err := m.Validate(); err == nil || err.Error() != want {

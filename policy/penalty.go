@@ -17,7 +17,10 @@ import (
 // 10 s (docs/azure.md). The delay is added to the backoff or the server's
 // delay, on top of MaxDelay; each new signal starts the period again.
 //
-// The zero Penalty never applies: it needs a Delay and a signal.
+// The zero Penalty never applies: it needs a Delay and a signal. Validate
+// rejects a Delay without Codes or Statuses, which never applies, a
+// negative Delay or For, which New treats as zero, a status outside
+// 100..599, which no response has, and an empty code.
 type Penalty struct {
 	// Codes are the error codes that start the penalty, matched exactly.
 	Codes []string

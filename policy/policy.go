@@ -40,6 +40,15 @@ const (
 // The zero Policy is AWS standard retry mode, the same as [Standard]: every
 // zero field means the default its comment names. Switching a feature off
 // takes an explicit value (MaxAttempts 1, DisableQuota).
+//
+// # Out-of-range values
+//
+// Each field's comment says what a negative or otherwise out-of-range value
+// does, and [Policy.Validate], [Policy.WithDefaults] (which New applies) and
+// the comment agree: a value the comment gives a meaning, such as "zero or
+// negative means the default", passes Validate and WithDefaults resolves it
+// to that meaning; a value the comment calls an error fails Validate, and
+// New still uses the value the comment names, usually zero.
 type Policy struct {
 	// MaxAttempts is the number of attempts, the first included.
 	// Zero means DefaultMaxAttempts (3); 1 disables retries;
@@ -80,6 +89,7 @@ type Policy struct {
 	// the backoff: the wait is max(backoff, min(server, backoff +
 	// ServerDelayBound)), as the newer AWS SDKs treat x-amz-retry-after
 	// (docs/aws.md, with 5 s). Zero means the server's delay is used as given.
+	// Validate rejects a negative value, which New treats as zero.
 	ServerDelayBound time.Duration
 
 	// IgnoreDelayHeaders makes the transport ignore every server-requested
@@ -90,6 +100,8 @@ type Policy struct {
 	// an attempt that takes longer is abandoned, classified as a Timeout,
 	// and may be retried. Reading the returned response's body is bounded
 	// only by the caller's context. Zero means no per-attempt timeout.
+	// Validate rejects a negative value, which New treats as zero, and one
+	// longer than a non-zero MaxTotalTime, which then bounds every attempt.
 	AttemptTimeout time.Duration
 
 	// MaxTotalTime is a budget for the whole request, every attempt and
@@ -98,6 +110,10 @@ type Policy struct {
 	// attempt is started once it is spent, and each attempt is abandoned
 	// when it runs out; the error then wraps ErrBudget (package
 	// retrytransport). Zero means no budget beyond the caller's context.
+	// Validate rejects a negative value, which New treats as zero, and a
+	// budget shorter than the delays that Backoff is certain to make
+	// (backoff.Constant, backoff.Incremental, a backoff.Schedule's lower
+	// bound) before the last attempt, which could never be sent.
 	MaxTotalTime time.Duration
 
 	// MaxTotalWait caps the time one request spends waiting before its
@@ -106,6 +122,7 @@ type Policy struct {
 	// would take the request past it, and the caller then gets the last
 	// response (Stop wraps ErrBudget, package retrytransport). Unlike
 	// MaxTotalTime, the attempts themselves do not count. Zero means no cap.
+	// Validate rejects a negative value, which New treats as zero.
 	MaxTotalWait time.Duration
 
 	// TerminationBuffer keeps a retry from starting when, after its wait,
@@ -113,7 +130,9 @@ type Policy struct {
 	// context's deadline or MaxTotalTime, whichever comes first (Service
 	// Bus's TerminationTimeBuffer): an attempt with too little time to
 	// finish is not worth sending. It has no effect on a request with
-	// neither. Zero means no buffer.
+	// neither. Zero means no buffer. Validate rejects a negative value,
+	// which New treats as zero, and one not shorter than a non-zero
+	// MaxTotalTime, which would let no retry start.
 	TerminationBuffer time.Duration
 
 	// Penalty slows a scope down for a while after the server signals that
@@ -224,6 +243,10 @@ type Policy struct {
 
 	// LocationMode orders the primary and the Endpoints for each request,
 	// as Azure's clients do. The zero mode is PrimaryThenSecondary.
+	// Validate rejects a value that is not one of the four modes, which
+	// makes New fail every request of a policy with Endpoints before its
+	// first attempt, and SecondaryOnly or SecondaryThenPrimary without
+	// Endpoints, which then send every attempt to the primary.
 	LocationMode LocationMode
 
 	// FailoverMethods are the request methods that may be sent to the
@@ -272,8 +295,11 @@ type Policy struct {
 }
 
 // WithDefaults returns p with every zero field replaced by the default its
-// comment names, and negative values normalised. Quota stays nil when unset:
-// the transport creates it, so that it is never shared by accident.
+// comment names, and negative values (and a Hedge's out-of-range ones) as
+// the comments say the transport treats them: the default, or zero. Quota
+// stays nil when unset: the transport creates it, so that it is never
+// shared by accident. A LocationMode that is not a mode, and a Penalty's
+// statuses and codes, are kept as they are.
 func (p Policy) WithDefaults() Policy {
 	if p.MaxAttempts <= 0 {
 		p.MaxAttempts = DefaultMaxAttempts
@@ -311,6 +337,10 @@ func (p Policy) WithDefaults() Policy {
 	if p.TerminationBuffer < 0 {
 		p.TerminationBuffer = 0
 	}
+	if p.ServerDelayBound < 0 {
+		p.ServerDelayBound = 0
+	}
+	p.Penalty.Delay, p.Penalty.For = max(p.Penalty.Delay, 0), max(p.Penalty.For, 0)
 	p.Hedge = p.Hedge.normalised()
 	return p
 }
@@ -342,19 +372,19 @@ func fixedDelays(p Policy) (time.Duration, bool) {
 }
 
 // Validate reports every setting of p that is out of range, each error
-// naming the field, the value and what is allowed. A policy that fails Validate still
-// works (its values are normalised as the field comments say); Validate is
-// for catching mistakes at startup.
+// naming the field, the value and what is allowed. It rejects only the
+// values that a field's comment calls an error: a value the comment gives
+// a meaning, as "zero or negative means the default", passes. A policy
+// that fails Validate still works (its values are used as the field
+// comments say, mostly through [Policy.WithDefaults]); Validate is for
+// catching mistakes at startup.
 func (p Policy) Validate() error {
+	// MaxAttempts, MaxDelay, MaxBodyBuffer, MaxDrain and ReadTimeout are not
+	// checked: their comments give every value a meaning, a negative one
+	// the default.
 	var errs []error
-	if p.MaxAttempts < 0 {
-		errs = append(errs, fmt.Errorf("policy: MaxAttempts = %d; want >= 1, or 0 for the default", p.MaxAttempts))
-	}
-	if p.MaxDelay < 0 {
-		errs = append(errs, fmt.Errorf("policy: MaxDelay = %v; want > 0, or 0 for the default", p.MaxDelay))
-	}
-	if p.MaxBodyBuffer < 0 {
-		errs = append(errs, fmt.Errorf("policy: MaxBodyBuffer = %d; want > 0, or 0 for the default", p.MaxBodyBuffer))
+	if p.ServerDelayBound < 0 {
+		errs = append(errs, fmt.Errorf("policy: ServerDelayBound = %v; want >= 0 (0: the server's delay as given)", p.ServerDelayBound))
 	}
 	if p.AttemptTimeout < 0 {
 		errs = append(errs, fmt.Errorf("policy: AttemptTimeout = %v; want >= 0 (0: none)", p.AttemptTimeout))
@@ -369,12 +399,6 @@ func (p Policy) Validate() error {
 		if fixed, ok := fixedDelays(p); ok && fixed > p.MaxTotalTime {
 			errs = append(errs, fmt.Errorf("policy: the fixed delays of Backoff add up to %v over %d attempts, more than MaxTotalTime = %v", fixed, p.WithDefaults().MaxAttempts, p.MaxTotalTime))
 		}
-	}
-	if p.MaxDrain < 0 {
-		errs = append(errs, fmt.Errorf("policy: MaxDrain = %d; want > 0, or 0 for the default", p.MaxDrain))
-	}
-	if p.ReadTimeout < 0 {
-		errs = append(errs, fmt.Errorf("policy: ReadTimeout = %v; want > 0, or 0 for the default", p.ReadTimeout))
 	}
 	if h := p.AttemptHeader; h != "" && !validHeaderName(h) {
 		errs = append(errs, fmt.Errorf("policy: AttemptHeader = %q; want a header name (letters, digits and !#$%%&'*+-.^_`|~)", h))
@@ -406,11 +430,11 @@ func (p Policy) Validate() error {
 	if p.MaxTotalTime > 0 && p.TerminationBuffer >= p.MaxTotalTime {
 		errs = append(errs, fmt.Errorf("policy: TerminationBuffer = %v is not shorter than MaxTotalTime = %v; no retry could start", p.TerminationBuffer, p.MaxTotalTime))
 	}
+	// A Quota's other fields, and every field of a Budget or a limiter,
+	// have a meaning for every value (see package ratelimit): a negative
+	// or NaN RefillPerSecond is no refill. Wait alone needs a rate.
 	if q, ok := p.Quota.(*ratelimit.Quota); ok && q != nil && !p.DisableQuota {
-		if q.RefillPerSecond < 0 {
-			errs = append(errs, fmt.Errorf("policy: Quota.RefillPerSecond = %v; want >= 0", q.RefillPerSecond))
-		}
-		if q.Wait && q.RefillPerSecond <= 0 {
+		if q.Wait && !(q.RefillPerSecond > 0) {
 			errs = append(errs, fmt.Errorf("policy: Quota.Wait is set but Quota.RefillPerSecond = %v; waiting mode needs a refill rate > 0", q.RefillPerSecond))
 		}
 	}

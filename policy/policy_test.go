@@ -242,13 +242,11 @@ func TestValidateNamesNegativeFieldAndValue(t *testing.T) {
 		field string
 		value string
 	}{
-		{policy.Policy{MaxAttempts: -1}, "MaxAttempts", "-1"},
-		{policy.Policy{MaxAttempts: -42}, "MaxAttempts", "-42"},
-		{policy.Policy{MaxDelay: -time.Second}, "MaxDelay", "-1s"},
-		{policy.Policy{MaxDelay: -1500 * time.Millisecond}, "MaxDelay", "-1.5s"},
-		{policy.Policy{MaxBodyBuffer: -1}, "MaxBodyBuffer", "-1"},
-		{policy.Policy{MaxDrain: -65536}, "MaxDrain", "-65536"},
-		{policy.Policy{ReadTimeout: -time.Second}, "ReadTimeout", "-1s"},
+		{policy.Policy{AttemptTimeout: -time.Second}, "AttemptTimeout", "-1s"},
+		{policy.Policy{MaxTotalTime: -1500 * time.Millisecond}, "MaxTotalTime", "-1.5s"},
+		{policy.Policy{MaxTotalWait: -time.Second}, "MaxTotalWait", "-1s"},
+		{policy.Policy{TerminationBuffer: -time.Second}, "TerminationBuffer", "-1s"},
+		{policy.Policy{ServerDelayBound: -time.Second}, "ServerDelayBound", "-1s"},
 		{policy.Policy{AttemptHeader: "X Attempt"}, "AttemptHeader", `"X Attempt"`},
 		{policy.Policy{AttemptHeader: "X-Attempt:"}, "AttemptHeader", `"X-Attempt:"`},
 	}
@@ -295,11 +293,11 @@ func TestValidateNamesNegativeRefillRate(t *testing.T) {
 
 func TestValidateJoinsEveryError(t *testing.T) {
 	p := policy.Policy{
-		MaxAttempts:   -1,
-		MaxDelay:      -time.Second,
-		MaxBodyBuffer: -2,
-		MaxDrain:      -3,
-		Quota:         &ratelimit.Quota{Wait: true},
+		AttemptTimeout:    -1,
+		MaxTotalWait:      -time.Second,
+		TerminationBuffer: -2,
+		ServerDelayBound:  -3,
+		Quota:             &ratelimit.Quota{Wait: true},
 	}
 	err := p.Validate()
 	if err == nil {
@@ -312,7 +310,7 @@ func TestValidateJoinsEveryError(t *testing.T) {
 	if got := len(joined.Unwrap()); got != 5 {
 		t.Errorf("Validate() of five bad settings joined %d errors; want 5:\n%v", got, err)
 	}
-	for _, field := range []string{"MaxAttempts", "MaxDelay", "MaxBodyBuffer", "MaxDrain", "Quota.Wait"} {
+	for _, field := range []string{"AttemptTimeout", "MaxTotalWait", "TerminationBuffer", "ServerDelayBound", "Quota.Wait"} {
 		found := false
 		for _, e := range joined.Unwrap() {
 			found = found || strings.Contains(e.Error(), field)
@@ -325,7 +323,10 @@ func TestValidateJoinsEveryError(t *testing.T) {
 
 // A policy that fails Validate still works: WithDefaults normalises it.
 func TestInvalidPolicyStillNormalises(t *testing.T) {
-	p := policy.Policy{MaxAttempts: -1, MaxDelay: -time.Second, MaxBodyBuffer: -2, MaxDrain: -3}
+	p := policy.Policy{
+		AttemptTimeout: -1, MaxTotalTime: -1, MaxTotalWait: -1, TerminationBuffer: -1, ServerDelayBound: -1,
+		Penalty: policy.Penalty{Delay: -1, For: -1}, Hedge: policy.Hedge{Delay: -1, Quantile: 2, MinDelay: -1, MaxHedges: -1},
+	}
 	if p.Validate() == nil {
 		t.Fatalf("Validate() of negative settings = nil; want an error")
 	}

@@ -256,13 +256,21 @@ func PresetNames() []string {
 // Preset returns the preset named name, one of [PresetNames] in any case,
 // for configuration files and command lines: Preset("Standard") returns
 // Standard(). Like the preset functions, it returns new values on every
-// call. For an unknown name it returns a zero Policy and a *[FieldError]
-// for the field "preset" that lists the names.
+// call.
+//
+// A preset has one name: the Go name of its function is not one, so that
+// a configuration is written one way and can be searched for. For an
+// unknown name Preset returns a zero Policy and a *[FieldError] for the
+// field "preset" whose Want lists the names and whose Suggestion is the
+// name meant, when one is close (see the example):
+//
+//	policy: preset = "AzureBackground"; did you mean "azure-background"?
 func Preset(name string) (Policy, error) {
 	if p, ok := lookupPreset(name); ok {
 		return p, nil
 	}
-	return Policy{}, &FieldError{Field: "preset", Value: strconv.Quote(name), Want: "one of " + strings.Join(PresetNames(), ", ")}
+	names := PresetNames()
+	return Policy{}, &FieldError{Field: "preset", Value: strconv.Quote(name), Want: "one of " + strings.Join(names, ", "), Suggestion: closest(name, names)}
 }
 
 // lookupPreset returns the preset named name, in any case.

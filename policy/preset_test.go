@@ -167,6 +167,64 @@ func TestPresetUnknownName(t *testing.T) {
 	}
 }
 
+// Preset accepts only the names of PresetNames, in any case, and for a name
+// close to one, the Go name of a preset function included, suggests it.
+func TestPresetSuggestsTheName(t *testing.T) {
+	tests := []struct {
+		name string
+		want string // the Suggestion; "" for none
+	}{
+		{"AzureBackground", "azure-background"},
+		{"StandardV2", "standard-v2"},
+		{"standard_v2", "standard-v2"},
+		{"SNSAWSManaged", "sns-aws-managed"},
+		{"standard ", "standard"},
+		{"Standrad", "standard"},
+		{"kotlin-adaptiv", "kotlin-adaptive"},
+		{"azure-storage-exponental", "azure-storage-exponential"},
+		{"none1", "none"},
+		{"", ""},
+		{"x", ""},
+		{"fast", ""},
+		{"legacy", ""},
+		{"azure", ""},
+	}
+	for _, tt := range tests {
+		_, err := policy.Preset(tt.name)
+		var fe *policy.FieldError
+		if !errors.As(err, &fe) {
+			t.Errorf("Preset(%q) error = %v; want a *policy.FieldError", tt.name, err)
+			continue
+		}
+		if fe.Suggestion != tt.want {
+			t.Errorf("Preset(%q) Suggestion = %q; want %q", tt.name, fe.Suggestion, tt.want)
+		}
+		wantMsg := `policy: preset = "` + tt.name + `"; did you mean "` + tt.want + `"?`
+		if tt.want == "" {
+			wantMsg = `policy: preset = "` + tt.name + `"; want one of ` + strings.Join(policy.PresetNames(), ", ")
+		}
+		if err.Error() != wantMsg {
+			t.Errorf("Preset(%q) error = %q; want %q", tt.name, err, wantMsg)
+		}
+	}
+}
+
+// Every preset's name of more than one word written as a Go name, without
+// its dashes, is refused with that name as the suggestion.
+func TestPresetGoNamesSuggestTheName(t *testing.T) {
+	for _, name := range policy.PresetNames() {
+		if !strings.Contains(name, "-") {
+			continue // the Go name is the name, in another case
+		}
+		goName := strings.ToUpper(strings.ReplaceAll(name, "-", ""))
+		_, err := policy.Preset(goName)
+		var fe *policy.FieldError
+		if !errors.As(err, &fe) || fe.Suggestion != name {
+			t.Errorf("Preset(%q) error = %v; want a *policy.FieldError suggesting %q", goName, err, name)
+		}
+	}
+}
+
 func TestPresetNamesReturnsACopy(t *testing.T) {
 	names := policy.PresetNames()
 	names[0] = "changed"

@@ -33,7 +33,7 @@ func (v value) retryQuota() ratelimit.RetryQuota {
 			}
 			typ = strings.ToLower(s)
 			if typ != "quota" && typ != "budget" {
-				tv.fail(wantQuotaType)
+				tv.failName(s, []string{"quota", "budget"}, wantQuotaType)
 				return nil
 			}
 		}

@@ -182,7 +182,9 @@ func TestLoadSNSErrors(t *testing.T) {
 		{"Guaranteed", `{"guaranteed": true}`, "policy: guaranteed = true; want false"},
 		{"ContentType", `{"requestPolicy": {"headerContentType": 5}}`, "policy: requestPolicy.headerContentType = 5; want a content type string"},
 		{"NotObject", `"policy"`, `policy: document = "policy"; want a delivery policy object`},
-		{"Trailing", `{}]`, "policy: unexpected data after the JSON document"},
+		{"Trailing", `{}]`, "policy: line 1, column 3: unexpected data after the JSON document"},
+		{"Syntax", "{\"healthyRetryPolicy\": {\n\t\"numRetries\": 3,\n}}", `policy: line 3, column 1: invalid JSON: invalid character '}' looking for beginning of object key string`},
+		{"MisspeltFunction", `{"healthyRetryPolicy": {"backoffFunction": "Geometic"}}`, `policy: healthyRetryPolicy.backoffFunction = "Geometic"; did you mean "geometric"?`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,128 @@
+package policy_test
+
+// Validate, WithDefaults (which New applies) and the field comments agree
+// on every out-of-range value: a value a comment gives a meaning passes
+// Validate and WithDefaults resolves it to that meaning; a value a comment
+// calls an error fails Validate, and WithDefaults still gives it the value
+// the comment names.
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+func TestOutOfRangeValuesAgreeWithTheDocs(t *testing.T) {
+	const huge = time.Duration(math.MaxInt64)
+	below1 := math.Nextafter(1, 0)
+	signal := []string{"ServerBusy"}
+	tests := []struct {
+		name  string
+		p     policy.Policy
+		field string // the field Validate names; "" when it accepts p
+		get   func(policy.Policy) any
+		want  any // get(p.WithDefaults())
+	}{
+		// "Zero means DefaultMaxAttempts (3); 1 disables retries; a negative value is treated as zero."
+		{"MaxAttemptsZero", policy.Policy{MaxAttempts: 0}, "", attempts, 3},
+		{"MaxAttemptsNegative", policy.Policy{MaxAttempts: -1}, "", attempts, 3},
+		{"MaxAttemptsMinInt", policy.Policy{MaxAttempts: math.MinInt}, "", attempts, 3},
+		{"MaxAttemptsOne", policy.Policy{MaxAttempts: 1}, "", attempts, 1},
+		{"MaxAttemptsHuge", policy.Policy{MaxAttempts: math.MaxInt}, "", attempts, math.MaxInt},
+		// "Zero or negative means DefaultMaxDelay (20 s)."
+		{"MaxDelayZero", policy.Policy{}, "", maxDelay, 20 * time.Second},
+		{"MaxDelayNegative", policy.Policy{MaxDelay: -time.Second}, "", maxDelay, 20 * time.Second},
+		{"MaxDelayHuge", policy.Policy{MaxDelay: huge}, "", maxDelay, huge},
+		// "Zero means the server's delay is used as given. Validate rejects a negative value, which New treats as zero."
+		{"ServerDelayBoundZero", policy.Policy{}, "", serverDelayBound, time.Duration(0)},
+		{"ServerDelayBoundNegative", policy.Policy{ServerDelayBound: -time.Second}, "ServerDelayBound", serverDelayBound, time.Duration(0)},
+		{"ServerDelayBoundHuge", policy.Policy{ServerDelayBound: huge}, "", serverDelayBound, huge},
+		// "Zero means no per-attempt timeout. Validate rejects a negative value, which New treats as zero, and one longer than a non-zero MaxTotalTime."
+		{"AttemptTimeoutNegative", policy.Policy{AttemptTimeout: -1}, "AttemptTimeout", attemptTimeout, time.Duration(0)},
+		{"AttemptTimeoutHuge", policy.Policy{AttemptTimeout: huge}, "", attemptTimeout, huge},
+		{"AttemptTimeoutOverBudget", policy.Policy{AttemptTimeout: 2 * time.Second, MaxTotalTime: time.Second}, "AttemptTimeout", attemptTimeout, 2 * time.Second},
+		// "Zero means no budget. Validate rejects a negative value, which New treats as zero."
+		{"MaxTotalTimeNegative", policy.Policy{MaxTotalTime: -1}, "MaxTotalTime", maxTotalTime, time.Duration(0)},
+		{"MaxTotalTimeHuge", policy.Policy{MaxTotalTime: huge}, "", maxTotalTime, huge},
+		// "Zero means no cap. Validate rejects a negative value, which New treats as zero."
+		{"MaxTotalWaitNegative", policy.Policy{MaxTotalWait: -1}, "MaxTotalWait", maxTotalWait, time.Duration(0)},
+		{"MaxTotalWaitHuge", policy.Policy{MaxTotalWait: huge}, "", maxTotalWait, huge},
+		// "Zero means no buffer. Validate rejects a negative value, which New treats as zero, and one not shorter than a non-zero MaxTotalTime."
+		{"TerminationBufferNegative", policy.Policy{TerminationBuffer: -1}, "TerminationBuffer", terminationBuffer, time.Duration(0)},
+		{"TerminationBufferHugeWithoutBudget", policy.Policy{TerminationBuffer: huge}, "", terminationBuffer, huge},
+		{"TerminationBufferNotShorter", policy.Policy{TerminationBuffer: time.Second, MaxTotalTime: time.Second}, "TerminationBuffer", terminationBuffer, time.Second},
+		// "Zero or negative means DefaultMaxBodyBuffer (1 MiB)."
+		{"MaxBodyBufferNegative", policy.Policy{MaxBodyBuffer: -1}, "", maxBodyBuffer, int64(1 << 20)},
+		{"MaxBodyBufferHuge", policy.Policy{MaxBodyBuffer: math.MaxInt64}, "", maxBodyBuffer, int64(math.MaxInt64)},
+		// "Zero or negative means DefaultMaxDrain (64 KiB)."
+		{"MaxDrainNegative", policy.Policy{MaxDrain: math.MinInt64}, "", maxDrain, int64(64 << 10)},
+		{"MaxDrainHuge", policy.Policy{MaxDrain: math.MaxInt64}, "", maxDrain, int64(math.MaxInt64)},
+		// "Zero or negative means DefaultReadTimeout (1 s)."
+		{"ReadTimeoutNegative", policy.Policy{ReadTimeout: -time.Second}, "", readTimeout, time.Second},
+		{"ReadTimeoutHuge", policy.Policy{ReadTimeout: huge}, "", readTimeout, huge},
+		// "Validate rejects a value that is not one of the four modes", kept as it is: New then fails the requests of a policy with Endpoints.
+		{"LocationModeNegative", policy.Policy{LocationMode: -1}, "LocationMode", locationMode, policy.LocationMode(-1)},
+		{"LocationModeAbove", policy.Policy{LocationMode: 4, Endpoints: []string{"b.example"}}, "LocationMode", locationMode, policy.LocationMode(4)},
+		// Hedge: "Validate rejects a negative one, which the transport treats as zero", and so on.
+		{"HedgeDelayNegative", policy.Policy{Hedge: policy.Hedge{Delay: -1}}, "Hedge.Delay", hedge, policy.Hedge{}},
+		{"HedgeQuantileNegative", policy.Policy{Hedge: policy.Hedge{Quantile: -0.5}}, "Hedge.Quantile", hedge, policy.Hedge{}},
+		{"HedgeQuantileOne", policy.Policy{Hedge: policy.Hedge{Quantile: 1}}, "Hedge.Quantile", hedge, policy.Hedge{Quantile: below1}},
+		{"HedgeMinDelayNegative", policy.Policy{Hedge: policy.Hedge{Delay: time.Second, MinDelay: -1}}, "Hedge.MinDelay", hedge, policy.Hedge{Delay: time.Second}},
+		{"HedgeMaxHedgesNegative", policy.Policy{Hedge: policy.Hedge{Delay: time.Second, MaxHedges: -1}}, "Hedge.MaxHedges", hedge, policy.Hedge{Delay: time.Second}},
+		{"HedgeMaxHedgesAboveLimit", policy.Policy{Hedge: policy.Hedge{Delay: time.Second, MaxHedges: 5}}, "Hedge.MaxHedges", hedge, policy.Hedge{Delay: time.Second, MaxHedges: policy.HedgeLimit}},
+		// Penalty: "Validate rejects ... a negative Delay or For, which New treats as zero".
+		{"PenaltyDelayNegative", policy.Policy{Penalty: policy.Penalty{Codes: signal, Delay: -time.Second}}, "Penalty.Delay", penaltyTimes, [2]time.Duration{0, 0}},
+		{"PenaltyForNegative", policy.Policy{Penalty: policy.Penalty{Codes: signal, Delay: time.Second, For: -time.Second}}, "Penalty.For", penaltyTimes, [2]time.Duration{time.Second, 0}},
+		{"PenaltyDelayWithoutSignal", policy.Policy{Penalty: policy.Penalty{Delay: time.Second}}, "Penalty.Delay", penaltyTimes, [2]time.Duration{time.Second, 0}},
+		{"PenaltyStatusOutOfRange", policy.Policy{Penalty: policy.Penalty{Statuses: []int{600}, Delay: time.Second}}, "Penalty.Statuses[0]", penaltyTimes, [2]time.Duration{time.Second, 0}},
+		// package ratelimit: "A negative int field, or a negative or NaN RefillPerSecond, is treated as zero", and Wait "needs RefillPerSecond > 0".
+		{"QuotaNegativeInts", policy.Policy{Quota: &ratelimit.Quota{Capacity: -1, RetryCost: -1, TimeoutCost: -1, ThrottleCost: -1, SuccessIncrement: -1, MaxScopes: -1}}, "", nil, nil},
+		{"QuotaRefillNegative", policy.Policy{Quota: &ratelimit.Quota{RefillPerSecond: -1}}, "", nil, nil},
+		{"QuotaRefillNaN", policy.Policy{Quota: &ratelimit.Quota{RefillPerSecond: math.NaN()}}, "", nil, nil},
+		{"QuotaWaitWithoutRefill", policy.Policy{Quota: &ratelimit.Quota{Wait: true}}, "Quota.Wait", nil, nil},
+		{"QuotaWaitNegativeRefill", policy.Policy{Quota: &ratelimit.Quota{Wait: true, RefillPerSecond: -1}}, "Quota.Wait", nil, nil},
+		{"QuotaWaitNaNRefill", policy.Policy{Quota: &ratelimit.Quota{Wait: true, RefillPerSecond: math.NaN()}}, "Quota.Wait", nil, nil},
+		{"QuotaWaitDisabled", policy.Policy{Quota: &ratelimit.Quota{Wait: true}, DisableQuota: true}, "", nil, nil},
+		// Budget, Adaptive and Fixed give every value a meaning.
+		{"BudgetNegatives", policy.Policy{Budget: &ratelimit.Budget{Ratio: -1, MinPerSecond: -1, Window: -1, MaxScopes: -1}}, "", nil, nil},
+		{"LimiterOutOfRange", policy.Policy{Limiter: &ratelimit.Adaptive{Beta: 2, Scale: -1, Smoothing: 5, MinFillRate: math.NaN(), Additive: -1}}, "", nil, nil},
+		{"RateLimitNegatives", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: -1, Burst: -1}}, "", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.p.Validate()
+			switch {
+			case tt.field == "" && err != nil:
+				t.Errorf("%s: Validate() = %v; want nil", tt.name, err)
+			case tt.field != "" && (err == nil || !strings.Contains(err.Error(), "policy: "+tt.field+" ")):
+				t.Errorf("%s: Validate() = %v; want an error naming %s", tt.name, err, tt.field)
+			}
+			if tt.get == nil {
+				return
+			}
+			if diff := cmp.Diff(tt.want, tt.get(tt.p.WithDefaults())); diff != "" {
+				t.Errorf("%s: WithDefaults() mismatch (-want +got):\n%s", tt.name, diff)
+			}
+		})
+	}
+}
+
+// The getters of TestOutOfRangeValuesAgreeWithTheDocs.
+func attempts(p policy.Policy) any          { return p.MaxAttempts }
+func maxDelay(p policy.Policy) any          { return p.MaxDelay }
+func serverDelayBound(p policy.Policy) any  { return p.ServerDelayBound }
+func attemptTimeout(p policy.Policy) any    { return p.AttemptTimeout }
+func maxTotalTime(p policy.Policy) any      { return p.MaxTotalTime }
+func maxTotalWait(p policy.Policy) any      { return p.MaxTotalWait }
+func terminationBuffer(p policy.Policy) any { return p.TerminationBuffer }
+func maxBodyBuffer(p policy.Policy) any     { return p.MaxBodyBuffer }
+func maxDrain(p policy.Policy) any          { return p.MaxDrain }
+func readTimeout(p policy.Policy) any       { return p.ReadTimeout }
+func locationMode(p policy.Policy) any      { return p.LocationMode }
+func hedge(p policy.Policy) any             { return p.Hedge }
+func penaltyTimes(p policy.Policy) any      { return [2]time.Duration{p.Penalty.Delay, p.Penalty.For} }
