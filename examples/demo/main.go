@@ -1,11 +1,15 @@
 // Demo shows what retrytransport changes for an HTTP client. It starts a
 // flaky HTTP server on 127.0.0.1 and sends the same requests to it through
-// two clients: a plain one, whose Transport is a clone of
-// http.DefaultTransport, and one whose Transport is retrytransport.New over
-// such a clone with policy.Standard(). For each fault (503 bursts, 429 with
-// Retry-After, dropped connections, a full outage) it prints a table of what
-// each client experienced: requests that succeeded, attempts the server saw,
-// retries, time spent waiting, final statuses and the retry quota left.
+// two clients over the same kind of base transport: a plain one, whose
+// Transport is go-cleanhttp's pooled transport, and one whose Transport is
+// retrytransport.New(nil, ...) with policy.Standard(), where the nil base is
+// the documented default, that same go-cleanhttp pooled transport. For each
+// fault (503 bursts, 429 with Retry-After, dropped connections, a full
+// outage) it prints a table of what each client experienced: requests that
+// succeeded, attempts the server saw, retries, time spent waiting, final
+// statuses and the retry quota left, and then where the quota's tokens went,
+// computed from the Events the transport reported and checked against the
+// level Transport.Snapshot reports.
 //
 // Run it from the module root:
 //
@@ -22,6 +26,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -31,6 +37,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
@@ -82,7 +89,8 @@ func scenarios(cfg config) []scenario {
 			pathThrottle, cfg.requests, cfg.backoff},
 		{"dropped connections", "the server closes the connection of the first attempt without answering, then answers 200",
 			pathDrop, cfg.requests, cfg.backoff},
-		{"outage", "every attempt gets 503; with backoff cut to milliseconds, the retry quota (500 tokens, 5 per retry) ends the retrying",
+		{"outage", fmt.Sprintf("every attempt gets 503; with backoff cut to milliseconds, the retry quota (%d tokens, %d per retry) ends the retrying",
+			ratelimit.DefaultQuotaCapacity, ratelimit.DefaultRetryCost),
 			pathOutage, cfg.outageRequests, cfg.outageBackoff},
 	}
 }
@@ -99,7 +107,34 @@ type tally struct {
 	wait         time.Duration  // sum of the waits before those retries
 	refused      int            // retries the retry quota refused
 	firstRefused int            // the logical request (from 1) whose retry the quota first refused; 0 if none
-	quota        float64        // retry quota tokens left at the end; -1 for the plain client
+	quota        float64        // retry quota tokens left at the end, from Transport.Snapshot; -1 for the plain client
+	account      quotaAccount   // where the retry quota's tokens went, from the Events; zero for the plain client
+}
+
+// quotaAccount is where a retry quota's tokens went during one scenario, as
+// the Events' Quota levels show it: each Event reports the level of its
+// scope's quota after the Transport's decision, so the change from one
+// Event to the next is what that decision paid or gave back.
+type quotaAccount struct {
+	start     float64           // the level before the first request: the bucket starts full
+	costs     map[retryCost]int // retries by the outcome they followed and the tokens they paid
+	paid      float64           // tokens the retries paid
+	recovered int               // requests that succeeded on a retry
+	refunded  float64           // tokens those requests got back, their successful retry's cost
+	firstOK   int               // requests whose first attempt succeeded
+	added     float64           // tokens those requests added (while the bucket was below full)
+	other     float64           // tokens the other Events changed; zero in this demo: a request that gives up gives nothing back
+}
+
+// retryCost is what a retry followed and what it paid.
+type retryCost struct {
+	after  string // the outcome the retry followed: "transient", "throttle" or "timeout"
+	tokens int    // the tokens it paid
+}
+
+// expected returns the level the account leads to.
+func (a quotaAccount) expected() float64 {
+	return a.start - a.paid + a.refunded + a.added + a.other
 }
 
 // report holds both clients' tallies for one scenario.
@@ -155,21 +190,23 @@ func run(ctx context.Context, w io.Writer, cfg config) ([]report, error) {
 func measure(ctx context.Context, srv *flakyServer, baseURL string, sc scenario, retrying bool) (tally, error) {
 	srv.reset()
 	t := tally{client: "plain", requests: sc.requests, statuses: make(map[string]int), quota: -1}
-	var obs observer
-	var quota *ratelimit.Quota
-	var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
-	if retrying {
+	obs := newObserver()
+	// Both clients send over go-cleanhttp's pooled transport, so that the
+	// only difference between them is retrying: the plain client makes its
+	// own, and retrytransport.New(nil, ...) makes one as its default base.
+	var rt http.RoundTripper
+	var rtt *retrytransport.Transport
+	if !retrying {
+		rt = cleanhttp.DefaultPooledTransport()
+	} else {
 		t.client = "retrytransport"
-		pol := policy.Standard()
+		pol := policy.Standard() // it leaves the quota to the transport, which gives each scope the defaults
 		if sc.backoff != nil {
 			pol.Backoff = sc.backoff
 		}
-		// policy.Standard() would let the transport create this quota (the
-		// AWS defaults); creating it here lets the demo read its level at
-		// the end, after refunds that no Event reports.
-		quota = new(ratelimit.Quota)
-		pol.Quota = quota
-		rt = retrytransport.New(rt, retrytransport.WithPolicy(pol), retrytransport.WithObserver(obs.observe))
+		rtt = retrytransport.New(nil, retrytransport.WithPolicy(pol),
+			retrytransport.WithObserver(obs.observe), retrytransport.WithFinalObserver(obs.final))
+		rt = rtt
 	}
 	client := &http.Client{Transport: rt}
 	defer client.CloseIdleConnections()
@@ -196,12 +233,13 @@ func measure(ctx context.Context, srv *flakyServer, baseURL string, sc scenario,
 	t.hits = srv.reset()
 	c := obs.counts()
 	t.retries, t.wait, t.refused = c.retries, c.wait, c.refused
-	if quota != nil {
+	if rtt != nil {
 		u, err := url.Parse(baseURL)
 		if err != nil {
 			return t, err
 		}
-		t.quota = quota.Level(u.Host) // the quota's scope is the request URL's host
+		t.account = c.account
+		t.quota = quotaLevel(rtt, u.Host) // the quota's scope is the request URL's host
 	}
 	return t, nil
 }
@@ -225,12 +263,26 @@ func get(ctx context.Context, client *http.Client, url, id string) (int, error) 
 	return resp.StatusCode, nil
 }
 
-// observer counts the retrytransport.Events of one client. The transport
-// calls observe synchronously, possibly from several goroutines at once for
-// concurrent requests, hence the mutex.
+// quotaLevel returns the retry quota level of scope that t's Snapshot
+// reports, or -1 if t has no statistics for scope.
+func quotaLevel(t *retrytransport.Transport, scope string) float64 {
+	for _, s := range t.Snapshot() {
+		if s.Scope == scope {
+			return s.Quota
+		}
+	}
+	return -1
+}
+
+// observer counts the retrytransport.Events of one client, and follows its
+// retry quota's level through them. The demo sends one request at a time to
+// one scope, so each Event's level follows the previous one's. The transport
+// calls the hooks synchronously, possibly from several goroutines at once
+// for concurrent requests, hence the mutex.
 type observer struct {
-	mu sync.Mutex
-	c  eventCounts
+	mu    sync.Mutex
+	c     eventCounts
+	level float64 // the quota level after the last Event
 }
 
 // eventCounts is what an observer has counted so far.
@@ -238,9 +290,19 @@ type eventCounts struct {
 	retries int           // events that announce a retry: not Final
 	wait    time.Duration // their Delays added up
 	refused int           // events whose Stop is ratelimit.ErrQuotaExceeded
+	account quotaAccount  // where the quota's tokens went
 }
 
-// observe is the retrytransport.WithObserver hook.
+// newObserver returns an observer that has seen nothing, for a transport
+// whose quota starts full, as policy.Standard()'s does.
+func newObserver() *observer {
+	o := &observer{level: ratelimit.DefaultQuotaCapacity}
+	o.c.account = quotaAccount{start: o.level, costs: make(map[retryCost]int)}
+	return o
+}
+
+// observe is the retrytransport.WithObserver hook: it hears of each retry,
+// and of the end of the requests that needed one.
 func (o *observer) observe(ev retrytransport.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -251,11 +313,45 @@ func (o *observer) observe(ev retrytransport.Event) {
 		o.c.retries++
 		o.c.wait += ev.Delay
 	}
+	if ev.Final {
+		return // final accounts for it
+	}
+	change := ev.Quota - o.level
+	o.level = ev.Quota
+	if ev.Stop == nil {
+		// A retry's Event reports the level after the retry paid.
+		o.c.account.costs[retryCost{ev.Outcome.Kind.String(), int(math.Round(-change))}]++
+		o.c.account.paid -= change
+	} else {
+		o.c.account.other += change
+	}
+}
+
+// final is the retrytransport.WithFinalObserver hook: it hears of the end
+// of every request, those that succeeded at once included, after observe.
+func (o *observer) final(ev retrytransport.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	change := ev.Quota - o.level
+	o.level = ev.Quota
+	a := &o.c.account
+	switch {
+	case ev.Stop == nil && ev.Attempt > 1:
+		a.recovered++
+		a.refunded += change
+	case ev.Stop == nil:
+		a.firstOK++
+		a.added += change
+	default:
+		a.other += change
+	}
 }
 
 // counts returns a copy of the counts so far.
 func (o *observer) counts() eventCounts {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.c
+	c := o.c
+	c.account.costs = maps.Clone(c.account.costs)
+	return c
 }

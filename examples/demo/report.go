@@ -1,13 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // printer writes the demo's plain-text report. It keeps the first write
@@ -40,9 +44,15 @@ func (p *printer) flush() error {
 // intro says what runs against what.
 func (p *printer) intro(serverURL string) {
 	p.printf("Flaky server on %s (loopback only). Every scenario runs once per client, against fresh server state.\n", serverURL)
-	p.printf("  plain:          &http.Client{Transport: base}, base = http.DefaultTransport.(*http.Transport).Clone()\n")
-	p.printf("  retrytransport: &http.Client{Transport: retrytransport.New(base)}, policy.Standard():\n")
-	p.printf("                  3 attempts, full-jitter backoff, Retry-After honoured, retry quota of 500 tokens per host\n")
+	p.printf("  plain:          &http.Client{Transport: cleanhttp.DefaultPooledTransport()}\n")
+	p.printf("  retrytransport: &http.Client{Transport: retrytransport.New(nil, retrytransport.WithPolicy(policy.Standard()))}\n")
+	p.printf("                  the nil base is the default, go-cleanhttp's pooled transport: the plain client's base, so only retrying differs\n")
+	p.printf("  policy.Standard(): 3 attempts, full-jitter backoff, Retry-After honoured, and a retry quota per host (the circuit breaker):\n")
+	p.printf("                  %d tokens, starting full; a retry pays %d (%d after a throttle such as 429, or a timeout);\n",
+		ratelimit.DefaultQuotaCapacity, ratelimit.DefaultRetryCost, ratelimit.DefaultTimeoutCost)
+	p.printf("                  a retry that succeeds gets its cost back, a first attempt that succeeds adds %d, never above %d\n",
+		ratelimit.DefaultSuccessIncrement, ratelimit.DefaultQuotaCapacity)
+	p.printf("Under each table: where the quota's tokens went, from the levels the transport's Events report.\n")
 }
 
 // table prints one scenario: a heading naming the fault, then a row per
@@ -58,6 +68,11 @@ func (p *printer) table(r report) {
 		}
 		p.printf("  %s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", t.client, t.requests, t.succeeded,
 			t.hits, t.retries, formatWait(t.wait), formatStatuses(t.statuses), quota, refused)
+	}
+	if r.retry.quota >= 0 {
+		for _, line := range r.retry.account.explain(r.retry.quota) {
+			p.printf("  %s\n", line)
+		}
 	}
 	if r.path == pathOutage {
 		block := max(1, r.requests/6)
@@ -98,6 +113,62 @@ func (p *printer) summary(reports []report) {
 		p.printf("That is the circuit breaker: %d server hits instead of up to %d, against %d for the plain client.\n",
 			r.retry.hits, 3*r.requests, r.plain.hits)
 	}
+}
+
+// explain says, a line per step, where the quota's tokens went and how
+// that leads to level, the level Transport.Snapshot reported; if the
+// account does not lead there, it says so.
+func (a quotaAccount) explain(level float64) []string {
+	lines := []string{fmt.Sprintf("Why %.0f tokens are left: the quota started full at %.0f;", level, a.start)}
+	add := func(format string, args ...any) { lines = append(lines, "  "+fmt.Sprintf(format, args...)) }
+	retries := 0
+	for _, c := range slices.SortedFunc(maps.Keys(a.costs), func(x, y retryCost) int {
+		return cmp.Or(cmp.Compare(x.tokens, y.tokens), cmp.Compare(x.after, y.after))
+	}) {
+		n := a.costs[c]
+		retries += n
+		add("%d %s after %s outcomes paid %d %s each: -%d", n, plural(n, "retry", "retries"),
+			c.after, c.tokens, plural(c.tokens, "token", "tokens"), n*c.tokens)
+	}
+	switch {
+	case retries == 0:
+		add("no retries, so nothing was paid")
+	case a.recovered == 0:
+		add("no retry succeeded, so nothing came back")
+	default:
+		add("%d %s succeeded on a retry, and each got that retry's cost back: +%.0f",
+			a.recovered, plural(a.recovered, "request", "requests"), a.refunded)
+		if failed := retries - a.recovered; failed > 0 {
+			add("the other %d %s failed, and stay paid", failed, plural(failed, "retry", "retries"))
+		}
+	}
+	sum := fmt.Sprintf("%.0f - %.0f", a.start, a.paid)
+	if a.refunded != 0 {
+		sum += fmt.Sprintf(" + %.0f", a.refunded)
+	}
+	if a.added != 0 {
+		add("%d first %s succeeded while the quota was below full, adding %.0f",
+			a.firstOK, plural(a.firstOK, "attempt", "attempts"), a.added)
+		sum += fmt.Sprintf(" + %.0f", a.added)
+	}
+	if a.other != 0 {
+		add("other decisions changed it by %+.0f", a.other)
+		sum += fmt.Sprintf(" %+.0f", a.other)
+	}
+	check := "the level Transport.Snapshot reports"
+	if math.Abs(a.expected()-level) >= 0.5 {
+		check = fmt.Sprintf("but Transport.Snapshot reports %.0f", level)
+	}
+	add("%s = %.0f, %s", sum, a.expected(), check)
+	return lines
+}
+
+// plural returns one if n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // formatWait rounds d to the millisecond for display.
