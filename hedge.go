@@ -3,6 +3,7 @@ package retrytransport
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
@@ -116,18 +117,21 @@ func (r *request) enter(e *attempt) {
 }
 
 // armHedge sleeps the hedge delay of a's scope, in a goroutine that ends
-// with ctx, and then ticks.
-func (r *request) armHedge(ctx context.Context, tick chan<- struct{}, a *attempt) {
+// with ctx, counted in timers, and then ticks.
+func (r *request) armHedge(ctx context.Context, timers *sync.WaitGroup, tick chan<- struct{}, a *attempt) {
 	d, ok := r.hedgeDelay(a)
 	if !ok {
 		return
 	}
-	go hedgeTimer(ctx, r.t.sleep, d, tick)
+	timers.Add(1)
+	go hedgeTimer(ctx, timers, r.t.sleep, d, tick)
 }
 
-// hedgeTimer ticks after sleeping d, unless ctx ends first. It takes no
-// request or attempt, so that they stay on the RoundTrip's stack.
-func hedgeTimer(ctx context.Context, sleep func(context.Context, time.Duration) error, d time.Duration, tick chan<- struct{}) {
+// hedgeTimer ticks after sleeping d, unless ctx ends first, and tells
+// timers it is done. It takes no request or attempt, so that they stay on
+// the RoundTrip's stack.
+func hedgeTimer(ctx context.Context, timers *sync.WaitGroup, sleep func(context.Context, time.Duration) error, d time.Duration, tick chan<- struct{}) {
+	defer timers.Done()
 	if sleep(ctx, d) == nil {
 		select {
 		case tick <- struct{}{}:

@@ -112,6 +112,8 @@ func (r *request) raceHedged(a *attempt) {
 	h := hedgeRun{hr: &hedgeRace{results: make(chan *attempt, copies),
 		drain: func(resp *http.Response) { drain(resp, p.MaxDrain, p.ReadTimeout) }}}
 	tick := make(chan struct{}, 1)
+	var timers sync.WaitGroup // the hedge delays' goroutines, which end with the race
+	defer timers.Wait()
 	hctx, stopTicks := context.WithCancel(r.ctx)
 	defer stopTicks()
 	var timeoutC <-chan time.Time
@@ -124,7 +126,7 @@ func (r *request) raceHedged(a *attempt) {
 	*first = *a
 	r.enter(first)
 	h.hr.start(r.t.base, first)
-	r.armHedge(hctx, tick, a)
+	r.armHedge(hctx, &timers, tick, a)
 	sent := 1
 	h.inflight = 1
 	for {
@@ -141,7 +143,7 @@ func (r *request) raceHedged(a *attempt) {
 					sent++
 					h.inflight++
 					if sent < copies {
-						r.armHedge(hctx, tick, a)
+						r.armHedge(hctx, &timers, tick, a)
 					}
 				}
 			}
