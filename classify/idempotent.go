@@ -22,9 +22,8 @@ func IsIdempotent(req *http.Request) bool {
 // IdempotentMethod reports whether method is idempotent under RFC 9110
 // §9.2.2: GET, HEAD, OPTIONS, TRACE, PUT or DELETE; an empty method means
 // GET. Two requests with such a method do what one does, even when they
-// are in flight at once, which an idempotency key does not promise: a
-// server that honours one answers the second with 409 Conflict while the
-// first is processed.
+// are in flight at once, which an idempotency key does not promise
+// (docs/hedging.md).
 func IdempotentMethod(method string) bool {
 	switch method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,

@@ -45,8 +45,8 @@
 // redisretry) counters, and gauges of the retry quota level and the
 // adaptive limiter's fill rate and measured rate, with
 // retrytransport.scope. A scope made by a policy's Scope function may be
-// unbounded, so it is reported only after WithScopeAttribute. The README
-// of the repository has the table.
+// unbounded, so it is reported only after WithScopeAttribute. docs/observability.md
+// in the repository has the table.
 //
 // The metrics come from a final observer (retrytransport.WithFinalObserver),
 // so a policy with MaxAttempts 1 has its responses classified: a 503 under

@@ -14,7 +14,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 )
 
-// The per-request instruments' names. The metric table of the README
+// The per-request instruments' names. The metric table of docs/observability.md
 // describes each.
 const (
 	attemptsMetric   = "retrytransport.request.attempts"

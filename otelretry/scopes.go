@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// The per-scope instruments' names. The metric table of the README
+// The per-scope instruments' names. The metric table of docs/observability.md
 // describes each.
 const (
 	throttlesMetric     = "retrytransport.throttles"

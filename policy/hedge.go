@@ -12,8 +12,7 @@ import (
 // Only requests that are safe to send twice at once are hedged: an
 // idempotent method (GET, HEAD, OPTIONS, TRACE, PUT, DELETE), with no body
 // or a body that GetBody can produce again. Neither RetryNonIdempotent nor
-// an Idempotency-Key extends to hedges: a server that honours the key
-// answers a copy that arrives while the first is in progress with 409. Each copy
+// an Idempotency-Key extends to hedges (why: docs/hedging.md). Each copy
 // pays from the retry quotas (Quota and Budget) as a retry after a Timeout
 // would, and none is sent once they cannot pay.
 //
