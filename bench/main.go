@@ -92,7 +92,7 @@ func main() {
 	runs := flag.Int("runs", 0, "runs of each fleet variant, and of the fleet-redis outage and throttled tables, per contender; 0 means 3, or 1 with -quick")
 	singleRuns := flag.Int("single-runs", 0, "runs of the single-client Retry-After table per contender; 0 means 10, or 2 with -quick")
 	names := flag.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated `list` of the scenarios to run, always in this order")
-	svgDir := flag.String("svg", "", "write a picture (SVG) of each fleet variant's first run per contender into `dir`")
+	svgDir := flag.String("svg", "", "write a picture (SVG) of each fleet variant, its contenders' first runs side by side, into `dir`")
 	flag.Parse()
 	cfg := fullConfig()
 	if *quick || os.Getenv("BENCH_QUICK") != "" {

@@ -192,8 +192,7 @@ func runFleet(w io.Writer, cfg config, _ []contender) error {
 		if err := writeFleetPictures(cfg, v, fcs, runs); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "\nPictures of each contender's first run: %s.\n",
-			filepath.Join(cfg.svgDir, "fleet-"+v.slug+"-*.svg"))
+		fmt.Fprintf(w, "\nPicture of each contender's first run, side by side: %s.\n", fleetPicture(cfg.svgDir, v))
 	}
 	return nil
 }
@@ -600,60 +599,101 @@ func settleCell(s float64) string {
 	return secs(time.Duration(s * float64(time.Second)))
 }
 
-// writeFleetPictures writes an SVG of each contender's first run of v into
-// cfg.svgDir.
+// writeFleetPictures writes one SVG of v into cfg.svgDir, fleet-<slug>.svg:
+// every contender's first run side by side (fleetFigure).
 func writeFleetPictures(cfg config, v fleetVariant, fcs []fleetContender, runs [][]fleetRun) error {
 	if err := os.MkdirAll(cfg.svgDir, 0o755); err != nil {
 		return fmt.Errorf("writing the fleet pictures: %w", err)
 	}
+	names := make([]string, len(fcs))
+	firsts := make([]fleetRun, len(fcs))
 	for i, fc := range fcs {
-		var b bytes.Buffer
-		title := fmt.Sprintf("%s: %s, first of %s", fc.name, v.name, plural(len(runs[i]), "run"))
-		if err := writeSVG(&b, fleetFigure(title, runs[i][0], cfg.fleetFor)); err != nil {
-			return fmt.Errorf("writing the fleet pictures: %w", err)
-		}
-		name := filepath.Join(cfg.svgDir, "fleet-"+v.slug+"-"+fc.slug+".svg")
-		if err := os.WriteFile(name, b.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("writing the fleet pictures: %w", err)
-		}
+		names[i], firsts[i] = fc.name, runs[i][0]
+	}
+	name := v.name
+	if len(v.steps) == 1 {
+		name += ", " + v.capacityText()
+	}
+	title := fmt.Sprintf("%s: %d replicas × %d workers against one server, first of %s per contender",
+		name, fleetClients, fleetWorkers, plural(len(runs[0]), "run"))
+	var b bytes.Buffer
+	if err := writeSVG(&b, fleetFigure(title, names, firsts, cfg.fleetFor)); err != nil {
+		return fmt.Errorf("writing the fleet pictures: %w", err)
+	}
+	if err := os.WriteFile(fleetPicture(cfg.svgDir, v), b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("writing the fleet pictures: %w", err)
 	}
 	return nil
 }
 
-// fleetFigure draws one run: each client's send rate, the fleet's admitted
-// rate and the capacity above; each client's 429s per second below.
-func fleetFigure(title string, r fleetRun, d time.Duration) figure {
+// fleetPicture is the file of v's picture in dir.
+func fleetPicture(dir string, v fleetVariant) string {
+	return filepath.Join(dir, "fleet-"+v.slug+".svg")
+}
+
+// The rows of fleetFigure, from the top.
+const (
+	fleetRowTotal     = iota // the fleet's admitted rate and the capacity
+	fleetRowReplicas         // each replica's send rate and the fair share
+	fleetRowThrottles        // the fleet's 429s
+)
+
+// fleetFigure draws runs side by side, one column per run titled by
+// names: the fleet's admitted rate and the server's capacity in the top
+// row, each replica's send rate and the fair share (capacity over
+// fleetClients) in the middle one, with an axis of its own that fits the
+// replicas, and the fleet's 429s per second in the bottom one. Each row
+// has one y axis for all columns. Replica i has the same colour and dash
+// in every column and every figure.
+func fleetFigure(title string, names []string, runs []fleetRun, d time.Duration) figure {
 	full := int(d / fleetBin) // complete bins only: a partial last one would read low
-	var sends, throttles []series
-	admitted := make([]int64, full)
-	for i := range fleetClients {
-		name := fmt.Sprintf("replica %d", i+1)
-		a := r.trace.attempts[i][:full]
-		t := r.trace.throttles[i][:full]
-		for k := range admitted {
-			admitted[k] += a[k] - t[k]
-		}
-		sends = append(sends, movingRate(name, okabeIto(i), a))
-		throttles = append(throttles, movingRate(name, okabeIto(i), t))
+	rows := []row{
+		fleetRowTotal:     {ylabel: "fleet, requests per second", height: 165},
+		fleetRowReplicas:  {ylabel: "each replica, attempts per second", height: 230},
+		fleetRowThrottles: {ylabel: "fleet, 429s per second", height: 135},
 	}
-	total := movingRate("fleet admitted", "#000000", admitted)
-	total.width = 2.5
-	capacity := series{name: "server capacity", color: "#000000", width: 1.5, dashed: true}
-	for i, p := range r.phases {
-		capacity.xs = append(capacity.xs, p.from.Seconds(), phaseEnd(r.phases, i, d).Seconds())
-		capacity.ys = append(capacity.ys, p.rate, p.rate)
+	for _, r := range runs {
+		var replicas []series
+		admitted := make([]int64, full)
+		throttled := make([]int64, full)
+		for i := range fleetClients {
+			a := r.trace.attempts[i][:full]
+			t := r.trace.throttles[i][:full]
+			for k := range admitted {
+				admitted[k] += a[k] - t[k]
+				throttled[k] += t[k]
+			}
+			color, dash := replicaStyle(i)
+			s := movingRate(fmt.Sprintf("replica %d", i+1), color, a)
+			s.dash = dash
+			replicas = append(replicas, s)
+		}
+		total := movingRate("fleet admitted (not 429)", "#000000", admitted)
+		total.width = 2
+		capacity := series{name: "server capacity", color: "#000000", width: 1.3, dash: "6 4"}
+		fair := series{name: fmt.Sprintf("fair share: capacity / %d", fleetClients), color: "#000000", width: 1.6, dash: "2 3"}
+		for i, p := range r.phases {
+			from, to := p.from.Seconds(), phaseEnd(r.phases, i, d).Seconds()
+			capacity.xs = append(capacity.xs, from, to)
+			capacity.ys = append(capacity.ys, p.rate, p.rate)
+			fair.xs = append(fair.xs, from, to)
+			fair.ys = append(fair.ys, p.rate/fleetClients, p.rate/fleetClients)
+		}
+		throttles := movingRate("fleet 429s", "#555555", throttled)
+		throttles.width = 1.5
+		rows[fleetRowTotal].cells = append(rows[fleetRowTotal].cells, []series{capacity, total})
+		rows[fleetRowReplicas].cells = append(rows[fleetRowReplicas].cells, append(replicas, fair))
+		rows[fleetRowThrottles].cells = append(rows[fleetRowThrottles].cells, []series{throttles})
 	}
 	return figure{
-		title:  title,
-		xlabel: "time since the run's start (s)",
-		xmax:   d.Seconds(),
-		panels: []panel{
-			{ylabel: "attempts per second", height: 280, series: append(sends, total, capacity)},
-			{ylabel: "429s per second", height: 180, series: throttles},
-		},
+		title:   title,
+		xlabel:  "time since the run's start (s)",
+		xmax:    d.Seconds(),
+		columns: names,
+		rows:    rows,
 		caption: []string{
-			"Top: each replica's attempts per second as the server received them, the fleet's admitted",
-			"attempts (those not answered 429) and the server's rate. Bottom: each replica's 429s per second.",
+			"Top: the attempts the server admitted (did not answer 429) from all replicas, and its capacity. Middle: each replica's attempts per second as the server",
+			"received them, on an axis of their own, with the fair share of the capacity. Bottom: the 429s the server sent the fleet. Each row has one axis for all columns.",
 			fmt.Sprintf("Rates are %d ms moving averages of %d ms bins, drawn at each window's middle.",
 				(time.Duration(plotWindow) * fleetBin).Milliseconds(), fleetBin.Milliseconds()),
 		},
@@ -663,7 +703,7 @@ func fleetFigure(title string, r fleetRun, d time.Duration) figure {
 // movingRate returns counts per fleetBin as a series of plotWindow-bin
 // moving averages, per second, each at its window's middle.
 func movingRate(name, color string, bins []int64) series {
-	s := series{name: name, color: color, width: 1.2}
+	s := series{name: name, color: color, width: 1.3}
 	window := time.Duration(plotWindow) * fleetBin
 	for k := 0; k+plotWindow <= len(bins); k++ {
 		var n int64
