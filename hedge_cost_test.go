@@ -102,11 +102,7 @@ func TestUnsentHedgeGivesBackItsBudget(t *testing.T) {
 	}
 	tr := newRig(t, nil, p, onClock(clock), backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
-	resp, err := client.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	resp, _ := getBody(t, client, srv.URL)
 	s := tr.scopeStats(srv.host())
 	if resp.StatusCode != 200 {
 		var stop error
@@ -129,11 +125,7 @@ func TestLosingHedgesThrottleIsRecorded(t *testing.T) {
 	p := policy.Policy{Adaptive: true, Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(429, classified)}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond))
 	client := tr.client(t)
-	resp, err := client.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	getBody(t, client, srv.URL)
 	s := tr.scopeStats(srv.host())
 	if s.Hedges != 1 || n.Load() != 2 {
 		t.Fatalf("%d hedges, %d requests at the server; want the race to have happened", s.Hedges, n.Load())

@@ -46,23 +46,32 @@ func bothFail(t *testing.T, first, second int) (primary, secondary *faultServer,
 	return primary, secondary, onClassified(first, done)
 }
 
+// gatedPair starts a primary and a secondary, each served by a gate that
+// holds the requests primaryHolds and secondaryHolds say; a secondaryStatus
+// other than 0 is the status of every answer the secondary gives.
+func gatedPair(t *testing.T, primaryHolds, secondaryHolds func(int, *http.Request) bool, secondaryStatus int) (pg, sg *gate, primary, secondary *faultServer) {
+	t.Helper()
+	pg, sg = newGate(primaryHolds), newGate(secondaryHolds)
+	if secondaryStatus != 0 {
+		sg.status = func(int) int { return secondaryStatus }
+	}
+	return pg, sg, newFaultServer(t, pg), newFaultServer(t, sg)
+}
+
+// holdAll and holdNone are a gate's hold for every request and for none.
+func holdAll(int, *http.Request) bool  { return true }
+func holdNone(int, *http.Request) bool { return false }
+
 // A hedge goes where a retry would: to the secondary of a request that may
 // fail over, which then races the primary.
 func TestHedgeRacesFailover(t *testing.T) {
 	noLeaks(t)
-	pg := newGate(func(int, *http.Request) bool { return true })
-	primary := newFaultServer(t, pg)
-	sg := newGate(func(int, *http.Request) bool { return false })
-	secondary := newFaultServer(t, sg)
+	pg, sg, primary, secondary := gatedPair(t, holdAll, holdNone, 0)
 	sh := secondary.host()
 	tr := newRig(t, nil, policy.Policy{Endpoints: []string{sh}, Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
 
-	resp, err := client.Get(primary.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	getBody(t, client, primary.URL)
 	if ev := tr.finalEvents(); len(ev) != 1 || ev[0].Endpoint != sh || ev[0].Scope != sh || ev[0].Hedges != 1 {
 		t.Errorf("final events %+v; want the secondary's answer, in its scope, after 1 hedge", ev)
 	}
@@ -81,7 +90,7 @@ func TestHedgeRacesFailover(t *testing.T) {
 	tr2 := newRig(t, nil, policy.Policy{Endpoints: []string{sh}, Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond))
 	client2 := tr2.client(t)
 	req, _ := http.NewRequest("PUT", primary2.URL, strings.NewReader("x"))
-	resp, err = client2.Do(req)
+	resp, err := client2.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,20 +106,12 @@ func TestHedgeRacesFailover(t *testing.T) {
 func TestHedgeNotFoundOnSecondaryDoesNotWin(t *testing.T) {
 	noLeaks(t)
 	got404 := make(chan struct{})
-	pg := newGate(func(int, *http.Request) bool { <-got404; return false })
-	primary := newFaultServer(t, pg)
-	sg := newGate(func(int, *http.Request) bool { return false })
-	sg.status = func(int) int { return 404 }
-	secondary := newFaultServer(t, sg)
+	_, sg, primary, secondary := gatedPair(t, func(int, *http.Request) bool { <-got404; return false }, holdNone, 404)
 	sh := secondary.host()
 	tr := newRig(t, nil, policy.Policy{Endpoints: []string{sh}, Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	go func() { sg.wait(t); close(got404) }()
-	resp, err := client.Get(primary.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	resp, _ := getBody(t, client, primary.URL)
 	if resp.StatusCode != 200 {
 		t.Errorf("status %d; want the primary's 200", resp.StatusCode)
 	}
@@ -125,11 +126,7 @@ func TestHedgeNotFoundOnSecondaryDoesNotWinWhenBothFail(t *testing.T) {
 		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: classified}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
-	resp, err := client.Get(primary.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	resp, _ := getBody(t, client, primary.URL)
 	if resp.StatusCode != 503 {
 		t.Errorf("status %d; want the primary's 503: a secondary's 404 never wins over the primary", resp.StatusCode)
 	}
@@ -145,11 +142,7 @@ func TestHedgeNotFoundOnSecondaryDoesNotWinWhenBothFail(t *testing.T) {
 // timeout.
 func TestHedgeNotFoundOnSecondaryDoesNotWinAtTheTimeout(t *testing.T) {
 	noLeaks(t)
-	pg := newGate(func(int, *http.Request) bool { return true })
-	primary := newFaultServer(t, pg)
-	sg := newGate(func(int, *http.Request) bool { return false })
-	sg.status = func(int) int { return 404 }
-	secondary := newFaultServer(t, sg)
+	_, sg, primary, secondary := gatedPair(t, holdAll, holdNone, 404)
 	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 200 * time.Millisecond,
 		Endpoints: []string{secondary.host()}, Hedge: policy.Hedge{Delay: hedgeDelay}}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond))
@@ -170,19 +163,12 @@ func TestHedgeNotFoundOnSecondaryDoesNotWinAtTheTimeout(t *testing.T) {
 // final event names the primary, and its scope.
 func TestHedgeToThePrimaryNamedInTheEvent(t *testing.T) {
 	noLeaks(t)
-	pg := newGate(func(int, *http.Request) bool { return false })
-	primary := newFaultServer(t, pg)
-	sg := newGate(func(int, *http.Request) bool { return true })
-	secondary := newFaultServer(t, sg)
+	_, _, primary, secondary := gatedPair(t, holdNone, holdAll, 0)
 	ph, sh := primary.host(), secondary.host()
 	p := policy.Policy{Endpoints: []string{sh}, LocationMode: policy.SecondaryThenPrimary, Hedge: policy.Hedge{Delay: hedgeDelay}}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
-	resp, err := client.Get(primary.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	getBody(t, client, primary.URL)
 	if ev := tr.finalEvents(); len(ev) != 1 || ev[0].Endpoint != ph || ev[0].Scope != ph || ev[0].Hedges != 1 {
 		t.Errorf("final events %+v; want the primary's answer, in its scope, after 1 hedge", ev)
 	}
@@ -202,11 +188,7 @@ func TestHedgeOutcomeRecordedInItsOwnScope(t *testing.T) {
 		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: classified}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
-	resp, err := client.Get(primary.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	resp, _ := getBody(t, client, primary.URL)
 	if resp.StatusCode != 429 {
 		t.Fatalf("status %d; want the secondary's 429, the last failure", resp.StatusCode)
 	}
@@ -265,11 +247,7 @@ func TestRouteRemembersAFailedHedge(t *testing.T) {
 		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(500, classified)}
 	tr := newRig(t, nil, p, onClock(clock), sleepingWith(sleep), backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
-	resp, err := client.Get(primary.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	getBody(t, client, primary.URL)
 	var endpoint string
 	if ev := tr.finalEvents(); len(ev) == 1 {
 		endpoint = ev[0].Endpoint
@@ -315,11 +293,7 @@ func TestHedgeOfARetryKeepsTheHooksURL(t *testing.T) {
 		return nil
 	})))
 	client := tr.client(t)
-	resp, err := client.Get(primary.URL + "/x?sig=first")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	getBody(t, client, primary.URL+"/x?sig=first")
 	primary.conns.expectAllClosed(t, client)
 	alt.conns.expectAllClosed(t, client)
 	mu.Lock()

@@ -127,6 +127,33 @@ func raceLostTo(t *testing.T, status int, classified chan struct{}, later ...int
 	return srv, &n
 }
 
+// attemptAndHedge returns a fault server for a race of an attempt and its
+// hedge: its first request, the attempt, is answered by attempt once the
+// second, the hedge, has arrived; the hedge is answered by hedge once
+// classified is closed (the attempt's answer was classified), or at once if
+// classified is nil. A copy whose request ends first is not answered, nor
+// is a third request or later.
+func attemptAndHedge(t *testing.T, classified chan struct{}, attempt, hedge http.HandlerFunc) *faultServer {
+	t.Helper()
+	hedgeIn := make(chan struct{})
+	var n atomic.Int64
+	return newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch n.Add(1) {
+		case 1:
+			if !waitOr(hedgeIn, r) {
+				return
+			}
+			attempt(w, r)
+		case 2:
+			close(hedgeIn)
+			if classified != nil && !waitOr(classified, r) {
+				return
+			}
+			hedge(w, r)
+		}
+	}))
+}
+
 // waitOr waits for ch, or for the request's end, or gives up after
 // leakBound (a limit on a bug, not a wait).
 func waitOr(ch <-chan struct{}, r *http.Request) bool {
@@ -147,11 +174,8 @@ func TestHedgeWinsOverASlowAttempt(t *testing.T) {
 	tr := newRig(t, nil, policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
 
-	resp, err := client.Get(srv.URL + "/slow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body := readBody(t, resp); body != "answer 2" {
+	resp, body := getBody(t, client, srv.URL+"/slow")
+	if body != "answer 2" {
 		t.Errorf("body %q, want the hedge's answer", body)
 	}
 	if resp.Request.URL.Path != "/slow" || resp.Request.Context() == nil {
@@ -283,11 +307,8 @@ func TestHedgesAtMostMaxHedges(t *testing.T) {
 	srv := newFaultServer(t, g)
 	tr := newRig(t, nil, policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay, MaxHedges: 2}}, backoffUnlessSet(everySecond))
 	client := tr.client(t)
-	resp, err := client.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if body := readBody(t, resp); body != "answer 3" {
+	_, body := getBody(t, client, srv.URL)
+	if body != "answer 3" {
 		t.Errorf("body %q, want the second hedge's", body)
 	}
 	srv.conns.expectAllClosed(t, client)
@@ -337,11 +358,7 @@ func TestHedgedAttemptThatFailsIsRetried(t *testing.T) {
 	srv := newFaultServer(t, g)
 	tr := newRig(t, nil, policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
-	resp, err := client.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readBody(t, resp)
+	resp, _ := getBody(t, client, srv.URL)
 	if resp.StatusCode != 200 || retrytransport.ResponseAttempts(resp).Count != 2 {
 		t.Errorf("status %d after %d attempts; want 200 at the second", resp.StatusCode, retrytransport.ResponseAttempts(resp).Count)
 	}
@@ -356,28 +373,16 @@ func TestHedgedAttemptThatFailsIsRetried(t *testing.T) {
 // hold the winner back for ReadTimeout, past MaxTotalTime.
 func TestHedgeStalledLoserDoesNotDelayTheWinner(t *testing.T) {
 	noLeaks(t)
-	hedgeIn := make(chan struct{})
 	classified := make(chan struct{})
-	var n atomic.Int64
-	srv := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch n.Add(1) {
-		case 1: // the attempt: a 500 whose body stalls after 10 of its 1000 bytes
-			if !waitOr(hedgeIn, r) {
-				return
-			}
+	srv := attemptAndHedge(t, classified,
+		func(w http.ResponseWriter, r *http.Request) { // a 500 whose body stalls after 10 of its 1000 bytes
 			w.Header().Set("Content-Length", "1000")
 			w.WriteHeader(500)
 			w.Write(make([]byte, 10))
 			w.(http.Flusher).Flush()
 			<-r.Context().Done()
-		case 2: // the hedge: 200 once the attempt's 500 was classified
-			close(hedgeIn)
-			if !waitOr(classified, r) {
-				return
-			}
-			io.WriteString(w, "ok")
-		}
-	}))
+		},
+		func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }) // 200 once the attempt's 500 was classified
 	p := policy.Policy{
 		Hedge:        policy.Hedge{Delay: hedgeDelay},
 		MaxTotalTime: 300 * time.Millisecond,
@@ -404,25 +409,13 @@ func TestHedgeStalledLoserDoesNotDelayTheWinner(t *testing.T) {
 // caller gets it ("the last response, when there is one", README).
 func TestHedgeResponseBeatsAnError(t *testing.T) {
 	noLeaks(t)
-	hedgeIn := make(chan struct{})
 	classified := make(chan struct{})
-	var n atomic.Int64
-	srv := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch n.Add(1) {
-		case 1: // the attempt: 500, once the hedge is out
-			if !waitOr(hedgeIn, r) {
-				return
-			}
+	srv := attemptAndHedge(t, classified,
+		func(w http.ResponseWriter, _ *http.Request) { // 500, once the hedge is out
 			w.Header().Set("Retry-After", "1")
 			w.WriteHeader(500)
-		case 2: // the hedge: its connection reset after the 500 was classified
-			close(hedgeIn)
-			if !waitOr(classified, r) {
-				return
-			}
-			resetConn(w, r)
-		}
-	}))
+		},
+		resetConn) // the hedge's connection reset after the 500 was classified
 	p := policy.Policy{MaxAttempts: 1, Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(500, classified)}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond))
 	client := tr.client(t)
@@ -443,21 +436,12 @@ func TestHedgeResponseBeatsAnError(t *testing.T) {
 // the timer fired, and the caller gets the 500, as from a lone attempt.
 func TestHedgeTimeoutKeepsAResponseThatArrivedInTime(t *testing.T) {
 	noLeaks(t)
-	hedgeIn := make(chan struct{})
-	var n atomic.Int64
-	srv := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch n.Add(1) {
-		case 1: // the attempt: 500 as soon as its hedge is sent
-			if !waitOr(hedgeIn, r) {
-				return
-			}
+	srv := attemptAndHedge(t, nil,
+		func(w http.ResponseWriter, _ *http.Request) { // 500 as soon as its hedge is sent
 			w.WriteHeader(500)
 			io.WriteString(w, "attempt's answer")
-		case 2: // the hedge: never answers
-			close(hedgeIn)
-			<-r.Context().Done()
-		}
-	}))
+		},
+		func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }) // the hedge never answers
 	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 200 * time.Millisecond, Hedge: policy.Hedge{Delay: hedgeDelay}}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond))
 	client := tr.client(t)

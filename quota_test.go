@@ -181,11 +181,7 @@ func TestPolicyTakesAnyRetryQuota(t *testing.T) {
 	p.Quota = q
 	tr := newRig(t, s, p)
 	for range 2 { // a retry, then a first-attempt success
-		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		tr.get(t, url)
 	}
 	want := []string{"Acquire transient", "Refund", "Success"}
 	if diff := cmp.Diff(want, q.get()); diff != "" {
@@ -197,23 +193,27 @@ func TestPolicyTakesAnyRetryQuota(t *testing.T) {
 	}
 }
 
+// halfBudgetRig returns a rig over s for p with, as p's quota, a
+// ratelimit.Budget that grants retries to half the requests, with no floor,
+// on the rig's clock.
+func halfBudgetRig(t *testing.T, s *script, p policy.Policy) (*rig, *ratelimit.Budget) {
+	t.Helper()
+	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
+	p.Quota = b
+	tr := newRig(t, s, p)
+	b.Now = tr.clock.Now
+	return tr, b
+}
+
 // TestRetryBudgetCountsEveryRequest: a ratelimit.Budget as the policy's
 // quota hears of every request, failed ones included, and grants retries
 // in proportion: half of 20 requests to a failing server, none beyond.
 func TestRetryBudgetCountsEveryRequest(t *testing.T) {
 	s := &script{steps: []step{{status: 503}}}
-	p := policy.Standard()
-	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
-	p.Quota = b
-	tr := newRig(t, s, p)
-	b.Now = tr.clock.Now
+	tr, _ := halfBudgetRig(t, s, policy.Standard())
 	refused := 0
 	for range 20 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		tr.get(t, url)
 	}
 	for _, st := range tr.Snapshot() {
 		refused += int(st.QuotaRefusals)
@@ -234,17 +234,9 @@ func TestRetryBudgetCountsEveryRequest(t *testing.T) {
 // still count towards a budget that other policies share.
 func TestRetryBudgetCountsRequestsOfOneAttempt(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
-	p := policy.None()
-	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
-	p.Quota = b
-	tr := newRig(t, s, p)
-	b.Now = tr.clock.Now
+	tr, b := halfBudgetRig(t, s, policy.None())
 	for range 4 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		tr.get(t, url)
 	}
 	if l := b.LevelAt(tr.clock.Now(), "api.example.com"); l != 2 {
 		t.Errorf("budget level after 4 single-attempt requests at ratio 0.5 = %v; want 2", l)
@@ -260,11 +252,7 @@ func TestBudgetBesideQuota(t *testing.T) {
 	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Budget: budget}, backoffUnlessSet(everySecond))
 	var refused int
 	for range 20 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp := tr.get(t, srv.URL)
 		if got := retrytransport.ResponseAttempts(resp).Count; got <= 1 {
 			refused++
 		}
@@ -287,11 +275,7 @@ func TestBudgetStaysInTheRequestsScope(t *testing.T) {
 	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
 	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Budget: budget, Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
 	for range 20 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		tr.get(t, primary.URL)
 	}
 	if p, s := primary.n.Load(), secondary.n.Load(); p != 20 || s != 10 {
 		// Charged to the secondary's scope, which has no requests and no
@@ -312,11 +296,7 @@ func TestBudgetAsQuotaLetsReadsFailOver(t *testing.T) {
 	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Quota: budget, Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
 	ok := 0
 	for range 20 {
-		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
+		resp := tr.get(t, primary.URL)
 		if resp.StatusCode == 200 {
 			ok++
 		}

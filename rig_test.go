@@ -346,6 +346,17 @@ func readBody(t *testing.T, resp *http.Response) string {
 	return string(b)
 }
 
+// getBody sends a GET to url through client, stops the test on an error,
+// and returns the response with its body, read and closed.
+func getBody(t *testing.T, client *http.Client, url string) (*http.Response, string) {
+	t.Helper()
+	resp, err := client.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, readBody(t, resp)
+}
+
 func retryAfter(secs int) http.Header {
 	return http.Header{"Retry-After": {strconv.Itoa(secs)}}
 }
