@@ -3,7 +3,6 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -201,19 +200,14 @@ func LoadFile(name string) (Policy, error) {
 // inFile returns err, the errors of the document in the file name, each
 // marked with name.
 func inFile(name string, err error) error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var errs []error
-		for _, e := range j.Unwrap() {
-			errs = append(errs, inFile(name, e))
+	return eachError(err, func(e error) error {
+		if se, ok := e.(*SyntaxError); ok {
+			c := *se
+			c.File = name
+			return &c
 		}
-		return errors.Join(errs...)
-	}
-	if se, ok := err.(*SyntaxError); ok {
-		c := *se
-		c.File = name
-		return &c
-	}
-	return &pathError{name, err}
+		return &pathError{name, e}
+	})
 }
 
 // UnmarshalJSON sets *p to the policy that [Load] reads from data, so that a

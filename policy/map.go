@@ -336,14 +336,21 @@ func within(path string, err error) error {
 	if path == "" || err == nil {
 		return err
 	}
+	return eachError(err, func(e error) error { return &pathError{path, e} })
+}
+
+// eachError returns err with f applied to each error that errors.Join
+// joined into it, at any depth, joined again; or f(err) when err is no
+// join.
+func eachError(err error, f func(error) error) error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		var errs []error
 		for _, e := range j.Unwrap() {
-			errs = append(errs, within(path, e))
+			errs = append(errs, eachError(e, f))
 		}
 		return errors.Join(errs...)
 	}
-	return &pathError{path, err}
+	return f(err)
 }
 
 // pathError is an error of the policy at path in a larger document, or of
