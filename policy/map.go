@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,21 +61,7 @@ func LoadMap(r io.Reader) (Map, error) {
 //
 //	policy: hosts.json:4:5: invalid JSON: invalid character '"' after object key:value pair
 //	policy: hosts.json: hosts["api.example.com"].maxAttempt: unknown field; did you mean "maxAttempts"?
-func LoadMapFile(name string) (Map, error) {
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return Map{}, fmt.Errorf("policy: %w", err)
-	}
-	raw, err := parseDocument(data)
-	if err != nil {
-		return Map{}, inFile(name, err)
-	}
-	m, err := decodeMap(raw)
-	if err != nil {
-		return Map{}, inFile(name, err)
-	}
-	return m, nil
-}
+func LoadMapFile(name string) (Map, error) { return loadFile(name, decodeMap) }
 
 // UnmarshalJSON sets *m to the Map that [LoadMap] reads from data. It
 // leaves *m unchanged on error, and for a JSON null.
