@@ -12,9 +12,13 @@ import (
 // of the JSON schema (see Load) and back. Each type's members are its
 // fields with a lower-case first letter; Rand fields have none.
 
-// wantType lists the strategy types, as Load's documentation does.
-const wantType = "one of fullJitter, equalJitter, decorrelated, scaledJitter, " +
-	"exponential, incremental, constant, schedule, capped, jittered"
+// strategyTypes are the values of a strategy object's "type", as Load's
+// documentation lists them; strategyAt matches them in any case.
+var strategyTypes = []string{"fullJitter", "equalJitter", "decorrelated", "scaledJitter",
+	"exponential", "incremental", "constant", "schedule", "capped", "jittered"}
+
+// wantType lists the strategy types.
+var wantType = "one of " + strings.Join(strategyTypes, ", ")
 
 // maxNesting is how deep strategy objects may nest in capped and jittered
 // ones. Real configurations nest two or three; the limit keeps a hostile
@@ -110,7 +114,7 @@ func (v value) strategyAt(depth int) backoff.Strategy {
 		fields(field{"strategy", func(v value) { s.Strategy = v.strategyAt(depth + 1) }}, field{"fraction", setFraction(&s.Fraction)})
 		return s
 	}
-	tv.failName(typ, strings.Split(strings.TrimPrefix(wantType, "one of "), ", "), wantType)
+	tv.failName(typ, strategyTypes, wantType)
 	return nil
 }
 
@@ -123,7 +127,8 @@ func (v value) curve() backoff.Curve {
 	}
 	c, err := backoff.ParseCurve(s)
 	if err != nil {
-		v.failName(s, []string{"linear", "arithmetic", "exponential", "geometric"}, want)
+		names := []string{backoff.CurveLinear.String(), backoff.CurveArithmetic.String(), backoff.CurveExponential.String(), backoff.CurveGeometric.String()}
+		v.failName(s, names, want)
 	}
 	return c
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -132,7 +133,7 @@ func FromEnviron(p Policy, environ []string) (Policy, error) {
 			continue
 		}
 		vars[name] = val
-		if strings.HasPrefix(strings.ToUpper(name), envPrefix) && name != envMode && name != envAttempts {
+		if strings.HasPrefix(strings.ToUpper(name), envPrefix) && !slices.Contains(envNames(), name) {
 			errs = append(errs, unknownName(name, name, "variable", envNames()))
 		}
 	}

@@ -50,7 +50,9 @@ func (m LocationMode) String() string {
 
 // ParseLocationMode returns the mode named s, in any case, as String
 // spells it. For any other s it returns PrimaryThenSecondary and an error
-// that lists the names.
+// that names the mode s was probably meant to be, when one is close (as
+// " PrimaryOnly" and "primary-only" are to PrimaryOnly), or else lists the
+// names.
 func ParseLocationMode(s string) (LocationMode, error) {
 	for i, n := range locationModeNames {
 		if strings.EqualFold(s, n) {

@@ -58,12 +58,7 @@ func (h Hedge) Enabled() bool { return h.Delay > 0 || h.Quantile > 0 }
 // Copies returns how many copies h may send beside each attempt:
 // MaxHedges, 1 when MaxHedges is zero or negative, and HedgeLimit when it
 // is above HedgeLimit.
-func (h Hedge) Copies() int {
-	if h.MaxHedges <= 0 {
-		return 1
-	}
-	return min(h.MaxHedges, HedgeLimit)
-}
+func (h Hedge) Copies() int { return min(max(h.MaxHedges, 1), HedgeLimit) }
 
 // normalised returns h with its out-of-range values as the transport
 // treats them (see the fields): a negative Delay or MinDelay as zero, a

@@ -3,7 +3,6 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -183,37 +182,39 @@ func Load(r io.Reader) (Policy, error) {
 // *[SyntaxError]. An error opening or reading the file is the os
 // package's, wrapped, and names the file too.
 func LoadFile(name string) (Policy, error) {
+	return loadFile(name, func(raw json.RawMessage) (Policy, error) { return decodePolicy("", raw) })
+}
+
+// loadFile reads the document in the file name and decodes it with
+// decode, the errors of both marked with name (see inFile).
+func loadFile[T any](name string, decode func(json.RawMessage) (T, error)) (T, error) {
+	var zero T
 	data, err := os.ReadFile(name)
 	if err != nil {
-		return Policy{}, fmt.Errorf("policy: %w", err)
+		return zero, fmt.Errorf("policy: %w", err)
 	}
 	raw, err := parseDocument(data)
 	if err != nil {
-		return Policy{}, inFile(name, err)
+		return zero, inFile(name, err)
 	}
-	p, err := decodePolicy("", raw)
+	v, err := decode(raw)
 	if err != nil {
-		return Policy{}, inFile(name, err)
+		return zero, inFile(name, err)
 	}
-	return p, nil
+	return v, nil
 }
 
 // inFile returns err, the errors of the document in the file name, each
 // marked with name.
 func inFile(name string, err error) error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var errs []error
-		for _, e := range j.Unwrap() {
-			errs = append(errs, inFile(name, e))
+	return eachError(err, func(e error) error {
+		if se, ok := e.(*SyntaxError); ok {
+			c := *se
+			c.File = name
+			return &c
 		}
-		return errors.Join(errs...)
-	}
-	if se, ok := err.(*SyntaxError); ok {
-		c := *se
-		c.File = name
-		return &c
-	}
-	return &pathError{name, err}
+		return &pathError{name, e}
+	})
 }
 
 // UnmarshalJSON sets *p to the policy that [Load] reads from data, so that a

@@ -7,7 +7,6 @@ import (
 	"io"
 	"maps"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,21 +61,7 @@ func LoadMap(r io.Reader) (Map, error) {
 //
 //	policy: hosts.json:4:5: invalid JSON: invalid character '"' after object key:value pair
 //	policy: hosts.json: hosts["api.example.com"].maxAttempt: unknown field; did you mean "maxAttempts"?
-func LoadMapFile(name string) (Map, error) {
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return Map{}, fmt.Errorf("policy: %w", err)
-	}
-	raw, err := parseDocument(data)
-	if err != nil {
-		return Map{}, inFile(name, err)
-	}
-	m, err := decodeMap(raw)
-	if err != nil {
-		return Map{}, inFile(name, err)
-	}
-	return m, nil
-}
+func LoadMapFile(name string) (Map, error) { return loadFile(name, decodeMap) }
 
 // UnmarshalJSON sets *m to the Map that [LoadMap] reads from data. It
 // leaves *m unchanged on error, and for a JSON null.
@@ -336,14 +321,21 @@ func within(path string, err error) error {
 	if path == "" || err == nil {
 		return err
 	}
+	return eachError(err, func(e error) error { return &pathError{path, e} })
+}
+
+// eachError returns err with f applied to each error that errors.Join
+// joined into it, at any depth, joined again; or f(err) when err is no
+// join.
+func eachError(err error, f func(error) error) error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		var errs []error
 		for _, e := range j.Unwrap() {
-			errs = append(errs, within(path, e))
+			errs = append(errs, eachError(e, f))
 		}
 		return errors.Join(errs...)
 	}
-	return &pathError{path, err}
+	return f(err)
 }
 
 // pathError is an error of the policy at path in a larger document, or of
