@@ -112,8 +112,8 @@ func TestSlowCallSendsLaterCallsLocalUntilBackoff(t *testing.T) {
 
 // TestQuotaRepaysOwedAfterSlowCall checks that the tokens a replica owes
 // survive a call that misses the deadline: the next call that Redis
-// answers, the probe after Backoff, pays them, so no success or refund is lost to a slow Redis (and
-// charges the retry the slow call took locally).
+// answers, the probe after Backoff, pays them, so no success or refund is
+// lost to a slow Redis (and charges the retry the slow call took locally).
 func TestQuotaRepaysOwedAfterSlowCall(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
