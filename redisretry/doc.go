@@ -64,10 +64,12 @@
 // Store's circuit: for Backoff (1 s) every call decides locally at once,
 // then one call probes Redis, and the first answer closes the circuit. So
 // a request waits on a Redis that does not answer for at most Timeout,
-// and once more per Backoff only if it outlasts one (see [Store]). A Quota decides locally from the last level Redis reported
-// for the scope, less what the replica has taken since, so a fleet whose
-// Redis fails during an outage does not start over with a full quota per
-// replica. The decisions made locally are counted per scope
+// and once more per Backoff only if it outlasts one (see [Store]). A
+// Quota decides locally from the last level Redis reported for the scope,
+// less what the replica has taken since, so a fleet whose Redis fails
+// during an outage does not start over with a full quota per replica; the
+// retries it takes locally are charged to the shared bucket once Redis
+// answers again (see [Quota]). The decisions made locally are counted per scope
 // (Fallbacks, [ratelimit.FallbackCounter]), which the transport reports in
 // its Snapshot, and logged at most once per LogInterval if the Store has a
 // Logger. While Redis is down each replica is on its own, with its Local

@@ -112,8 +112,8 @@ func TestSlowCallSendsLaterCallsLocalUntilBackoff(t *testing.T) {
 
 // TestQuotaRepaysOwedAfterSlowCall checks that the tokens a replica owes
 // survive a call that misses the deadline: the next call that Redis
-// answers, the probe after Backoff, pays them, so no success or refund is lost to a slow Redis (and
-// charges the retry the slow call took locally).
+// answers, the probe after Backoff, pays them, so no success or refund is
+// lost to a slow Redis (and charges the retry the slow call took locally).
 func TestQuotaRepaysOwedAfterSlowCall(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
@@ -188,5 +188,49 @@ func TestQuotaChargesLocalRetriesWhenRedisAnswers(t *testing.T) {
 	}
 	if got := a.Level(scope); got != 0 {
 		t.Errorf("a.Level after the fleet took 20 tokens of 20 = %v; want 0", got)
+	}
+}
+
+// TestQuotaChargesLocalDecisionsWhenRedisAnswers checks that the retries
+// Local allows for a scope that Redis has not answered for yet, so with no
+// view of the shared bucket, are charged to the bucket too once Redis
+// answers again.
+func TestQuotaChargesLocalDecisionsWhenRedisAnswers(t *testing.T) {
+	srv := startRedis(t)
+	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
+	clock := faketime.New()
+	prefix := uniquePrefix(t)
+	replica := func() *redisretry.Quota {
+		s := &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: 20 * time.Millisecond, Now: clock.Now}
+		return s.Quota(&ratelimit.Quota{Capacity: 20, Now: clock.Now})
+	}
+	a, b := replica(), replica()
+	a.Acquire("warm.example.com", classify.Transient) // connects and loads the script
+	if err := adm.ClientPause(context.Background(), 150*time.Millisecond).Err(); err != nil {
+		t.Fatalf("CLIENT PAUSE: %v", err)
+	}
+	for i := range 2 { // from Local: 15, then 10
+		if _, _, ok := a.Acquire(scope, classify.Transient); !ok {
+			t.Fatalf("a.Acquire %d with Redis paused refused; want allowed by Local", i+1)
+		}
+	}
+	pollUntil(t, 5*time.Second, "the pause ends", func() bool { return adm.Ping(context.Background()).Err() == nil })
+	if n := a.Fallbacks(scope); n != 2 {
+		t.Fatalf("a.Fallbacks with Redis paused = %d; want 2", n)
+	}
+	clock.Advance(redisretry.DefaultBackoff) // past the open circuit
+
+	// b takes 5 of 20; a's next call charges Local's 10 and takes 5 more.
+	if _, _, ok := b.Acquire(scope, classify.Transient); !ok {
+		t.Fatal("b.Acquire refused on a full bucket in Redis")
+	}
+	if _, _, ok := a.Acquire(scope, classify.Transient); !ok {
+		t.Fatal("a.Acquire refused on a bucket of 15 in Redis, 10 owed; want allowed")
+	}
+	if got := a.Level(scope); got != 0 {
+		t.Errorf("a.Level after the fleet took 20 tokens of 20, 10 of them by Local = %v; want 0", got)
+	}
+	if _, _, ok := b.Acquire(scope, classify.Transient); ok {
+		t.Error("b.Acquire allowed after the fleet took 20 tokens of 20; want refused")
 	}
 }

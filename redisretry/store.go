@@ -58,14 +58,14 @@ const (
 // wait Timeout once more: at most once per Backoff. Every call is bounded
 // by Timeout provided the client honours a context's deadline, as go-redis
 // clients do only when created with ContextTimeoutEnabled: true
-// (recommended). A *redis.Client without
-// it, as NewClient and NewFailoverClient return by default, is used
-// through its WithTimeout clone, which shares its connections and times
-// out each read and write after Timeout; waiting for a connection is
-// bounded by the deadline either way. That clone does not carry the hooks
-// added to the client with AddHook (tracing and metrics such as
-// redisotel's), so the Store's calls would go unseen by them: create the
-// client with ContextTimeoutEnabled to keep them. Any other client
+// (recommended). A *redis.Client without it, as NewClient and
+// NewFailoverClient return by default, is used through its WithTimeout
+// clone, which shares its connections and times out each read and write
+// after Timeout; waiting for a connection is bounded by the deadline
+// either way. That clone does not carry the hooks added to the client
+// with AddHook (tracing and metrics such as redisotel's), so the Store's
+// calls would go unseen by them: create the client with
+// ContextTimeoutEnabled to keep them. Any other client
 // (NewClusterClient's, NewFailoverClusterClient's, a Ring) without
 // ContextTimeoutEnabled is not used at all: every decision is local, and
 // logged as a failure.
