@@ -148,8 +148,9 @@ func (r *request) raceHedged(a *attempt) {
 				}
 			}
 		case <-timeoutC:
-			r.endRace(&h, a, r.timeUp(&h))
-			if h.timedOut {
+			w := r.timeUp(&h)
+			r.endRace(&h, a, w)
+			if w == nil {
 				r.timedOut(a)
 				r.settle(a)
 			}
@@ -163,7 +164,6 @@ type hedgeRun struct {
 	hr       *hedgeRace
 	inflight int      // copies sent and not yet received
 	kept     *attempt // the best failure so far, by failureRank
-	timedOut bool     // the timer ended the race with no copy's result
 }
 
 // takeCopy classifies and settles copy e, and returns the attempt's winner
@@ -215,7 +215,6 @@ func (r *request) timeUp(h *hedgeRun) *attempt {
 		h.kept = nil
 		return w
 	}
-	h.timedOut = true
 	return nil
 }
 
