@@ -199,16 +199,10 @@ func (r *request) takeCopy(h *hedgeRun, e *attempt) *attempt {
 // attempt's would be, but not a secondary's 404 while the primary's copy
 // may still answer. With none, it returns nil, and the attempt timed out.
 func (r *request) timeUp(h *hedgeRun) *attempt {
-	for {
-		select {
-		case e := <-h.hr.results:
-			if w := r.takeCopy(h, e); w != nil {
-				return w
-			}
-			continue
-		default:
+	for len(h.hr.results) > 0 { // only this goroutine receives: it does not block
+		if w := r.takeCopy(h, <-h.hr.results); w != nil {
+			return w
 		}
-		break
 	}
 	if h.kept != nil && failureRank(h.kept) == rankResponse {
 		w := h.kept
