@@ -58,7 +58,7 @@ func compile(p policy.Policy, now func() time.Time) *compiled {
 	cp.learnsLatency = cp.hedges && cp.p.Hedge.Quantile > 0
 	cp.unclassified = cp.p.MaxAttempts == 1 && cp.limiter == nil && cp.fixed == nil &&
 		cp.p.AttemptTimeout == 0 && cp.p.MaxTotalTime == 0 && cp.p.AttemptHeader == "" &&
-		cp.endpoints == nil && !cp.p.Hedge.Enabled()
+		cp.endpoints == nil && !cp.hedges
 	return cp
 }
 

@@ -106,7 +106,7 @@ func (r *request) schedule(a *attempt) error {
 	if server && delay > p.MaxDelay {
 		return ErrServerDelay
 	}
-	pay, wait, ok := cp.pay(k, cp.quotaScope(next.scope, r.home), r.home, !cp.pacesThrottles(k))
+	pay, wait, ok := cp.pay(k, next.scope, r.home, !cp.pacesThrottles(k))
 	if !ok {
 		next.stats.quotaRefusals.Add(1)
 		return ratelimit.ErrQuotaExceeded

@@ -73,7 +73,7 @@ func (r *request) hedge(a *attempt, k int) *attempt {
 	e := &attempt{n: a.n, hedge: k}
 	r.place(e, endpoint)
 	// A hedge pays as a retry after a Timeout would, and waits for nothing.
-	pay, wait, ok := cp.pay(classify.Timeout, cp.quotaScope(e.scope, r.home), r.home, true)
+	pay, wait, ok := cp.pay(classify.Timeout, e.scope, r.home, true)
 	if !ok {
 		return nil
 	}

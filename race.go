@@ -148,8 +148,9 @@ func (r *request) raceHedged(a *attempt) {
 				}
 			}
 		case <-timeoutC:
-			r.endRace(&h, a, r.timeUp(&h))
-			if h.timedOut {
+			w := r.timeUp(&h)
+			r.endRace(&h, a, w)
+			if w == nil {
 				r.timedOut(a)
 				r.settle(a)
 			}
@@ -163,7 +164,6 @@ type hedgeRun struct {
 	hr       *hedgeRace
 	inflight int      // copies sent and not yet received
 	kept     *attempt // the best failure so far, by failureRank
-	timedOut bool     // the timer ended the race with no copy's result
 }
 
 // takeCopy classifies and settles copy e, and returns the attempt's winner
@@ -199,23 +199,16 @@ func (r *request) takeCopy(h *hedgeRun, e *attempt) *attempt {
 // attempt's would be, but not a secondary's 404 while the primary's copy
 // may still answer. With none, it returns nil, and the attempt timed out.
 func (r *request) timeUp(h *hedgeRun) *attempt {
-	for {
-		select {
-		case e := <-h.hr.results:
-			if w := r.takeCopy(h, e); w != nil {
-				return w
-			}
-			continue
-		default:
+	for len(h.hr.results) > 0 { // only this goroutine receives: it does not block
+		if w := r.takeCopy(h, <-h.hr.results); w != nil {
+			return w
 		}
-		break
 	}
 	if h.kept != nil && failureRank(h.kept) == rankResponse {
 		w := h.kept
 		h.kept = nil
 		return w
 	}
-	h.timedOut = true
 	return nil
 }
 

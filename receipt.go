@@ -57,13 +57,15 @@ func (p *payment) cancel() {
 	p.budget.cancel()
 }
 
-// pay takes from the retry quotas what a retry after an outcome of kind k
-// costs: Quota's cost in qscope, unless charge is false, and Budget's in
-// home, the request's own scope. It returns the receipts and the longest
-// wait the quotas ask for (their refills run at the same time; a negative
-// wait counts as none); with ok false, nothing is kept.
-func (cp *compiled) pay(k classify.Kind, qscope, home string, charge bool) (pay payment, wait time.Duration, ok bool) {
+// pay takes from the retry quotas what a retry or hedge sent to scope
+// after an outcome of kind k costs: Quota's cost in quotaScope(scope,
+// home), unless charge is false, and Budget's in home, the request's own
+// scope. It returns the receipts and the longest wait the quotas ask for
+// (their refills run at the same time; a negative wait counts as none);
+// with ok false, nothing is kept.
+func (cp *compiled) pay(k classify.Kind, scope, home string, charge bool) (pay payment, wait time.Duration, ok bool) {
 	if cp.quota != nil && charge {
+		qscope := cp.quotaScope(scope, home)
 		cost, w, ok := cp.quota.Acquire(qscope, k)
 		if !ok {
 			return payment{}, 0, false
