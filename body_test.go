@@ -45,7 +45,12 @@ func TestBodyLengthMismatchIsFinal(t *testing.T) {
 			noLeaks(t)
 			f, srv := newFlaky(t, 0, nil)
 			var waits atomic.Int32
-			base := &countingBase{base: srv.Client().Transport}
+			var baseErr error // net/http's error, which the transport's wraps
+			base := &countingBase{base: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := srv.Client().Transport.RoundTrip(r)
+				baseErr = err
+				return resp, err
+			})}
 			tr := retrytransport.New(base, retrytransport.WithPolicy(policy.Policy{Backoff: halfJitter}),
 				retrytransport.WithClock(nil, func(ctx context.Context, _ time.Duration) error { waits.Add(1); return ctx.Err() }))
 			c := &http.Client{Transport: tr}
@@ -74,6 +79,8 @@ func TestBodyLengthMismatchIsFinal(t *testing.T) {
 				t.Errorf("PUT = %d; want an error", resp.StatusCode)
 			case !errors.Is(err, retrytransport.ErrNotRetryable) || !strings.Contains(err.Error(), tt.wantInMessage):
 				t.Errorf("PUT error = %v; want ErrNotRetryable and %q", err, tt.wantInMessage)
+			case baseErr == nil || !errors.Is(err, baseErr) || !strings.Contains(err.Error(), baseErr.Error()):
+				t.Errorf("PUT error = %v; want it to wrap, and say, net/http's: %v", err, baseErr)
 			}
 			// A body longer than declared is cut by net/http at the
 			// declared length, so the server may see one whole request.

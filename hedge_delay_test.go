@@ -37,6 +37,37 @@ func TestHedgeNotSentWhenTheAttemptIsFast(t *testing.T) {
 	}
 }
 
+// The goroutine that sleeps a hedge delay ends with the race: when
+// RoundTrip returns, every hedge delay it armed has been slept and its
+// sleep has returned, though the hook is slow to return once its context
+// ends. (A timer left running would outlive the request: goleak misses it
+// when it ends before the test does.)
+func TestHedgeDelaySleptToItsEndBeforeRoundTripReturns(t *testing.T) {
+	noLeaks(t)
+	g := newGate(func(int, *http.Request) bool { return false })
+	srv := newFaultServer(t, g)
+	var entered, returned atomic.Int64
+	slowToEnd := func(ctx context.Context, d time.Duration) error {
+		entered.Add(1)
+		<-ctx.Done() // the hedge is never due
+		time.Sleep(20 * time.Millisecond)
+		returned.Add(1)
+		return ctx.Err()
+	}
+	tr := newRig(t, nil, policy.Policy{Hedge: policy.Hedge{Delay: time.Hour}}, sleepingWith(slowToEnd), backoffUnlessSet(everySecond))
+	client := tr.client(t)
+	for i := range 3 {
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e, r := entered.Load(), returned.Load(); e != int64(i+1) || r != e {
+			t.Errorf("request %d: %d hedge delays begun and %d returned when RoundTrip returned; want %d of each", i+1, e, r, i+1)
+		}
+		readBody(t, resp)
+	}
+}
+
 // With a Quantile, the delay is the fixed Delay until the scope has seen
 // enough attempts, then the observed quantile.
 func TestHedgeDelayFollowsTheQuantile(t *testing.T) {

@@ -137,6 +137,43 @@ func TestHedgeNotFoundOnSecondaryDoesNotWinWhenBothFail(t *testing.T) {
 	secondary.conns.expectAllClosed(t, client)
 }
 
+// But a secondary's 404 is still a response: when the primary's copy
+// fails with a transport error, after the 404 came, the 404 is the
+// attempt's result, not the error (failureRank: a response above an
+// error, a not-replicated 404 included).
+func TestHedgeNotFoundOnSecondaryBeatsAnError(t *testing.T) {
+	noLeaks(t)
+	classified := make(chan struct{})
+	hedgeIn := make(chan struct{})
+	primary := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if waitOr(hedgeIn, r) && waitOr(classified, r) {
+			resetConn(w, r) // once the secondary's 404 was classified
+		}
+	}))
+	secondary := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(hedgeIn)
+		w.WriteHeader(404)
+	}))
+	p := policy.Policy{MaxAttempts: 1, Endpoints: []string{secondary.host()},
+		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(404, classified)}
+	tr := newRig(t, nil, p, backoffUnlessSet(everySecond), recordFinals())
+	client := tr.client(t)
+	resp, err := client.Get(primary.URL)
+	if err != nil {
+		t.Errorf("Get = %v; want the secondary's 404, the only response the attempt got", err)
+	} else {
+		if resp.StatusCode != 404 {
+			t.Errorf("status %d; want the secondary's 404", resp.StatusCode)
+		}
+		readBody(t, resp)
+	}
+	if ev := tr.finalEvents(); len(ev) != 1 || ev[0].Endpoint != secondary.host() || ev[0].StatusCode != 404 {
+		t.Errorf("final events %+v; want one, naming the secondary and its 404", ev)
+	}
+	primary.conns.expectAllClosed(t, client)
+	secondary.conns.expectAllClosed(t, client)
+}
+
 // Nor when the primary's copy is still out as the attempt times out: the
 // secondary's 404 is no answer that came in time, and the caller gets the
 // timeout.

@@ -194,50 +194,59 @@ func TestHedgeWinsOverASlowAttempt(t *testing.T) {
 
 func TestHedgeOnlySafeRequests(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		req   func(url string) *http.Request
-		hedge bool
+		name      string
+		req       func(url string) *http.Request
+		hedge     bool
+		ignoreSDK bool // Policy.IgnoreSDKAttempts
 	}{
-		{"POST", func(u string) *http.Request { r, _ := http.NewRequest("POST", u, strings.NewReader("x")); return r }, false},
-		{"PATCH", func(u string) *http.Request { r, _ := http.NewRequest("PATCH", u, nil); return r }, false},
+		{"POST", func(u string) *http.Request { r, _ := http.NewRequest("POST", u, strings.NewReader("x")); return r }, false, false},
+		{"PATCH", func(u string) *http.Request { r, _ := http.NewRequest("PATCH", u, nil); return r }, false, false},
 		{"PUTWithoutGetBody", func(u string) *http.Request {
 			r, _ := http.NewRequest("PUT", u, io.NopCloser(strings.NewReader("x")))
 			return r
-		}, false},
-		{"PUT", func(u string) *http.Request { r, _ := http.NewRequest("PUT", u, strings.NewReader("x")); return r }, true},
+		}, false, false},
+		{"PUT", func(u string) *http.Request { r, _ := http.NewRequest("PUT", u, strings.NewReader("x")); return r }, true, false},
 		// A key makes a POST safe to send again, not twice at once: the
 		// server answers a copy whose key is in flight with 409.
 		{"POSTWithIdempotencyKey", func(u string) *http.Request {
 			r, _ := http.NewRequest("POST", u, strings.NewReader("x"))
 			r.Header.Set("Idempotency-Key", "k")
 			return r
-		}, false},
-		{"DELETE", func(u string) *http.Request { r, _ := http.NewRequest("DELETE", u, nil); return r }, true},
+		}, false, false},
+		{"DELETE", func(u string) *http.Request { r, _ := http.NewRequest("DELETE", u, nil); return r }, true, false},
 		// An SDK that retries the request itself: a hedge would multiply
 		// its attempts, as retries would (docs/sdk.md).
 		{"GETFromTheAWSSDK", func(u string) *http.Request {
 			r, _ := http.NewRequest("GET", u, nil)
 			r.Header.Set("amz-sdk-request", "attempt=1; max=3")
 			return r
-		}, false},
+		}, false, false},
 		{"GETRetriedByAGoogleClient", func(u string) *http.Request {
 			r, _ := http.NewRequest("GET", u, nil)
 			r.Header.Set("x-goog-api-client", "gl-go/1.24 gccl-attempt-count/2")
 			return r
-		}, false},
+		}, false, false},
 		{"GETFromTheAWSSDKWithItsRetriesOff", func(u string) *http.Request {
 			r, _ := http.NewRequest("GET", u, nil)
 			r.Header.Set("amz-sdk-request", "attempt=1; max=1")
 			return r
-		}, true},
+		}, true, false},
+		// A policy that ignores the SDK's marks hedges as for any GET.
+		{"GETFromTheAWSSDKWithItsMarksIgnored", func(u string) *http.Request {
+			r, _ := http.NewRequest("GET", u, nil)
+			r.Header.Set("amz-sdk-request", "attempt=1; max=3")
+			return r
+		}, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			noLeaks(t)
 			g := newGate(func(n int, _ *http.Request) bool { return n == 1 })
 			srv := newFaultServer(t, g)
 			// RetryNonIdempotent does not make a POST safe to hedge.
-			tr := newRig(t, nil, policy.Policy{RetryNonIdempotent: true, Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond))
+			tr := newRig(t, nil, policy.Policy{RetryNonIdempotent: true, IgnoreSDKAttempts: tc.ignoreSDK, Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond))
 			client := tr.client(t)
+			release := sync.OnceFunc(func() { close(g.release) })
+			defer release() // also when no hedge came: the held attempt ends
 			done := make(chan error, 1)
 			go func() {
 				resp, err := client.Do(tc.req(srv.URL))
@@ -250,7 +259,7 @@ func TestHedgeOnlySafeRequests(t *testing.T) {
 			if tc.hedge {
 				g.wait(t) // the hedge arrives, and answers
 			} else {
-				close(g.release)
+				release()
 			}
 			if err := <-done; err != nil {
 				t.Fatal(err)
@@ -265,9 +274,7 @@ func TestHedgeOnlySafeRequests(t *testing.T) {
 			if s := tr.scopeStats(srv.host()); (s.Hedges == 1) != tc.hedge {
 				t.Errorf("%d hedges; want hedged %v", s.Hedges, tc.hedge)
 			}
-			if tc.hedge {
-				close(g.release)
-			}
+			release()
 		})
 	}
 }
