@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/retrytransport/retrytransport/internal/hostpattern"
 )
 
 // LocationMode says which of a request's endpoints its attempts go to when
@@ -126,7 +128,7 @@ func parseEndpoint(s string) (Endpoint, flaw) {
 	}
 	rest = strings.TrimSuffix(rest, "/")
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		return Endpoint{}, flaw{what: fmt.Sprintf("%s (%q)", urlPart(rest[i]), rest[i:])}
+		return Endpoint{}, flaw{what: fmt.Sprintf("%s (%q)", hostpattern.URLPart(rest[i]), rest[i:])}
 	}
 	if strings.Contains(rest, "@") {
 		return Endpoint{}, flaw{what: "user information"}
@@ -197,8 +199,8 @@ func checkHostname(host string) flaw {
 	if host == "" {
 		return flaw{what: "empty host"}
 	}
-	if c, ok := badHostnameRune(host); ok {
-		return flaw{fmt.Sprintf("%q in host %q", c, host), "want a host of " + wantHostnameRunes}
+	if c, ok := hostpattern.BadRune(host); ok {
+		return flaw{fmt.Sprintf("%q in host %q", c, host), "want a host of " + hostpattern.WantRunes}
 	}
 	if strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
 		return flaw{what: fmt.Sprintf("empty label in host %q", host)}
@@ -217,21 +219,30 @@ func (e Endpoint) URL(u *url.URL) *url.URL {
 	return &v
 }
 
-// failoverMethods are the methods whose requests may go to an alternate
-// endpoint when Policy.FailoverMethods is nil: reads, which a read-only
-// secondary can serve.
-var failoverMethods = []string{http.MethodGet, http.MethodHead}
+// Failover sends retries to alternate hosts of the same API, as Azure
+// Storage's clients send them to a read-only secondary (docs/failover.md).
+// The request URL's own host is the primary; Mode orders the Endpoints
+// around it, and a retry goes to the next endpoint in that order that the
+// request has not seen fail yet. Each attempt's URL is rewritten, never
+// the caller's request, and each endpoint is its own scope for the quota
+// and the limiters. A 404 from a secondary, whose copy of the data may
+// lag, sends the request's next attempts to the primary. Reads from a
+// secondary may be stale.
+//
+// Validate rejects a Failover without Endpoints, which fails nothing
+// over, and an endpoint ParseEndpoint rejects, which makes New fail every
+// request of the policy before its first attempt.
+type Failover struct {
+	// Endpoints are the alternate hosts, each written as "host",
+	// "host:port" or "scheme://host:port" (see ParseEndpoint).
+	Endpoints []string
 
-// MayFailOver reports whether req may be sent to p's alternate Endpoints:
-// its method is in FailoverMethods, or, when that is nil, is GET or HEAD.
-func (p *Policy) MayFailOver(req *http.Request) bool {
-	ms := p.FailoverMethods
-	if ms == nil {
-		ms = failoverMethods
-	}
-	m := req.Method
-	if m == "" {
-		m = http.MethodGet
-	}
-	return slices.Contains(ms, m)
+	// Mode orders the primary and the Endpoints for each request. The zero
+	// Mode is PrimaryThenSecondary.
+	Mode LocationMode
+
+	// Methods are the request methods that may leave the primary; the
+	// others are sent to it alone. Nil means GET and HEAD, which a
+	// read-only secondary can serve; a writable mirror may take more.
+	Methods []string
 }

@@ -68,33 +68,18 @@ type Policy struct {
 	ThrottleBackoff backoff.Strategy
 
 	// MaxDelay caps every wait before a retry. A computed backoff longer
-	// than MaxDelay is cut to it; a server's Retry-After longer than
-	// MaxDelay is not slept at all: the response is returned to the caller
-	// at once. With Endpoints, a server's delay binds only a retry that
-	// goes back to the endpoint that asked for it; a retry that fails over
-	// to another endpoint waits its backoff. Zero or negative means
-	// DefaultMaxDelay (20 s).
+	// than MaxDelay is cut to it; a server's delay longer than MaxDelay is
+	// not slept at all: the response is returned to the caller at once.
+	// With Failover, a server's delay binds only a retry that goes back to
+	// the endpoint that asked for it; a retry that fails over to another
+	// endpoint waits its backoff. Zero or negative means DefaultMaxDelay
+	// (20 s).
 	MaxDelay time.Duration
 
-	// DelayHeaders is the set of response headers trusted to carry a
-	// server-requested delay (Retry-After, retry-after-ms,
-	// x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, the IETF
-	// RateLimit fields); the first one present, in retryafter.ParseSources'
-	// order, replaces the backoff for that retry. A server's delay is never
-	// shortened by jitter; one longer than MaxDelay is not slept at all.
-	// Zero means retryafter.DefaultSources (all of them).
-	DelayHeaders retryafter.Source
-
-	// ServerDelayBound, when positive, bounds a server-requested delay by
-	// the backoff: the wait is max(backoff, min(server, backoff +
-	// ServerDelayBound)), as the newer AWS SDKs treat x-amz-retry-after
-	// (docs/aws.md, with 5 s). Zero means the server's delay is used as given.
-	// Validate rejects a negative value, which New treats as zero.
-	ServerDelayBound time.Duration
-
-	// IgnoreDelayHeaders makes the transport ignore every server-requested
-	// delay and always use Backoff.
-	IgnoreDelayHeaders bool
+	// ServerDelay says which response headers may ask for a delay before a
+	// retry (Retry-After and its kin), and how far that delay is trusted.
+	// The zero ServerDelay trusts every header retryafter knows, as given.
+	ServerDelay ServerDelay
 
 	// AttemptTimeout bounds each attempt until its response headers arrive;
 	// an attempt that takes longer is abandoned, classified as a Timeout,
@@ -137,37 +122,33 @@ type Policy struct {
 
 	// Penalty slows a scope down for a while after the server signals that
 	// it is overloaded, as Service Bus's clients do after a ServerBusy
-	// error. The zero Penalty never applies.
-	Penalty Penalty
+	// error. Nil means none.
+	Penalty *Penalty
 
 	// Classify decides each attempt's outcome. Nil means classify.Standard.
 	Classify classify.Func
 
-	// Quota is the retry quota (circuit breaker) whose per-host buckets pay
-	// for retries (docs/aws.md). Nil means a *ratelimit.Quota with the AWS
-	// defaults that belongs to the Transport built with this policy: each
-	// New has its own. A non-nil Quota is used as given, so putting one
-	// value in several policies or transports shares its buckets on
-	// purpose; an implementation kept in a shared store (module redisretry)
-	// shares them across processes. A *ratelimit.Budget bounds retries by
-	// the traffic instead: a share of the requests of a sliding window. The
-	// quota is kept per scope: with Endpoints, the scope each retry goes
-	// to, except for a quota that counts requests (a *ratelimit.Budget),
-	// which, like Budget, stays in the request's own scope.
+	// Quota is the retry quota (a circuit breaker) whose per-scope buckets
+	// pay for retries and hedges: each is paid in the scope it is sent to,
+	// so with Failover a dead primary does not drain the bucket of a
+	// healthy secondary (docs/aws.md). Nil means a *ratelimit.Quota with
+	// the AWS defaults that belongs to the Transport built with this
+	// policy: each New has its own. ratelimit.NoQuota turns it off: retries
+	// are then limited by MaxAttempts, Budget and time alone. Any other
+	// value is used as given, so putting one value in several policies or
+	// transports shares its buckets on purpose; an implementation kept in a
+	// shared store (module redisretry) shares them across processes.
+	// Validate rejects a quota that counts requests (a *ratelimit.Budget),
+	// whose place is Budget.
 	Quota ratelimit.RetryQuota
 
-	// DisableQuota turns the retry quota off: retries are then limited
-	// only by MaxAttempts, Budget and the caller's context.
-	DisableQuota bool
-
-	// Budget is a second retry quota that every retry and hedge must pay
-	// as well as Quota: usually a *ratelimit.Budget, which holds retries to
-	// a share of the requests at every moment, beside Quota's bucket, which
-	// stops them once an outage has drained it. Each keeps its own cost. A
-	// Budget is kept per the request's own scope, even for attempts that
-	// fail over to another endpoint (see Endpoints), since it bounds what
+	// Budget is a retry budget that every retry and hedge must pay as well
+	// as Quota: usually a *ratelimit.Budget, which holds retries to a share
+	// of the requests of a sliding window, beside Quota's bucket, which
+	// stops them once an outage has drained it. It is kept in the request's
+	// own scope, whichever endpoint a retry goes to, since it bounds what
 	// the caller's requests cost in all. Nil means none. Like Quota, it is
-	// used as given; DisableQuota does not turn it off.
+	// used as given.
 	Budget ratelimit.RetryQuota
 
 	// RetryNonIdempotent treats every request as idempotent, so a POST or
@@ -182,28 +163,19 @@ type Policy struct {
 	// Zero or negative means DefaultMaxBodyBuffer (1 MiB).
 	MaxBodyBuffer int64
 
-	// Adaptive turns on AWS adaptive retry mode's client-side rate limiter
-	// (docs/aws.md): every attempt of a scope, the first included, waits for
-	// a send token whose rate follows the throttles the scope receives, so a
-	// client offered more load than the server admits slows to the server's
-	// capacity instead of collecting 429s. The Transport creates a
-	// ratelimit.Adaptive with the default parameters for each policy unless
-	// Limiter is set. While the limiter paces a scope, a retry after a
-	// throttle costs nothing from the retry quota: the limiter already bounds
-	// the scope's load, and a replica of a fleet charged for every 429 would
-	// fail requests the server admits a moment later. A Limiter in reference
-	// mode charges throttles as the AWS SDKs do.
-	Adaptive bool
-
-	// Limiter is the adaptive rate limiter to use, usually a
-	// *ratelimit.Adaptive with its parameters (FailFast, MaxWait, Reference
-	// behaviour, ...) or one whose state a fleet shares (module redisretry).
-	// Setting it implies Adaptive. It is used as given: the same value in
-	// several policies or transports shares its per-scope state on purpose.
-	// If it implements ratelimit.Recorder it hears every attempt's outcome,
-	// and a retry after a throttle is then free of the quota, unless its
-	// ChargesThrottles method says otherwise, as a *ratelimit.Adaptive's
-	// does in reference mode.
+	// Limiter paces every attempt of a scope, the first included, and
+	// learns from their outcomes: AWS adaptive retry mode's client-side rate
+	// limiter (docs/aws.md), a *ratelimit.Adaptive, whose send rate follows
+	// the throttles the scope receives, so a client offered more load than
+	// the server admits slows to the server's capacity instead of
+	// collecting 429s. [Adaptive] sets a new one. Nil means no such pacing.
+	// It is used as given: the same value in several policies or transports
+	// shares its per-scope state on purpose, and one kept in a shared store
+	// (module redisretry) paces a fleet. If it implements ratelimit.Recorder
+	// it hears every attempt's outcome, and a retry after a throttle is then
+	// free of the quota, since the limiter already bounds the scope's load,
+	// unless its ChargesThrottles method says otherwise, as a
+	// *ratelimit.Adaptive's does in reference mode.
 	Limiter ratelimit.Limiter
 
 	// RateLimit paces every attempt of a scope at a fixed rate with a burst,
@@ -226,37 +198,14 @@ type Policy struct {
 	// concurrent use.
 	Scope func(req *http.Request) string
 
-	// Endpoints are alternate hosts of the same API (a read-only secondary,
-	// regional mirrors) that attempts may fail over to, each written as
-	// "host", "host:port" or "scheme://host:port". The request URL's own
-	// host is the primary; LocationMode orders the others around it. A
-	// retry goes to the next endpoint in that order that the request has
-	// not seen fail yet. Only requests that FailoverMethods allows leave
-	// the primary; the others are sent to it alone. Each attempt's URL is
-	// rewritten, never the caller's request, and each endpoint is its own
-	// scope for Quota and the limiters, so a dead primary does not drain
-	// the quota of a healthy secondary: a retry pays in the scope it is
-	// sent to. A 404 from a secondary, whose copy of the data may lag,
-	// sends the request's next attempts to the primary. Reads from a
-	// secondary may be stale (docs/failover.md). Nil means none.
-	Endpoints []string
-
-	// LocationMode orders the primary and the Endpoints for each request,
-	// as Azure's clients do. The zero mode is PrimaryThenSecondary.
-	// Validate rejects a value that is not one of the four modes, which
-	// makes New fail every request of a policy with Endpoints before its
-	// first attempt, and SecondaryOnly or SecondaryThenPrimary without
-	// Endpoints, which then send every attempt to the primary.
-	LocationMode LocationMode
-
-	// FailoverMethods are the request methods that may be sent to the
-	// Endpoints. Nil means GET and HEAD, which a read-only secondary can
-	// serve; a writable mirror may take more.
-	FailoverMethods []string
+	// Failover sends retries to alternate hosts of the same API (a
+	// read-only secondary, regional mirrors). Nil means every attempt goes
+	// to the request's own host.
+	Failover *Failover
 
 	// Hedge sends a copy of a safe request whose attempt is slow to
-	// answer, and takes the first response. The zero Hedge sends none.
-	Hedge Hedge
+	// answer, and takes the first response. Nil means no hedging.
+	Hedge *Hedge
 
 	// MaxDrain is how many bytes of a failed response's body are read and
 	// discarded before it is closed, so that its connection is reused.

@@ -1,0 +1,30 @@
+package policy
+
+import (
+	"time"
+
+	"github.com/retrytransport/retrytransport/retryafter"
+)
+
+// ServerDelay says which response headers may set the wait before a retry,
+// and how far their delay is trusted. A server's delay replaces the
+// backoff for that retry and is never shortened by jitter; one longer than
+// Policy.MaxDelay is not slept at all.
+//
+// The zero ServerDelay trusts every header retryafter knows, as given.
+type ServerDelay struct {
+	// Headers is the set of response headers trusted to carry a delay
+	// (Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after,
+	// X-RateLimit-Reset, the IETF RateLimit fields); the first one present,
+	// in retryafter.ParseSources' order, counts. Zero means
+	// retryafter.DefaultSources (all of them); retryafter.None trusts none,
+	// so that every retry waits its backoff.
+	Headers retryafter.Source
+
+	// Bound, when positive, bounds a server's delay by the backoff: the
+	// wait is max(backoff, min(server, backoff + Bound)), as the newer AWS
+	// SDKs treat x-amz-retry-after (docs/aws.md, with 5 s). Zero means the
+	// server's delay is used as given. Validate rejects a negative value,
+	// which New treats as zero.
+	Bound time.Duration
+}
