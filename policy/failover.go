@@ -1,8 +1,8 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -245,4 +245,44 @@ type Failover struct {
 	// others are sent to it alone. Nil means GET and HEAD, which a
 	// read-only secondary can serve; a writable mirror may take more.
 	Methods []string
+}
+
+// normalised returns a copy of f, its lists copied too, so that the
+// policy WithDefaults returns shares nothing with the caller's. It returns
+// nil for a nil f and for one without Endpoints, which fails nothing over.
+// A Mode that is not a mode is kept.
+func (f *Failover) normalised() *Failover {
+	if f == nil || len(f.Endpoints) == 0 {
+		return nil
+	}
+	return &Failover{Endpoints: slices.Clone(f.Endpoints), Mode: f.Mode, Methods: slices.Clone(f.Methods)}
+}
+
+// validate reports f's settings that are out of range.
+func (f *Failover) validate() []error {
+	if f == nil {
+		return nil
+	}
+	var errs []error
+	switch m := f.Mode; {
+	case len(f.Endpoints) > 0:
+	case m == SecondaryOnly || m == SecondaryThenPrimary:
+		errs = append(errs, fmt.Errorf("policy: Failover.Endpoints is empty but Failover.Mode = %v; want at least one secondary", m))
+	default:
+		errs = append(errs, errors.New("policy: Failover.Endpoints is empty; want at least one alternate host, or a nil Failover for none"))
+	}
+	for i, e := range f.Endpoints {
+		if _, err := ParseEndpoint(e); err != nil {
+			errs = append(errs, within(fmt.Sprintf("Failover.Endpoints[%d]", i), err))
+		}
+	}
+	if m := f.Mode; m < PrimaryThenSecondary || m > SecondaryThenPrimary {
+		errs = append(errs, fmt.Errorf("policy: Failover.Mode = %d; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary", int(m)))
+	}
+	for i, m := range f.Methods {
+		if !validHeaderName(m) {
+			errs = append(errs, fmt.Errorf("policy: Failover.Methods[%d] = %q; want a method name such as GET", i, m))
+		}
+	}
+	return errs
 }

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/retrytransport/retrytransport/classify"
-	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // Load reads a Policy from the JSON document in r, in the schema below, and
@@ -280,15 +278,13 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 			}
 		}
 	}
-	d.apply(path, ms, []field{
+	d.apply(path, movedMembers(d, path, ms), []field{
 		{"preset", func(value) {}},
 		{"maxAttempts", func(v value) { p.MaxAttempts = v.count(wantAttempts) }},
 		{"backoff", func(v value) { p.Backoff = v.strategy() }},
 		{"throttleBackoff", func(v value) { p.ThrottleBackoff = v.strategy() }},
 		{"maxDelay", func(v value) { p.MaxDelay = v.duration() }},
-		{"delayHeaders", func(v value) { p.DelayHeaders = v.sources() }},
-		{"serverDelayBound", func(v value) { p.ServerDelayBound = v.duration() }},
-		{"ignoreDelayHeaders", func(v value) { p.IgnoreDelayHeaders = v.bool() }},
+		{"serverDelay", func(v value) { p.ServerDelay = v.serverDelay() }},
 		{"attemptTimeout", func(v value) { p.AttemptTimeout = v.duration() }},
 		{"maxTotalTime", func(v value) { p.MaxTotalTime = v.duration() }},
 		{"maxTotalWait", func(v value) { p.MaxTotalWait = v.duration() }},
@@ -296,16 +292,12 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 		{"penalty", func(v value) { p.Penalty = v.penalty() }},
 		{"classifier", func(v value) { p.Classify = v.classifier() }},
 		{"quota", func(v value) { p.Quota = v.retryQuota() }},
-		{"disableQuota", func(v value) { p.DisableQuota = v.bool() }},
 		{"budget", func(v value) { p.Budget = v.budget() }},
 		{"retryNonIdempotent", func(v value) { p.RetryNonIdempotent = v.bool() }},
 		{"maxBodyBuffer", func(v value) { p.MaxBodyBuffer = int64(v.count(wantBytes)) }},
-		{"adaptive", func(v value) { p.Adaptive = v.bool() }},
 		{"limiter", func(v value) { p.Limiter = v.limiter() }},
 		{"rateLimit", func(v value) { p.RateLimit = v.rateLimit() }},
-		{"endpoints", func(v value) { p.Endpoints = v.endpoints() }},
-		{"locationMode", func(v value) { p.LocationMode = v.locationMode() }},
-		{"failoverMethods", func(v value) { p.FailoverMethods = v.failoverMethods() }},
+		{"failover", func(v value) { p.Failover = v.failover() }},
 		{"hedge", func(v value) { p.Hedge = v.hedge() }},
 		{"maxDrain", func(v value) { p.MaxDrain = int64(v.count(wantBytes)) }},
 		{"readTimeout", func(v value) { p.ReadTimeout = v.duration() }},
@@ -330,54 +322,4 @@ func (v value) classifier() classify.Func {
 		return nil
 	}
 	return c.Classify
-}
-
-// sourceList returns every retryafter.Source, one bit each, in bit order.
-func sourceList() []retryafter.Source {
-	var list []retryafter.Source
-	for i := range 16 {
-		if s := retryafter.Source(1) << i; s&retryafter.AllSources != 0 {
-			list = append(list, s)
-		}
-	}
-	return list
-}
-
-// sources decodes delayHeaders: "all", or a non-empty list of the names
-// that retryafter.Source.String gives, in any case.
-func (v value) sources() retryafter.Source {
-	var names []string
-	for _, s := range sourceList() {
-		names = append(names, s.String())
-	}
-	want := `"all" or a non-empty list of ` + strings.Join(names, ", ")
-	if bytes.HasPrefix(bytes.TrimSpace(v.raw), []byte(`"`)) {
-		if all, _ := v.string(want); !strings.EqualFold(all, "all") {
-			v.fail(want)
-		}
-		return retryafter.AllSources
-	}
-	elems := v.elements(want)
-	if elems != nil && len(elems) == 0 {
-		v.fail(want + " (ignoreDelayHeaders trusts none)")
-	}
-	var set retryafter.Source
-	wantName := "one of " + strings.Join(names, ", ")
-	list := sourceList()
-	for _, e := range elems {
-		name, ok := e.string(wantName)
-		if !ok {
-			continue
-		}
-		found := false
-		for _, s := range list {
-			if strings.EqualFold(name, s.String()) {
-				set, found = set|s, true
-			}
-		}
-		if !found {
-			e.failName(name, names, wantName)
-		}
-	}
-	return set
 }

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
-
-	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // MarshalJSON writes p in the schema that [Load] reads, so that Load gives
@@ -61,29 +59,25 @@ func (e *encoder) policy(path string, p Policy) []byte {
 		o.member("throttleBackoff", e.strategy(join(path, "throttleBackoff"), p.ThrottleBackoff))
 	}
 	o.dur("maxDelay", p.MaxDelay)
-	if p.DelayHeaders != 0 {
-		o.member("delayHeaders", e.sources(join(path, "delayHeaders"), p.DelayHeaders))
+	if p.ServerDelay != (ServerDelay{}) {
+		o.member("serverDelay", e.serverDelay(join(path, "serverDelay"), p.ServerDelay))
 	}
-	o.dur("serverDelayBound", p.ServerDelayBound)
-	o.bool("ignoreDelayHeaders", p.IgnoreDelayHeaders)
 	o.dur("attemptTimeout", p.AttemptTimeout)
 	o.dur("maxTotalTime", p.MaxTotalTime)
 	o.dur("maxTotalWait", p.MaxTotalWait)
 	o.dur("terminationBuffer", p.TerminationBuffer)
-	if !zeroPenalty(p.Penalty) {
+	if p.Penalty != nil {
 		o.member("penalty", e.penalty(join(path, "penalty"), p.Penalty))
 	}
 	o.fn("classify", p.Classify != nil)
 	if p.Quota != nil {
 		o.member("quota", e.quota(join(path, "quota"), p.Quota))
 	}
-	o.bool("disableQuota", p.DisableQuota)
 	if p.Budget != nil {
 		o.member("budget", e.budget(join(path, "budget"), p.Budget))
 	}
 	o.bool("retryNonIdempotent", p.RetryNonIdempotent)
 	o.int("maxBodyBuffer", p.MaxBodyBuffer)
-	o.bool("adaptive", p.Adaptive)
 	if p.Limiter != nil {
 		o.member("limiter", e.limiter(join(path, "limiter"), p.Limiter))
 	}
@@ -91,12 +85,10 @@ func (e *encoder) policy(path string, p Policy) []byte {
 		o.member("rateLimit", e.rateLimit(join(path, "rateLimit"), p.RateLimit))
 	}
 	o.fn("scope", p.Scope != nil)
-	o.strs("endpoints", p.Endpoints)
-	if p.LocationMode != PrimaryThenSecondary {
-		o.member("locationMode", e.locationMode(join(path, "locationMode"), p.LocationMode))
+	if p.Failover != nil {
+		o.member("failover", e.failover(join(path, "failover"), p.Failover))
 	}
-	o.strs("failoverMethods", p.FailoverMethods)
-	if p.Hedge != (Hedge{}) {
+	if p.Hedge != nil {
 		o.member("hedge", e.hedge(join(path, "hedge"), p.Hedge))
 	}
 	o.int("maxDrain", p.MaxDrain)
@@ -104,25 +96,6 @@ func (e *encoder) policy(path string, p Policy) []byte {
 	o.str("attemptHeader", p.AttemptHeader)
 	o.bool("ignoreSDKAttempts", p.IgnoreSDKAttempts)
 	return o.bytes()
-}
-
-// sources encodes a non-empty DelayHeaders set: "all", or its names.
-func (e *encoder) sources(path string, set retryafter.Source) []byte {
-	if rest := set &^ retryafter.AllSources; rest != 0 {
-		e.fail(path, "it holds "+rest.String()+", which names no retryafter.Source")
-		return []byte("null")
-	}
-	if set == retryafter.AllSources {
-		return []byte(`"all"`)
-	}
-	var names []string
-	for _, s := range sourceList() {
-		if set&s != 0 {
-			names = append(names, s.String())
-		}
-	}
-	b, _ := json.Marshal(names) // a []string always marshals
-	return b
 }
 
 // encoder collects the errors of one MarshalJSON call.

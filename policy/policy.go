@@ -10,7 +10,6 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/ratelimit"
-	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // Defaults that a zero Policy field stands for.
@@ -244,10 +243,15 @@ type Policy struct {
 }
 
 // WithDefaults returns p with every zero field replaced by the default its
-// comment names, and negative values (and a Hedge's out-of-range ones) as
-// the comments say the transport treats them: the default, or zero. Quota
-// stays nil when unset: the transport creates it, so that it is never
-// shared by accident. A LocationMode that is not a mode, and a Penalty's
+// comment names, and out-of-range values as the comments say the
+// transport treats them: the default, or zero. Quota stays nil when unset:
+// the transport creates it, so that it is never shared by accident. A
+// non-nil Hedge, Penalty or Failover is replaced by a normalised copy, its
+// lists copied too, so that the result shares nothing with p's pointed-to
+// values and the caller's are never changed; one that can never act (a
+// Hedge without a positive Delay or Quantile, a Penalty without a positive
+// Delay or a signal, a Failover without Endpoints) becomes nil, as the
+// transport treats it. A Failover.Mode that is not a mode, and a Penalty's
 // statuses and codes, are kept as they are.
 func (p Policy) WithDefaults() Policy {
 	if p.MaxAttempts <= 0 {
@@ -271,9 +275,7 @@ func (p Policy) WithDefaults() Policy {
 	if p.ReadTimeout <= 0 {
 		p.ReadTimeout = DefaultReadTimeout
 	}
-	if p.DelayHeaders == 0 {
-		p.DelayHeaders = retryafter.DefaultSources
-	}
+	p.ServerDelay = p.ServerDelay.normalised()
 	if p.AttemptTimeout < 0 {
 		p.AttemptTimeout = 0
 	}
@@ -286,11 +288,9 @@ func (p Policy) WithDefaults() Policy {
 	if p.TerminationBuffer < 0 {
 		p.TerminationBuffer = 0
 	}
-	if p.ServerDelayBound < 0 {
-		p.ServerDelayBound = 0
-	}
-	p.Penalty.Delay, p.Penalty.For = max(p.Penalty.Delay, 0), max(p.Penalty.For, 0)
 	p.Hedge = p.Hedge.normalised()
+	p.Penalty = p.Penalty.normalised()
+	p.Failover = p.Failover.normalised()
 	return p
 }
 
@@ -332,9 +332,7 @@ func (p Policy) Validate() error {
 	// checked: their comments give every value a meaning, a negative one
 	// the default.
 	var errs []error
-	if p.ServerDelayBound < 0 {
-		errs = append(errs, fmt.Errorf("policy: ServerDelayBound = %v; want >= 0 (0: the server's delay as given)", p.ServerDelayBound))
-	}
+	errs = append(errs, p.ServerDelay.validate()...)
 	if p.AttemptTimeout < 0 {
 		errs = append(errs, fmt.Errorf("policy: AttemptTimeout = %v; want >= 0 (0: none)", p.AttemptTimeout))
 	}
@@ -352,22 +350,7 @@ func (p Policy) Validate() error {
 	if h := p.AttemptHeader; h != "" && !validHeaderName(h) {
 		errs = append(errs, fmt.Errorf("policy: AttemptHeader = %q; want a header name (letters, digits and !#$%%&'*+-.^_`|~)", h))
 	}
-	for i, e := range p.Endpoints {
-		if _, err := ParseEndpoint(e); err != nil {
-			errs = append(errs, within(fmt.Sprintf("Endpoints[%d]", i), err))
-		}
-	}
-	if m := p.LocationMode; m < PrimaryThenSecondary || m > SecondaryThenPrimary {
-		errs = append(errs, fmt.Errorf("policy: LocationMode = %d; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary", int(m)))
-	}
-	if m := p.LocationMode; (m == SecondaryOnly || m == SecondaryThenPrimary) && len(p.Endpoints) == 0 {
-		errs = append(errs, fmt.Errorf("policy: LocationMode = %v but Endpoints is empty; want at least one secondary", m))
-	}
-	for i, m := range p.FailoverMethods {
-		if !validHeaderName(m) {
-			errs = append(errs, fmt.Errorf("policy: FailoverMethods[%d] = %q; want a method name such as GET", i, m))
-		}
-	}
+	errs = append(errs, p.Failover.validate()...)
 	errs = append(errs, p.Hedge.validate()...)
 	errs = append(errs, p.Penalty.validate()...)
 	if p.MaxTotalWait < 0 {
@@ -379,15 +362,28 @@ func (p Policy) Validate() error {
 	if p.MaxTotalTime > 0 && p.TerminationBuffer >= p.MaxTotalTime {
 		errs = append(errs, fmt.Errorf("policy: TerminationBuffer = %v is not shorter than MaxTotalTime = %v; no retry could start", p.TerminationBuffer, p.MaxTotalTime))
 	}
-	// A Quota's other fields, and every field of a Budget or a limiter,
-	// have a meaning for every value (see package ratelimit): a negative
-	// or NaN RefillPerSecond is no refill. Wait alone needs a rate.
-	if q, ok := p.Quota.(*ratelimit.Quota); ok && q != nil && !p.DisableQuota {
+	errs = append(errs, validateQuota(p.Quota)...)
+	return errors.Join(errs...)
+}
+
+// validateQuota reports a quota that does not belong in Policy.Quota, and
+// the settings of a *ratelimit.Quota that are out of range. A Quota's
+// other fields, and every field of a Budget or a limiter, have a meaning
+// for every value (see package ratelimit): a negative or NaN
+// RefillPerSecond is no refill. Wait alone needs a rate.
+func validateQuota(rq ratelimit.RetryQuota) []error {
+	if _, counts := rq.(ratelimit.RequestCounter); counts {
+		// Quota is paid in the scope each retry is sent to; a quota that
+		// counts requests counts them in the request's own scope, where
+		// Budget is paid.
+		return []error{fmt.Errorf("policy: Quota is a %T, which counts requests; want it in Budget, which is paid in the request's own scope", rq)}
+	}
+	if q, ok := rq.(*ratelimit.Quota); ok && q != nil {
 		if q.Wait && !(q.RefillPerSecond > 0) {
-			errs = append(errs, fmt.Errorf("policy: Quota.Wait is set but Quota.RefillPerSecond = %v; waiting mode needs a refill rate > 0", q.RefillPerSecond))
+			return []error{fmt.Errorf("policy: Quota.Wait is set but Quota.RefillPerSecond = %v; waiting mode needs a refill rate > 0", q.RefillPerSecond)}
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // validHeaderName reports whether s is a field name as RFC 9110 defines
