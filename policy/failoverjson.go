@@ -110,11 +110,11 @@ func (v value) locationMode() LocationMode {
 // a quantile, which would hedge nothing, is reported.
 func (v value) hedge() *Hedge {
 	h := new(Hedge)
+	errs := len(v.d.errs)
 	ms, ok := v.d.members(v.path, v.raw, "a hedge object")
 	if !ok {
 		return h
 	}
-	errs := len(v.d.errs)
 	v.d.apply(v.path, ms, []field{
 		{"delay", setDuration(&h.Delay)},
 		{"quantile", func(v value) { h.Quantile = v.float(below1, wantQuantile) }},

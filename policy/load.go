@@ -278,7 +278,7 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 			}
 		}
 	}
-	d.apply(path, movedMembers(d, path, ms), []field{
+	d.applyMoved(path, ms, []field{
 		{"preset", func(value) {}},
 		{"maxAttempts", func(v value) { p.MaxAttempts = v.count(wantAttempts) }},
 		{"backoff", func(v value) { p.Backoff = v.strategy() }},
@@ -303,7 +303,7 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 		{"readTimeout", func(v value) { p.ReadTimeout = v.duration() }},
 		{"attemptHeader", func(v value) { p.AttemptHeader = v.headerName() }},
 		{"ignoreSDKAttempts", func(v value) { p.IgnoreSDKAttempts = v.bool() }},
-	})
+	}, movedMembers())
 	return p
 }
 

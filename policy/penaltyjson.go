@@ -10,11 +10,11 @@ package policy
 // without codes and statuses, is reported.
 func (v value) penalty() *Penalty {
 	p := new(Penalty)
+	errs := len(v.d.errs)
 	ms, ok := v.d.members(v.path, v.raw, "a penalty object")
 	if !ok {
 		return p
 	}
-	errs := len(v.d.errs)
 	v.d.apply(v.path, ms, []field{
 		{"codes", func(v value) { p.Codes = v.codes() }},
 		{"statuses", func(v value) { p.Statuses = v.statuses() }},

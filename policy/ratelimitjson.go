@@ -19,8 +19,9 @@ const wantQuota = `"none" or a quota object`
 
 // retryQuota decodes the quota member: the string "none", in any case, as
 // ratelimit.NoQuota, or a quota object as a new Quota. A quota object
-// whose "type" is "budget", the form of a budget in an earlier schema, is
-// reported with where a budget goes.
+// whose "type" is "budget" (or close to it), the form of a budget in an
+// earlier schema, is reported with where a budget goes; any other "type"
+// is an unknown field.
 func (v value) retryQuota() ratelimit.RetryQuota {
 	if bytes.HasPrefix(bytes.TrimSpace(v.raw), []byte(`"`)) {
 		if s, ok := v.string(wantQuota); ok && strings.EqualFold(s, "none") {
@@ -35,7 +36,7 @@ func (v value) retryQuota() ratelimit.RetryQuota {
 	}
 	for _, m := range ms {
 		var typ string
-		if m.name == "type" && json.Unmarshal(m.raw, &typ) == nil && strings.EqualFold(typ, "budget") {
+		if m.name == "type" && json.Unmarshal(m.raw, &typ) == nil && closest(typ, []string{"budget"}) != "" {
 			v.d.fail(join(v.path, m.name), show(m.raw), `a quota object without "type"; a budget counts requests and goes in "budget": {...}`)
 			return nil
 		}

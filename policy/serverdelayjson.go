@@ -95,7 +95,7 @@ func (e *encoder) sources(path string, set retryafter.Source) []byte {
 	case set == retryafter.None:
 		return []byte(`"none"`)
 	case set&retryafter.None != 0:
-		e.fail(path, "it holds retryafter.None with other headers: "+set.String())
+		e.fail(path, "it holds retryafter.None with other headers, "+(set&^retryafter.None).String()+"; want None alone")
 		return []byte("null")
 	case set&^retryafter.AllSources != 0:
 		e.fail(path, "it holds "+(set&^retryafter.AllSources).String()+", which names no retryafter.Source")
