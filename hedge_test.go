@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
@@ -547,5 +548,27 @@ func TestHedgeCopiesAreIndependentOfTheCallersRequest(t *testing.T) {
 	}
 	if k := body.lateReads.Load(); k != 0 {
 		t.Errorf("the caller's body was read %d times after RoundTrip returned; want 0", k)
+	}
+}
+
+// A Hedge with neither a Delay nor a Quantile, which Validate rejects,
+// hedges nothing, and the request goes as if the policy had none: its
+// first attempt sends the caller's own body, where a request that may be
+// hedged would send a fresh one from GetBody (see ownBody).
+func TestHedgeThatCannotHedgeIsOff(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	tr := newRig(t, s, policy.Policy{Hedge: &policy.Hedge{MaxHedges: 2}})
+	req := newReq(t, "PUT", url, "the caller's body")
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("from GetBody")), nil }
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("RoundTrip(PUT): %v", err)
+	}
+	resp.Body.Close()
+	if diff := cmp.Diff([]string{"the caller's body"}, s.received()); diff != "" {
+		t.Errorf("bodies received mismatch (-want +got):\n%s", diff)
+	}
+	if st := tr.scopeStats("api.example.com"); st.Hedges != 0 {
+		t.Errorf("Snapshot Hedges = %d; want 0", st.Hedges)
 	}
 }

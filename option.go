@@ -111,12 +111,12 @@ func mustBePattern(fn, pattern string) {
 // returns ctx's error. Nil arguments keep the real clock or timer. Tests
 // use it to run retries without real waits.
 //
-// The clock drives everything the Transport does and makes itself: its
-// waits before retries and for send tokens, MaxTotalTime, penalty periods,
-// the latencies of hedged copies, and the retry quota it creates for each
-// policy whose Quota is nil. A quota or limiter given in a policy keeps
-// its own clock (its Now field): give it the same one, as in
-// &ratelimit.Adaptive{Now: now}, for a limiter that follows a fake clock.
+// The clock drives the Transport itself (its waits before retries and for
+// send tokens, MaxTotalTime, penalty periods, the latencies of hedged
+// copies) and what it makes: the retry quota it creates for each policy
+// whose Quota is nil. A quota or limiter given in a policy keeps its own
+// clock, its Now field, nil meaning the real one: give it the same clock,
+// as in &ratelimit.Adaptive{Now: now}, to have it follow a fake one.
 func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(c *config) {
 		if now != nil {
