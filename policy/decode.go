@@ -41,8 +41,10 @@ type FieldError struct {
 	// Suggestion is the known name closest to the one at fault, when one
 	// is close enough to be a likely typo: to Value, for a value that must
 	// be one of a few names (a preset, a strategy type, a mode), or to
-	// Field's last name, for an unknown field or variable. It is empty
-	// otherwise.
+	// Field's last name, for an unknown field or variable. For a member
+	// of an earlier schema that moved into the object of its feature
+	// ("endpoints"), it is the member it moved to ("failover"), and Want
+	// says how to write it there. It is empty otherwise.
 	Suggestion string
 }
 

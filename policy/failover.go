@@ -13,8 +13,8 @@ import (
 )
 
 // LocationMode says which of a request's endpoints its attempts go to when
-// a policy has alternate Endpoints: the request URL's own host (the
-// primary) and the alternates (the secondaries), in the order the modes of
+// a policy has a Failover: the request URL's own host (the primary) and
+// the Failover's Endpoints (the secondaries), in the order the modes of
 // Azure Storage's clients name (docs/failover.md).
 //
 // The zero LocationMode is PrimaryThenSecondary.
@@ -70,14 +70,14 @@ func ParseLocationMode(s string) (LocationMode, error) {
 // An Endpoint is where failover may send an attempt instead of the request
 // URL's own host: a host, with its port if it has one, and a scheme when it
 // is to change too. ParseEndpoint makes one from an entry of
-// Policy.Endpoints; the zero Endpoint names no host and is never returned
+// Failover.Endpoints; the zero Endpoint names no host and is never returned
 // without an error.
 type Endpoint struct {
 	Scheme string // "http" or "https"; empty keeps the request's
 	Host   string // host or host:port, as in url.URL.Host
 }
 
-// ParseEndpoint parses an alternate endpoint as Policy.Endpoints holds it:
+// ParseEndpoint parses an alternate endpoint as Failover.Endpoints holds it:
 // "host", "host:port", "scheme://host" or "scheme://host:port", with at
 // most a trailing "/".
 //
@@ -229,12 +229,15 @@ func (e Endpoint) URL(u *url.URL) *url.URL {
 // lag, sends the request's next attempts to the primary. Reads from a
 // secondary may be stale.
 //
-// Validate rejects a Failover without Endpoints, which fails nothing
-// over, and an endpoint ParseEndpoint rejects, which makes New fail every
-// request of the policy before its first attempt.
+// A Policy's Failover is a pointer, and nil means none. Validate rejects
+// a non-nil Failover without Endpoints, which fails nothing over and which
+// New treats as nil; an endpoint ParseEndpoint rejects, and a Mode that is
+// not one of the four, which make New fail every request of the policy
+// before its first attempt; and a method that is not a token.
 type Failover struct {
 	// Endpoints are the alternate hosts, each written as "host",
-	// "host:port" or "scheme://host:port" (see ParseEndpoint).
+	// "host:port" or "scheme://host:port" (see ParseEndpoint). A Failover
+	// needs at least one.
 	Endpoints []string
 
 	// Mode orders the primary and the Endpoints for each request. The zero

@@ -554,3 +554,19 @@ func unwrapAll(err error) []error {
 	}
 	return []error{err}
 }
+
+// TestLoadMovedMembersName their new member: each member of an earlier
+// schema is a *FieldError whose Suggestion is the member it moved to.
+func TestLoadMovedMembersNameTheirNewMember(t *testing.T) {
+	for name, to := range map[string]string{
+		"adaptive": "limiter", "disableQuota": "quota", "delayHeaders": "serverDelay", "ignoreDelayHeaders": "serverDelay",
+		"serverDelayBound": "serverDelay", "endpoints": "failover", "locationMode": "failover", "failoverMethods": "failover",
+	} {
+		doc := `{"` + name + `": null}`
+		_, err := load(doc)
+		var fe *policy.FieldError
+		if !errors.As(err, &fe) || fe.Field != name || fe.Value != "" || fe.Suggestion != to || !strings.HasPrefix(fe.Want, "moved; write \""+to+"\": ") {
+			t.Errorf("Load(%s) error = %#v; want a *policy.FieldError for %s whose Want says to write %q and whose Suggestion is %q", doc, fe, name, to, to)
+		}
+	}
+}

@@ -12,14 +12,14 @@ import (
 
 // MarshalJSON writes p in the schema that [Load] reads, so that Load gives
 // back a Policy equal to p: the same values, and new pointers in place of
-// Quota, Budget, Limiter and RateLimit holding the same settings. Zero
-// fields are left out, the members come in the order of the Policy fields,
-// and no preset is written: every setting is spelled out. An empty but
-// non-nil Endpoints, FailoverMethods, Penalty.Codes or Penalty.Statuses is
-// written as [], since an empty FailoverMethods lets no request fail over
-// where a nil one means GET and HEAD. A *ratelimit.Quota in Quota is
-// written without a type member, as before budgets existed, and a
-// *ratelimit.Budget with "type": "budget".
+// Quota, Budget, Limiter, RateLimit, Penalty, Failover and Hedge holding
+// the same settings. Zero fields and nil pointers are left out, the
+// members come in the order of the Policy fields, and no preset is
+// written: every setting is spelled out. An empty but non-nil
+// Failover.Endpoints, Failover.Methods, Penalty.Codes or Penalty.Statuses
+// is written as [], since an empty Failover.Methods lets no request fail
+// over where a nil one means GET and HEAD. ratelimit.NoQuota in Quota is
+// written as "none", and retryafter.None in ServerDelay.Headers as "none".
 //
 // A func cannot be written, so MarshalJSON returns an error naming the
 // field when one is set: Classify, Scope, a Rand of a strategy, or a Now of
@@ -27,18 +27,20 @@ import (
 // which sets Classify. It also returns an error for a Backoff or
 // ThrottleBackoff that is not one of the strategy values of package
 // backoff (a backoff.Func, a pointer, a type of your own); for a Quota,
-// Budget, Limiter or RateLimit that is not an in-process type of package
-// ratelimit (*ratelimit.Quota or *ratelimit.Budget in Quota,
-// *ratelimit.Budget in Budget, *ratelimit.Adaptive, *ratelimit.Fixed), or
-// that is a nil pointer of one; for a number that JSON cannot hold (NaN, an
-// infinity); for a string that is not valid UTF-8; for DelayHeaders bits
-// that name no retryafter.Source; and for a LocationMode with no name. The
-// errors are joined with errors.Join; each reads "policy: cannot write
-// <path> as JSON: <why>", with path in the names of the schema.
+// Budget, Limiter or RateLimit that is not an in-process value of package
+// ratelimit (*ratelimit.Quota or ratelimit.NoQuota in Quota,
+// *ratelimit.Budget in Budget, *ratelimit.Adaptive in Limiter,
+// *ratelimit.Fixed in RateLimit), or that is a nil pointer of one; for a
+// number that JSON cannot hold (NaN, an infinity); for a string that is
+// not valid UTF-8; for ServerDelay.Headers bits that name no
+// retryafter.Source, or that mix retryafter.None with others; and for a
+// Failover.Mode with no name. The errors are joined with errors.Join; each
+// reads "policy: cannot write <path> as JSON: <why>", with path in the
+// names of the schema.
 //
-// A value that Load would reject, such as a negative MaxAttempts or an
-// endpoint that ParseEndpoint rejects, is written as it is, so MarshalJSON
-// never changes a setting silently.
+// A value that Load would reject, such as a negative MaxAttempts, an
+// endpoint that ParseEndpoint rejects or a Hedge that hedges nothing, is
+// written as it is, so MarshalJSON never changes a setting silently.
 func (p Policy) MarshalJSON() ([]byte, error) {
 	e := &encoder{}
 	b := e.policy("", p)

@@ -37,8 +37,23 @@ const (
 // cost. It is a plain value; copy it freely.
 //
 // The zero Policy is AWS standard retry mode, the same as [Standard]: every
-// zero field means the default its comment names. Switching a feature off
-// takes an explicit value (MaxAttempts 1, DisableQuota).
+// zero field means the default its comment names. Each optional feature is
+// one field, off when it is nil or zero: ServerDelay, Failover, Hedge,
+// Penalty, Limiter, RateLimit, Budget. A pointer to a feature's settings
+// (Failover, Hedge, Penalty) turns the feature on, so a non-nil one must be
+// able to act: Validate rejects one that never could. The two things a
+// zero Policy does that take an explicit value to switch off are retries,
+// with MaxAttempts 1, and the retry quota, with Quota ratelimit.NoQuota.
+//
+// # Which scope pays
+//
+// The transport keeps its quotas and limiters per scope (see Scope), and
+// with Failover a request's attempts may go to several. Quota is paid in
+// the scope each retry or hedge is sent to, so that a dead endpoint does
+// not drain a healthy one's bucket. Budget is paid in the request's own
+// scope, whichever endpoint a retry goes to, since it bounds what the
+// caller's requests cost in all. Limiter and RateLimit pace each attempt in
+// the scope it is sent to.
 //
 // # Out-of-range values
 //

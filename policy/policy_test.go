@@ -382,3 +382,82 @@ func TestValidateBudgets(t *testing.T) {
 		})
 	}
 }
+
+// requestCounter is a retry quota that counts requests, as a Budget does,
+// of a type Validate does not know.
+type requestCounter struct{ ratelimit.Quota }
+
+func (*requestCounter) Request(string) {}
+
+func TestValidateRejectsQuotaThatCountsRequests(t *testing.T) {
+	tests := []struct {
+		name string
+		q    ratelimit.RetryQuota
+		want string
+	}{
+		{"Budget", &ratelimit.Budget{Ratio: 0.1}, "policy: Quota is a *ratelimit.Budget, which counts requests; want it in Budget, which is paid in the request's own scope"},
+		{"NilBudget", (*ratelimit.Budget)(nil), "policy: Quota is a *ratelimit.Budget, which counts requests; want it in Budget, which is paid in the request's own scope"},
+		{"OtherCounter", &requestCounter{}, "policy: Quota is a *policy_test.requestCounter, which counts requests; want it in Budget, which is paid in the request's own scope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := (policy.Policy{Quota: tt.q}).Validate(); err == nil || err.Error() != tt.want {
+				t.Errorf("Policy{Quota: %T}.Validate() = %v; want %s", tt.q, err, tt.want)
+			}
+			if err := (policy.Policy{Budget: tt.q}).Validate(); err != nil {
+				t.Errorf("Policy{Budget: %T}.Validate() = %v; want nil: a budget goes there", tt.q, err)
+			}
+		})
+	}
+}
+
+// TestWithDefaultsNeverChangesTheCallersValues: the Hedge, Penalty and
+// Failover that WithDefaults returns are new values, their lists too, and
+// the ones p points to keep their out-of-range values.
+func TestWithDefaultsNeverChangesTheCallersValues(t *testing.T) {
+	hedge := &policy.Hedge{Delay: time.Second, Quantile: 2, MinDelay: -1, MaxHedges: 99}
+	penalty := &policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503}, Delay: time.Second, For: -time.Second}
+	failover := &policy.Failover{Endpoints: []string{"b.example.com"}, Mode: policy.LocationMode(9), Methods: []string{"GET"}}
+	p := policy.Policy{Hedge: hedge, Penalty: penalty, Failover: failover}
+	before := policy.Policy{
+		Hedge:    &policy.Hedge{Delay: time.Second, Quantile: 2, MinDelay: -1, MaxHedges: 99},
+		Penalty:  &policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503}, Delay: time.Second, For: -time.Second},
+		Failover: &policy.Failover{Endpoints: []string{"b.example.com"}, Mode: policy.LocationMode(9), Methods: []string{"GET"}},
+	}
+
+	got := p.WithDefaults()
+	if got.Hedge == hedge || got.Penalty == penalty || got.Failover == failover {
+		t.Fatalf("WithDefaults() = Hedge %p, Penalty %p, Failover %p; want none of the caller's %p, %p, %p", got.Hedge, got.Penalty, got.Failover, hedge, penalty, failover)
+	}
+	if got.Hedge.MaxHedges != policy.HedgeLimit || got.Penalty.For != 0 {
+		t.Errorf("WithDefaults() = Hedge.MaxHedges %d, Penalty.For %v; want them normalised to %d, 0", got.Hedge.MaxHedges, got.Penalty.For, policy.HedgeLimit)
+	}
+	// Writing through the result's lists must not reach the caller's.
+	got.Penalty.Codes[0], got.Penalty.Statuses[0] = "x", 1
+	got.Failover.Endpoints[0], got.Failover.Methods[0] = "x", "x"
+	if diff := cmp.Diff(before, p, cmpopts.IgnoreFields(policy.Policy{}, "Classify")); diff != "" {
+		t.Errorf("WithDefaults() changed the caller's values (-before +after):\n%s", diff)
+	}
+}
+
+// TestWithDefaultsKeepsNilAndEmptyMethods: a Failover's nil Methods, GET
+// and HEAD, and its empty Methods, none, stay apart.
+func TestWithDefaultsKeepsNilAndEmptyMethods(t *testing.T) {
+	for _, methods := range [][]string{nil, {}} {
+		p := policy.Policy{Failover: &policy.Failover{Endpoints: []string{"b"}, Methods: methods}}
+		got := p.WithDefaults().Failover.Methods
+		if (got == nil) != (methods == nil) || len(got) != 0 {
+			t.Errorf("Policy{Failover: {Methods: %#v}}.WithDefaults().Failover.Methods = %#v; want %#v", methods, got, methods)
+		}
+	}
+}
+
+// TestWithDefaultsDropsFailoverWithoutEndpoints: a Failover without
+// Endpoints fails nothing over; the transport treats it as nil.
+func TestWithDefaultsDropsFailoverWithoutEndpoints(t *testing.T) {
+	for _, f := range []*policy.Failover{nil, {}, {Endpoints: []string{}}, {Mode: policy.SecondaryOnly, Methods: []string{"PUT"}}} {
+		if got := (policy.Policy{Failover: f}).WithDefaults().Failover; got != nil {
+			t.Errorf("Policy{Failover: %+v}.WithDefaults().Failover = %+v; want nil", f, got)
+		}
+	}
+}

@@ -14,7 +14,7 @@ import (
 // preset's name; preset_azure_services.go holds the Azure service presets
 // and sns.go the SNS ones. Each is a function that returns a new value on
 // every call. Most leave Quota nil, so that every transport creates its
-// own; the few that need a quota or a limiter with other settings return a
+// own; those that need a quota with other settings, or a limiter, return a
 // new one on every call, which transports given the same returned value
 // share, as Policy.Quota and Policy.Limiter say.
 
