@@ -58,7 +58,7 @@ func (r *request) prepare(a, last *attempt) (stop error) {
 	}
 	r.place(a, a.endpoint)
 	if !r.timeEnd.IsZero() && !r.t.now().Before(r.timeEnd) {
-		return ErrBudget
+		return ErrTimeLimit
 	}
 	if a.n == 1 && r.replay == nil && r.watch == nil && r.cp.p.AttemptHeader == "" && a.endpoint == 0 {
 		a.req = r.req
@@ -92,7 +92,7 @@ func (r *request) place(a *attempt, endpoint int) {
 		a.scope = r.cp.endpointScope(r.req, endpoint, r.home)
 	}
 	a.stats = r.t.stats.get(a.scope, r.cp)
-	if r.cp.penalty || r.cp.learnsLatency {
+	if r.cp.penalty != nil || r.cp.learnsLatency {
 		a.behaviour = r.t.behaviour.get(a.scope, r.t.now)
 	}
 }

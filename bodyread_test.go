@@ -24,6 +24,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // stallingFailure answers the first failures requests with status and a
@@ -163,7 +164,7 @@ func TestTricklingErrorDocumentIsNotWaitedFor(t *testing.T) {
 // TestDrainKeepsWithinMaxTotalTime: draining the previous response (a
 // 500 whose body stalls) takes at most half of what is left of
 // MaxTotalTime, and the retry's timer is armed with what is left after the
-// drain, so the request ends at the budget, not a drain later.
+// drain, so the request ends at the time limit, not a drain later.
 func TestDrainKeepsWithinMaxTotalTime(t *testing.T) {
 	noLeaks(t)
 	var hits atomic.Int32
@@ -178,13 +179,13 @@ func TestDrainKeepsWithinMaxTotalTime(t *testing.T) {
 		}
 		stall(w, r) // the first's body, and the second's headers, never come
 	}))
-	const budget = 500 * time.Millisecond
+	const limit = 500 * time.Millisecond
 	c := pooledClient(t, nil, policy.Policy{
 		MaxAttempts:  2,
 		Backoff:      fastBackoff,
-		MaxTotalTime: budget,
+		MaxTotalTime: limit,
 		ReadTimeout:  450 * time.Millisecond,
-		DisableQuota: true,
+		Quota:        ratelimit.NoQuota,
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), leakBound)
 	defer cancel()
@@ -195,8 +196,8 @@ func TestDrainKeepsWithinMaxTotalTime(t *testing.T) {
 	if err == nil {
 		resp.Body.Close()
 	}
-	if elapsed > budget+300*time.Millisecond { // a bound on a bug: the drain alone was 450 ms
-		t.Errorf("GET with MaxTotalTime %v took %v (error %v); want it to end at the budget", budget, elapsed, err)
+	if elapsed > limit+300*time.Millisecond { // a bound on a bug: the drain alone was 450 ms
+		t.Errorf("GET with MaxTotalTime %v took %v (error %v); want it to end at the time limit", limit, elapsed, err)
 	}
 	srv.conns.expectAllClosed(t, c)
 }

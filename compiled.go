@@ -14,17 +14,17 @@ import (
 // supplied). One compiled policy serves every host its pattern matches.
 type compiled struct {
 	p              policy.Policy
-	quota          ratelimit.RetryQuota     // nil when the policy disables it
+	quota          ratelimit.RetryQuota     // Policy.Quota; nil for ratelimit.NoQuota
 	requests       ratelimit.RequestCounter // quota, if it counts requests; else nil
-	limiter        ratelimit.Limiter        // the adaptive limiter (Policy.Limiter); nil unless the policy is adaptive
+	limiter        ratelimit.Limiter        // the adaptive limiter (Policy.Limiter); nil for none
 	learner        ratelimit.Recorder       // limiter, if it learns from outcomes; else nil
 	freeThrottles  bool                     // retries after throttles cost no quota: see pacesThrottles
 	fixed          ratelimit.Limiter        // nil unless the policy has a fixed rate (Policy.RateLimit)
 	budget         ratelimit.RetryQuota     // Policy.Budget; nil for none
 	budgetRequests ratelimit.RequestCounter // budget, if it counts requests; else nil
-	endpoints      *endpoints               // Policy.Endpoints in LocationMode's order; nil when the policy does not fail over
-	hedges         bool                     // the policy hedges (Policy.Hedge)
-	penalty        bool                     // the policy has a Penalty that can apply
+	endpoints      *endpoints               // Policy.Failover, resolved; nil when the policy does not fail over
+	hedge          *hedgeConfig             // Policy.Hedge; nil when the policy does not hedge
+	penalty        *penaltyConfig           // Policy.Penalty; nil for none
 	learnsLatency  bool                     // the policy hedges after a latency quantile (Policy.Hedge.Quantile)
 	err            error                    // why the policy cannot be used: New's configuration error
 	customClassify bool                     // Classify was set: it may read any response body
@@ -32,33 +32,43 @@ type compiled struct {
 }
 
 // compile resolves p. A quota the Transport creates runs on the
-// Transport's clock; a quota the user supplied keeps its own.
+// Transport's clock; a quota or limiter the user supplied keeps its own.
+//
+// A quota that counts requests (a *ratelimit.Budget) belongs in
+// Policy.Budget, and policy.Policy.Validate rejects one in Quota. Given
+// there all the same, it hears of each request in the request's own
+// scope, and is paid, as any Quota is, in the scope each retry goes to:
+// with Failover, a retry to an alternate endpoint, where no request is
+// counted, gets only the budget's floor.
 func compile(p policy.Policy, now func() time.Time) *compiled {
 	cp := &compiled{p: p.WithDefaults(), customClassify: p.Classify != nil}
-	if !p.DisableQuota {
+	switch p.Quota {
+	case nil:
+		cp.quota = &ratelimit.Quota{Now: now}
+	case ratelimit.NoQuota:
+		// no quota at all: no charge, no refund, level -1
+	default:
 		cp.quota = p.Quota
-		if cp.quota == nil {
-			cp.quota = &ratelimit.Quota{Now: now}
-		}
 	}
 	cp.requests, _ = cp.quota.(ratelimit.RequestCounter)
 	cp.limiter = p.Limiter
-	if cp.limiter == nil && p.Adaptive {
-		cp.limiter = &ratelimit.Adaptive{Now: now}
-	}
 	cp.learner, _ = cp.limiter.(ratelimit.Recorder)
 	c, charges := cp.limiter.(throttleCharger)
 	cp.freeThrottles = cp.learner != nil && !(charges && c.ChargesThrottles())
 	cp.fixed = p.RateLimit
-	cp.budget = p.Budget
+	if p.Budget != ratelimit.NoQuota {
+		cp.budget = p.Budget
+	}
 	cp.budgetRequests, _ = cp.budget.(ratelimit.RequestCounter)
-	cp.endpoints, cp.err = newEndpoints(&cp.p)
-	cp.hedges = cp.p.Hedge.Enabled()
-	cp.penalty = cp.p.Penalty.Enabled()
-	cp.learnsLatency = cp.hedges && cp.p.Hedge.Quantile > 0
+	// WithDefaults made a Failover, Hedge or Penalty that can never act
+	// (one that Validate rejects) nil, and copied the others: cp.p shares
+	// nothing with the caller's.
+	cp.endpoints, cp.err = newEndpoints(cp.p.Failover)
+	cp.hedge, cp.penalty = (*hedgeConfig)(cp.p.Hedge), (*penaltyConfig)(cp.p.Penalty)
+	cp.learnsLatency = cp.hedge != nil && cp.hedge.Quantile > 0
 	cp.unclassified = cp.p.MaxAttempts == 1 && cp.limiter == nil && cp.fixed == nil &&
 		cp.p.AttemptTimeout == 0 && cp.p.MaxTotalTime == 0 && cp.p.AttemptHeader == "" &&
-		cp.endpoints == nil && !cp.hedges
+		cp.endpoints == nil && cp.hedge == nil
 	return cp
 }
 

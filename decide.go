@@ -60,7 +60,7 @@ func (r *request) succeeded(a *attempt) {
 		return
 	}
 	if cp := r.cp; cp.quota != nil {
-		cp.quota.Success(cp.quotaScope(a.scope, r.home))
+		cp.quota.Success(a.scope)
 	}
 	if r.cp.budget != nil {
 		r.cp.budget.Success(r.home)
@@ -119,8 +119,8 @@ func (r *request) schedule(a *attempt) error {
 		next.stats.quotaRefusals.Add(1)
 		return ratelimit.ErrQuotaExceeded
 	}
-	if cp.penalty {
-		delay = addSaturating(delay, next.behaviour.penalised(now, p.Penalty.Delay))
+	if cp.penalty != nil {
+		delay = addSaturating(delay, next.behaviour.penalised(now, cp.penalty.Delay))
 	}
 	if stop := r.tooLate(now, delay, true); stop != nil {
 		pay.cancel()
@@ -131,27 +131,29 @@ func (r *request) schedule(a *attempt) error {
 }
 
 // delay is the wait before retry n after an outcome of kind k: the server's
-// (reported by server) if the response carries a trusted delay header, else
-// the backoff capped at MaxDelay. A server delay is never jittered; with a
-// ServerDelayBound it is kept between the backoff and the backoff plus the
-// bound. The caller refuses a server delay above MaxDelay.
+// (reported by server) if the response carries a header that
+// Policy.ServerDelay.Headers trusts, else the backoff capped at MaxDelay. A
+// server delay is never jittered; with a ServerDelay.Bound it is kept
+// between the backoff and the backoff plus the bound. The caller refuses a
+// server delay above MaxDelay.
 func (cp *compiled) delay(n int, k classify.Kind, resp *http.Response, now time.Time) (d time.Duration, server bool) {
 	p := &cp.p
 	strategy := p.Backoff
 	if k == classify.Throttle && p.ThrottleBackoff != nil {
 		strategy = p.ThrottleBackoff
 	}
-	if resp != nil && !p.IgnoreDelayHeaders {
-		d, _, server = retryafter.ParseSources(resp.Header, now, p.DelayHeaders)
+	if resp != nil { // retryafter.None finds no delay
+		d, _, server = retryafter.ParseSources(resp.Header, now, p.ServerDelay.Headers)
 	}
-	if server && p.ServerDelayBound <= 0 {
+	bound := p.ServerDelay.Bound
+	if server && bound <= 0 {
 		return d, true
 	}
 	b := min(max(strategy.Delay(n), 0), p.MaxDelay)
 	if !server {
 		return b, false
 	}
-	hi := b + p.ServerDelayBound
+	hi := b + bound
 	if hi < b { // overflow: the bound is effectively none
 		hi = d
 	}
@@ -160,13 +162,13 @@ func (cp *compiled) delay(n int, k classify.Kind, resp *http.Response, now time.
 
 // tooLate returns why a wait of d from now may not be started, or nil: it
 // would end past the context's deadline (ErrDeadline) or the end of
-// MaxTotalTime (ErrBudget), or, for the wait before a retry, less than
+// MaxTotalTime (ErrTimeLimit), or, for the wait before a retry, less than
 // TerminationBuffer before either; or it would take the request's waits
-// past MaxTotalWait (ErrBudget).
+// past MaxTotalWait (ErrTimeLimit).
 func (r *request) tooLate(now time.Time, d time.Duration, retry bool) error {
 	p := &r.cp.p
 	if p.MaxTotalWait > 0 && addSaturating(r.waited, d) > p.MaxTotalWait {
-		return ErrBudget
+		return ErrTimeLimit
 	}
 	end := now.Add(d)
 	if retry {
@@ -176,7 +178,7 @@ func (r *request) tooLate(now time.Time, d time.Duration, retry bool) error {
 		return ErrDeadline
 	}
 	if !r.timeEnd.IsZero() && end.After(r.timeEnd) {
-		return ErrBudget
+		return ErrTimeLimit
 	}
 	return nil
 }

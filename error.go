@@ -21,11 +21,11 @@ var (
 	// after the context's deadline (or less than the policy's
 	// TerminationBuffer before it), so it was not started.
 	ErrDeadline = errors.New("retrytransport: next attempt would pass the context deadline")
-	// ErrBudget means the policy's MaxTotalTime was spent, or the wait
-	// before the next attempt would have ended after it (or less than its
-	// TerminationBuffer before it), or would have taken the request's
-	// waits past MaxTotalWait.
-	ErrBudget = errors.New("retrytransport: policy's time budget spent (MaxTotalTime or MaxTotalWait)")
+	// ErrTimeLimit means a time limit of the policy ran out: MaxTotalTime
+	// was spent, or the wait before the next attempt would have ended
+	// after it (or less than its TerminationBuffer before it), or would
+	// have taken the request's waits past MaxTotalWait.
+	ErrTimeLimit = errors.New("retrytransport: a time limit of the policy ran out (MaxTotalTime or MaxTotalWait)")
 	// ErrServerDelay means the server asked, with Retry-After, for a longer
 	// wait than the policy's MaxDelay allows, and the retry would have gone
 	// back to it (one that fails over to another endpoint waits its
@@ -52,7 +52,7 @@ type RetryError struct {
 	// Attempts is the number of attempts made, the first included; >= 1.
 	Attempts int
 	// Reason is why retrying stopped: ErrExhausted, ErrNotRetryable,
-	// ErrDeadline, ErrBudget, ErrSDKRetries, ratelimit.ErrQuotaExceeded,
+	// ErrDeadline, ErrTimeLimit, ErrSDKRetries, ratelimit.ErrQuotaExceeded,
 	// ratelimit.ErrRateLimited, ErrRetryRefused (wrapping the error of the
 	// WithBeforeRetry hook that refused the retry), or the context's error.
 	Reason error
@@ -79,12 +79,12 @@ func (e *RetryError) Error() string {
 }
 
 // Timeout reports whether the request failed for lack of time: the
-// context's deadline, a per-attempt timeout, ErrDeadline or ErrBudget, or a
+// context's deadline, a per-attempt timeout, ErrDeadline or ErrTimeLimit, or a
 // last error that is itself a timeout. It makes the *url.Error that
 // http.Client.Do returns report Timeout() as it does without this
 // transport, and lets the error satisfy net.Error-style checks.
 func (e *RetryError) Timeout() bool {
-	if e.Reason == ErrDeadline || e.Reason == ErrBudget ||
+	if e.Reason == ErrDeadline || e.Reason == ErrTimeLimit ||
 		errors.Is(e.Reason, context.DeadlineExceeded) || errors.Is(e.Err, context.DeadlineExceeded) {
 		return true
 	}
@@ -105,8 +105,8 @@ func reasonText(r error) string {
 		return "not retryable"
 	case ErrDeadline:
 		return "deadline too near"
-	case ErrBudget:
-		return "MaxTotalTime or MaxTotalWait spent"
+	case ErrTimeLimit:
+		return "MaxTotalTime or MaxTotalWait ran out"
 	case ErrServerDelay:
 		return "Retry-After above the policy's MaxDelay"
 	case ErrSDKRetries:

@@ -36,12 +36,12 @@ type Event struct {
 	// Scope is the key of the request's retry quota bucket: the URL's
 	// host:port unless the policy's Scope function says otherwise.
 	Scope string
-	// Endpoint is, for a request that may fail over (policy.Policy.
-	// Endpoints), the host (host:port, as in url.URL.Host) the attempt was
-	// sent to: the request URL's own, or an alternate it failed over to. In
-	// a final Event it is the last attempt's; for a request refused before
-	// its first attempt, the one it would have gone to. It is empty for
-	// every other request, which always goes to the request URL's host.
+	// Endpoint is, for a request that may fail over (policy.Policy.Failover),
+	// the host (host:port, as in url.URL.Host) the attempt was sent to: the
+	// request URL's own, or an alternate it failed over to. In a final
+	// Event it is the last attempt's; for a request refused before its
+	// first attempt, the one it would have gone to. It is empty for every
+	// other request, which always goes to the request URL's host.
 	Endpoint string
 	// Attempt is the attempt that just ended; 1 is the first. In a final
 	// Event it is the number of attempts sent; 0 means the request was
@@ -82,8 +82,8 @@ type Event struct {
 	// outcome, a request that is not idempotent and may have been
 	// processed, or a body that cannot be replayed), ErrServerDelay (the
 	// server asked for a longer wait than MaxDelay), ErrDeadline (the wait
-	// would pass the context's deadline), ErrBudget (or MaxTotalTime),
-	// ErrSDKRetries (the SDK that sent the request retries it itself),
+	// would pass the context's deadline), ErrTimeLimit (the policy's
+	// MaxTotalTime or MaxTotalWait ran out), ErrSDKRetries (the SDK that sent the request retries it itself),
 	// ratelimit.ErrQuotaExceeded (the retry quota, the circuit breaker,
 	// cannot pay) or ratelimit.ErrRateLimited (a client-side rate limiter
 	// refused to wait for the retry's send token) or ErrRetryRefused

@@ -37,7 +37,7 @@ var stopScenarios = []struct {
 	{"ErrExhausted", policy.Policy{MaxAttempts: 2}, []step{{status: 503}}, "GET", retrytransport.ErrExhausted},
 	{"ErrNotRetryable", policy.Policy{}, []step{{status: 503}}, "POST", retrytransport.ErrNotRetryable},
 	{"ErrServerDelay", policy.Policy{MaxDelay: time.Second}, []step{{status: 503, header: retryAfter(60)}}, "GET", retrytransport.ErrServerDelay},
-	{"ErrBudget", policy.Policy{MaxTotalTime: 100 * time.Millisecond}, []step{{status: 503, header: retryAfter(1)}}, "GET", retrytransport.ErrBudget},
+	{"ErrTimeLimit", policy.Policy{MaxTotalTime: 100 * time.Millisecond}, []step{{status: 503, header: retryAfter(1)}}, "GET", retrytransport.ErrTimeLimit},
 	{"ErrQuotaExceeded", policy.Policy{Quota: &ratelimit.Quota{Capacity: 1}}, []step{{status: 503}}, "GET", ratelimit.ErrQuotaExceeded},
 	{"ErrRateLimited", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1, FailFast: true}}, []step{{status: 503}}, "GET", ratelimit.ErrRateLimited},
 }

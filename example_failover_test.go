@@ -27,9 +27,8 @@ func ExampleWithHostPolicy_failover() {
 	defer secondary.Close()
 
 	p := policy.Policy{
-		Endpoints:    []string{strings.TrimPrefix(secondary.URL, "http://")},
-		LocationMode: policy.PrimaryThenSecondary,
-		Backoff:      backoff.Constant{}, // no wait between attempts
+		Failover: &policy.Failover{Endpoints: []string{strings.TrimPrefix(secondary.URL, "http://")}, Mode: policy.PrimaryThenSecondary},
+		Backoff:  backoff.Constant{}, // no wait between attempts
 	}
 	client := &http.Client{Transport: retrytransport.New(nil,
 		retrytransport.WithHostPolicy("127.0.0.1", p),
@@ -78,7 +77,7 @@ func ExampleWithHostPolicy_hedging() {
 	}))
 	defer srv.Close()
 
-	p := policy.Policy{Hedge: policy.Hedge{Delay: 20 * time.Millisecond}}
+	p := policy.Policy{Hedge: &policy.Hedge{Delay: 20 * time.Millisecond}}
 	t := retrytransport.New(nil, retrytransport.WithHostPolicy("127.0.0.1", p))
 	client := &http.Client{Transport: t}
 

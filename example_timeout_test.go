@@ -16,7 +16,7 @@ import (
 )
 
 // A request that runs out of time, because the next wait would pass the
-// policy's MaxTotalTime (ErrBudget) or the context's deadline (ErrDeadline),
+// policy's MaxTotalTime (ErrTimeLimit) or the context's deadline (ErrDeadline),
 // fails with a *RetryError whose Timeout reports true. The *url.Error that
 // http.Client.Do returns then reports Timeout() true as well, as it does for
 // a timeout without this transport.
@@ -48,7 +48,7 @@ func ExampleRetryError_Timeout() {
 		var ue *neturl.Error
 		errors.As(err, &ue)
 		fmt.Println("attempts:", re.Attempts, "waits:", clk.Sleeps())
-		fmt.Println("budget:", errors.Is(err, retrytransport.ErrBudget),
+		fmt.Println("time limit:", errors.Is(err, retrytransport.ErrTimeLimit),
 			"deadline:", errors.Is(err, retrytransport.ErrDeadline))
 		fmt.Println("RetryError.Timeout:", re.Timeout(), "url.Error.Timeout:", ue.Timeout())
 	}
@@ -56,9 +56,9 @@ func ExampleRetryError_Timeout() {
 	// Waits of 10s, and 15s for the whole request: the second wait would
 	// end after 20s, so it is not started.
 	p := policy.Policy{MaxAttempts: 10, Backoff: backoff.Constant{Interval: 10 * time.Second}}
-	withBudget := p
-	withBudget.MaxTotalTime = 15 * time.Second
-	get(context.Background(), withBudget)
+	withLimit := p
+	withLimit.MaxTotalTime = 15 * time.Second
+	get(context.Background(), withLimit)
 
 	// The same with the caller's deadline in place of MaxTotalTime.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -69,12 +69,12 @@ func ExampleRetryError_Timeout() {
 	get(context.Background(), policy.Policy{MaxAttempts: 2, Backoff: backoff.Constant{Interval: 10 * time.Second}})
 	// Output:
 	// attempts: 2 waits: [10s]
-	// budget: true deadline: false
+	// time limit: true deadline: false
 	// RetryError.Timeout: true url.Error.Timeout: true
 	// attempts: 2 waits: [10s]
-	// budget: false deadline: true
+	// time limit: false deadline: true
 	// RetryError.Timeout: true url.Error.Timeout: true
 	// attempts: 2 waits: [10s]
-	// budget: false deadline: false
+	// time limit: false deadline: false
 	// RetryError.Timeout: false url.Error.Timeout: false
 }

@@ -3,35 +3,36 @@ package retrytransport
 import (
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
 )
 
-// maxEndpoints bounds Policy.Endpoints, so that a request's failed
-// endpoints fit in a word.
+// maxEndpoints bounds Policy.Failover.Endpoints, so that a request's
+// failed endpoints fit in a word.
 const maxEndpoints = 63
 
-// endpoints is a policy's failover setup, resolved: the alternates of
-// Policy.Endpoints, and the order LocationMode gives the primary (index 0)
-// and them (1..n).
+// endpoints is a policy's Failover, resolved: the alternates of its
+// Endpoints, the order its Mode gives the primary (index 0) and them
+// (1..n), and the methods that may leave the primary.
 type endpoints struct {
 	alt     []policy.Endpoint // alt[i-1] is endpoint i
 	order   []int             // the endpoints a request that may fail over tries, first first
 	primary bool              // order includes the primary
+	methods []string          // Failover.Methods; nil means GET and HEAD
 }
 
-// newEndpoints resolves p's endpoints, or returns nil when p has none to
-// use.
-func newEndpoints(p *policy.Policy) (*endpoints, error) {
-	if len(p.Endpoints) == 0 || p.LocationMode == policy.PrimaryOnly {
+// newEndpoints resolves f, or returns nil when it has no endpoints to use.
+func newEndpoints(f *policy.Failover) (*endpoints, error) {
+	if f == nil || len(f.Endpoints) == 0 || f.Mode == policy.PrimaryOnly {
 		return nil, nil
 	}
-	if len(p.Endpoints) > maxEndpoints {
-		return nil, fmt.Errorf("retrytransport: %d Policy.Endpoints; at most %d are allowed", len(p.Endpoints), maxEndpoints)
+	if len(f.Endpoints) > maxEndpoints {
+		return nil, fmt.Errorf("retrytransport: %d Policy.Failover.Endpoints; at most %d are allowed", len(f.Endpoints), maxEndpoints)
 	}
-	e := &endpoints{alt: make([]policy.Endpoint, len(p.Endpoints))}
-	for i, s := range p.Endpoints {
+	e := &endpoints{alt: make([]policy.Endpoint, len(f.Endpoints)), methods: f.Methods}
+	for i, s := range f.Endpoints {
 		var err error
 		if e.alt[i], err = policy.ParseEndpoint(s); err != nil {
 			return nil, fmt.Errorf("retrytransport: %w", err)
@@ -41,7 +42,7 @@ func newEndpoints(p *policy.Policy) (*endpoints, error) {
 	for i := range secondaries {
 		secondaries[i] = i + 1
 	}
-	switch p.LocationMode {
+	switch f.Mode {
 	case policy.PrimaryThenSecondary:
 		e.order = append([]int{0}, secondaries...)
 	case policy.SecondaryOnly:
@@ -49,10 +50,24 @@ func newEndpoints(p *policy.Policy) (*endpoints, error) {
 	case policy.SecondaryThenPrimary:
 		e.order = append(secondaries, 0)
 	default:
-		return nil, fmt.Errorf("retrytransport: Policy.LocationMode = %v; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary", p.LocationMode)
+		return nil, fmt.Errorf("retrytransport: Policy.Failover.Mode = %v; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary", f.Mode)
 	}
-	e.primary = p.LocationMode != policy.SecondaryOnly
+	e.primary = f.Mode != policy.SecondaryOnly
 	return e, nil
+}
+
+// mayFailOver reports whether req may leave the primary: its method is in
+// Failover.Methods, or, when that is nil, is GET or HEAD, which a read-only
+// secondary can serve. An empty method is GET.
+func (e *endpoints) mayFailOver(req *http.Request) bool {
+	m := req.Method
+	if m == "" {
+		m = http.MethodGet
+	}
+	if e.methods == nil {
+		return m == http.MethodGet || m == http.MethodHead
+	}
+	return slices.Contains(e.methods, m)
 }
 
 // route is where one request's attempts go: its place in the order, and

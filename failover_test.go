@@ -62,7 +62,7 @@ func endpointsOf(evs []retrytransport.Event) []string {
 func TestFailoverSendsReadsToTheSecondary(t *testing.T) {
 	primary := newEndpointServer(t, 503)
 	secondary := newEndpointServer(t, 200)
-	tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond), recordEvents())
+	tr := newRig(t, nil, policy.Policy{Failover: &policy.Failover{Endpoints: []string{secondary.host()}}}, backoffUnlessSet(everySecond), recordEvents())
 
 	req := newReq(t, "GET", primary.URL+"/blob?x=1", "")
 	resp, err := tr.RoundTrip(req)
@@ -98,7 +98,7 @@ func TestFailoverKeepsWritesOnThePrimary(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			primary := newEndpointServer(t, 503)
 			secondary := newEndpointServer(t, 200)
-			tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: mode}, backoffUnlessSet(everySecond))
+			tr := newRig(t, nil, policy.Policy{Failover: &policy.Failover{Endpoints: []string{secondary.host()}, Mode: mode}}, backoffUnlessSet(everySecond))
 			for _, method := range []string{"PUT", "DELETE", "POST"} {
 				req := newReq(t, method, primary.URL, "payload")
 				req.Header.Set("Idempotency-Key", "k1")
@@ -124,7 +124,7 @@ func TestFailoverKeepsWritesOnThePrimary(t *testing.T) {
 func TestFailoverMethodsLetWritesFailOver(t *testing.T) {
 	primary := newEndpointServer(t, 503)
 	mirror := newEndpointServer(t, 200)
-	tr := newRig(t, nil, policy.Policy{Endpoints: []string{mirror.host()}, FailoverMethods: []string{"PUT"}}, backoffUnlessSet(everySecond))
+	tr := newRig(t, nil, policy.Policy{Failover: &policy.Failover{Endpoints: []string{mirror.host()}, Methods: []string{"PUT"}}}, backoffUnlessSet(everySecond))
 	resp, err := tr.RoundTrip(newReq(t, "PUT", primary.URL, "payload"))
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func TestFailoverMethodsLetWritesFailOver(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != 503 {
-		t.Errorf("GET: status %d; want 503, as FailoverMethods lists only PUT", resp.StatusCode)
+		t.Errorf("GET: status %d; want 503, as Failover.Methods lists only PUT", resp.StatusCode)
 	}
 }
 
@@ -156,7 +156,7 @@ func TestLocationModes(t *testing.T) {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			primary := newEndpointServer(t, 503)
 			secondary := newEndpointServer(t, 500)
-			tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: tc.mode}, backoffUnlessSet(everySecond), recordEvents())
+			tr := newRig(t, nil, policy.Policy{Failover: &policy.Failover{Endpoints: []string{secondary.host()}, Mode: tc.mode}}, backoffUnlessSet(everySecond), recordEvents())
 			resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 			if err != nil {
 				t.Fatal(err)
@@ -188,7 +188,7 @@ func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
 	t.Run("SecondaryThenPrimary", func(t *testing.T) {
 		primary := newEndpointServer(t, 200)
 		secondary := newEndpointServer(t, 404)
-		tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: policy.SecondaryThenPrimary}, backoffUnlessSet(everySecond))
+		tr := newRig(t, nil, policy.Policy{Failover: &policy.Failover{Endpoints: []string{secondary.host()}, Mode: policy.SecondaryThenPrimary}}, backoffUnlessSet(everySecond))
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -203,7 +203,7 @@ func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
 		// to the secondary.
 		primary := newEndpointServer(t, 503)
 		secondary := newEndpointServer(t, 404)
-		tr := newRig(t, nil, policy.Policy{MaxAttempts: 4, Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
+		tr := newRig(t, nil, policy.Policy{MaxAttempts: 4, Failover: &policy.Failover{Endpoints: []string{secondary.host()}}}, backoffUnlessSet(everySecond))
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -216,7 +216,7 @@ func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
 	t.Run("FromPrimaryIsFinal", func(t *testing.T) {
 		primary := newEndpointServer(t, 404)
 		secondary := newEndpointServer(t, 200)
-		tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
+		tr := newRig(t, nil, policy.Policy{Failover: &policy.Failover{Endpoints: []string{secondary.host()}}}, backoffUnlessSet(everySecond))
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -229,7 +229,7 @@ func TestNotFoundOnSecondaryGoesToPrimary(t *testing.T) {
 	t.Run("SecondaryOnlyIsFinal", func(t *testing.T) {
 		primary := newEndpointServer(t, 200)
 		secondary := newEndpointServer(t, 404)
-		tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}, LocationMode: policy.SecondaryOnly}, backoffUnlessSet(everySecond))
+		tr := newRig(t, nil, policy.Policy{Failover: &policy.Failover{Endpoints: []string{secondary.host()}, Mode: policy.SecondaryOnly}}, backoffUnlessSet(everySecond))
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -257,7 +257,7 @@ func TestFailoverSkipsEndpointsThatFailed(t *testing.T) {
 		return s
 	}
 	t.Run("ReachesTheHealthyOne", func(t *testing.T) {
-		tr := newRig(t, nil, policy.Policy{MaxAttempts: 5, Endpoints: []string{a.host(), b.host(), c.host()}}, backoffUnlessSet(everySecond), recordEvents())
+		tr := newRig(t, nil, policy.Policy{MaxAttempts: 5, Failover: &policy.Failover{Endpoints: []string{a.host(), b.host(), c.host()}}}, backoffUnlessSet(everySecond), recordEvents())
 		resp, err := tr.RoundTrip(newReq(t, "GET", p.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -271,7 +271,7 @@ func TestFailoverSkipsEndpointsThatFailed(t *testing.T) {
 		}
 	})
 	t.Run("CyclesWhenAllFailed", func(t *testing.T) {
-		tr := newRig(t, nil, policy.Policy{MaxAttempts: 5, Endpoints: []string{a.host(), b.host()}}, backoffUnlessSet(everySecond), recordEvents())
+		tr := newRig(t, nil, policy.Policy{MaxAttempts: 5, Failover: &policy.Failover{Endpoints: []string{a.host(), b.host()}}}, backoffUnlessSet(everySecond), recordEvents())
 		resp, err := tr.RoundTrip(newReq(t, "GET", p.URL, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -286,7 +286,7 @@ func TestFailoverSkipsEndpointsThatFailed(t *testing.T) {
 func TestFailoverRewritesScheme(t *testing.T) {
 	secondary := newEndpointServer(t, 200)
 	// The primary is https on a port nobody listens on: the dial fails.
-	tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.URL}}, backoffUnlessSet(everySecond))
+	tr := newRig(t, nil, policy.Policy{Failover: &policy.Failover{Endpoints: []string{secondary.URL}}}, backoffUnlessSet(everySecond))
 	resp, err := tr.RoundTrip(newReq(t, "GET", "https://127.0.0.1:1/x", ""))
 	if err != nil {
 		t.Fatal(err)
@@ -297,13 +297,14 @@ func TestFailoverRewritesScheme(t *testing.T) {
 	}
 }
 
-// A dead primary drains its own quota, not the secondary's: every read of
-// a long outage still succeeds at its second attempt, far beyond what one
-// bucket could pay for.
+// A read that fails over pays its retry at the secondary and gets it back
+// there when the retry succeeds: every read of a long outage of the
+// primary still succeeds at its second attempt, three times as many as
+// the secondary's bucket could pay for without the refunds.
 func TestDeadPrimaryDoesNotDrainTheSecondary(t *testing.T) {
 	primary := newEndpointServer(t, 503)
 	secondary := newEndpointServer(t, 200)
-	tr := newRig(t, nil, policy.Policy{Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
+	tr := newRig(t, nil, policy.Policy{Failover: &policy.Failover{Endpoints: []string{secondary.host()}}}, backoffUnlessSet(everySecond))
 	const reads = 300 // 5 tokens each: three times a 500-token bucket
 	for i := range reads {
 		resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
@@ -330,7 +331,7 @@ func TestDeadPrimaryDoesNotDrainTheSecondary(t *testing.T) {
 func TestInvalidEndpointIsAConfigurationError(t *testing.T) {
 	srv := newEndpointServer(t, 200)
 	base := &countingBase{base: http.DefaultTransport}
-	tr := retrytransport.New(base, retrytransport.WithHostPolicy("api.example.com", policy.Policy{Endpoints: []string{"ftp://x"}}))
+	tr := retrytransport.New(base, retrytransport.WithHostPolicy("api.example.com", policy.Policy{Failover: &policy.Failover{Endpoints: []string{"ftp://x"}}}))
 	_, err := tr.RoundTrip(newReq(t, "GET", "http://api.example.com/", ""))
 	if err == nil || !strings.Contains(err.Error(), "ftp") {
 		t.Errorf("RoundTrip(api.example.com) = %v; want the endpoint's error", err)
@@ -357,10 +358,9 @@ func TestEndpointWithoutSchemeTakesTheRequestsScheme(t *testing.T) {
 		io.WriteString(w, "over TLS")
 	}), (*httptest.Server).StartTLS)
 	p := policy.Policy{
-		MaxAttempts:  1,
-		Endpoints:    []string{plain.URL, strings.TrimPrefix(secure.URL, "https://")},
-		LocationMode: policy.SecondaryOnly, // the attempt goes to plain (http), its hedge to secure
-		Hedge:        policy.Hedge{Delay: hedgeDelay},
+		MaxAttempts: 1,
+		Failover:    &policy.Failover{Endpoints: []string{plain.URL, strings.TrimPrefix(secure.URL, "https://")}, Mode: policy.SecondaryOnly}, // the attempt goes to plain (http), its hedge to secure
+		Hedge:       &policy.Hedge{Delay: hedgeDelay},
 	}
 	clock := faketime.NewAt(time.Now())
 	base := secure.Client().Transport.(*http.Transport).Clone() // trusts the test certificate

@@ -193,10 +193,10 @@ func TestFaultAbsurdRetryAfterOnThrottledPost(t *testing.T) {
 	}
 }
 
-// TestFaultServerDelayBoundHuge: a ServerDelayBound so large that backoff
+// TestFaultServerDelayBoundHuge: a ServerDelay.Bound so large that backoff
 // plus bound overflows still means "the server's delay, up to MaxDelay".
 func TestFaultServerDelayBoundHuge(t *testing.T) {
-	checkServerDelay(t, policy.Policy{ServerDelayBound: math.MaxInt64}, retryAfter(3), []time.Duration{3 * time.Second})
+	checkServerDelay(t, policy.Policy{ServerDelay: policy.ServerDelay{Bound: math.MaxInt64}}, retryAfter(3), []time.Duration{3 * time.Second})
 }
 
 // TestFaultQuotaWaitNeverPassesMaxDelay: a retry quota in Wait mode with a

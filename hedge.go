@@ -7,7 +7,17 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/policy"
 )
+
+// hedgeConfig is a policy.Hedge as the transport runs it, normalised by
+// policy.Policy.WithDefaults: it has a positive Delay or Quantile.
+type hedgeConfig policy.Hedge
+
+// copies returns how many copies h may send beside each attempt:
+// MaxHedges, 1 when MaxHedges is zero or negative, and policy.HedgeLimit
+// when it is above that.
+func (h *hedgeConfig) copies() int { return min(max(h.MaxHedges, 1), policy.HedgeLimit) }
 
 // mayHedge reports whether req's attempts may be hedged: its policy
 // hedges, its method is idempotent, so that two copies at once do what one
@@ -15,7 +25,7 @@ import (
 // its body, if any, can be made again with GetBody, and no SDK that
 // retries it itself marked it (sdkRetries).
 func (cp *compiled) mayHedge(req *http.Request) bool {
-	return cp.hedges && classify.IdempotentMethod(req.Method) && (!hasBody(req) || req.GetBody != nil) && !cp.sdkRetries(req)
+	return cp.hedge != nil && classify.IdempotentMethod(req.Method) && (!hasBody(req) || req.GetBody != nil) && !cp.sdkRetries(req)
 }
 
 // sdkRetries reports whether req bears the mark of an SDK that retries
@@ -144,7 +154,7 @@ func hedgeTimer(ctx context.Context, timers *sync.WaitGroup, sleep func(context.
 // policy's Delay, or the observed Quantile of a's scope, no shorter than
 // MinDelay; false when there is none yet.
 func (r *request) hedgeDelay(a *attempt) (time.Duration, bool) {
-	h := &r.cp.p.Hedge
+	h := r.cp.hedge
 	d := h.Delay
 	if h.Quantile > 0 {
 		if q, ok := a.behaviour.latencies().quantile(h.Quantile); ok {

@@ -34,7 +34,7 @@ func TestHedgesStopWhenTheBudgetIsEmpty(t *testing.T) {
 	g := newGate(func(n int, _ *http.Request) bool { return n == 1 })
 	srv := newFaultServer(t, g)
 	budget := refusing{asked: make(chan classify.Kind, 1)}
-	tr := newRig(t, nil, policy.Policy{Budget: budget, Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond))
+	tr := newRig(t, nil, policy.Policy{Budget: budget, Hedge: &policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	done := make(chan string, 1)
 	go func() {
@@ -98,7 +98,7 @@ func TestUnsentHedgeGivesBackItsBudget(t *testing.T) {
 	p := policy.Policy{
 		Budget:    &ratelimit.Budget{Ratio: 1, MinPerSecond: -1, Now: clock.Now}, // one retry per request
 		RateLimit: lim,
-		Hedge:     policy.Hedge{Delay: hedgeDelay},
+		Hedge:     &policy.Hedge{Delay: hedgeDelay},
 	}
 	tr := newRig(t, nil, p, onClock(clock), backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
@@ -122,8 +122,8 @@ func TestLosingHedgesThrottleIsRecorded(t *testing.T) {
 	noLeaks(t)
 	classified := make(chan struct{})
 	srv, n := raceLostTo(t, http.StatusTooManyRequests, classified)
-	p := policy.Policy{Adaptive: true, Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(429, classified)}
-	tr := newRig(t, nil, p, backoffUnlessSet(everySecond))
+	p := policy.Policy{Hedge: &policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(429, classified)}
+	tr := newRig(t, nil, p, adaptiveOnRig(), backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	getBody(t, client, srv.URL)
 	s := tr.scopeStats(srv.host())

@@ -23,7 +23,7 @@ func TestHedgeNotSentWhenTheAttemptIsFast(t *testing.T) {
 	srv := newFaultServer(t, g)
 	// A sleep that waits for its context: the hedge is never due.
 	never := func(ctx context.Context, d time.Duration) error { <-ctx.Done(); return ctx.Err() }
-	tr := newRig(t, nil, policy.Policy{Hedge: policy.Hedge{Delay: time.Hour}}, sleepingWith(never), backoffUnlessSet(everySecond))
+	tr := newRig(t, nil, policy.Policy{Hedge: &policy.Hedge{Delay: time.Hour}}, sleepingWith(never), backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	for range 5 {
 		resp, err := client.Get(srv.URL)
@@ -54,7 +54,7 @@ func TestHedgeDelaySleptToItsEndBeforeRoundTripReturns(t *testing.T) {
 		returned.Add(1)
 		return ctx.Err()
 	}
-	tr := newRig(t, nil, policy.Policy{Hedge: policy.Hedge{Delay: time.Hour}}, sleepingWith(slowToEnd), backoffUnlessSet(everySecond))
+	tr := newRig(t, nil, policy.Policy{Hedge: &policy.Hedge{Delay: time.Hour}}, sleepingWith(slowToEnd), backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	for i := range 3 {
 		resp, err := client.Get(srv.URL)
@@ -83,7 +83,7 @@ func TestHedgeDelayFollowsTheQuantile(t *testing.T) {
 		<-ctx.Done() // never due: every attempt answers first
 		return ctx.Err()
 	}
-	tr := newRig(t, nil, policy.Policy{Hedge: policy.Hedge{Delay: 5 * time.Millisecond, Quantile: 0.9}}, sleepingWith(record), backoffUnlessSet(everySecond))
+	tr := newRig(t, nil, policy.Policy{Hedge: &policy.Hedge{Delay: 5 * time.Millisecond, Quantile: 0.9}}, sleepingWith(record), backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	for range 30 {
 		resp, err := client.Get(srv.URL)
@@ -137,7 +137,7 @@ func TestHedgeQuantileCountsTimedOutAttempts(t *testing.T) {
 		return ctx.Err()
 	}
 	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 5 * time.Millisecond,
-		Hedge: policy.Hedge{Delay: time.Millisecond, Quantile: 0.5}}
+		Hedge: &policy.Hedge{Delay: time.Millisecond, Quantile: 0.5}}
 	tr := newRig(t, nil, p, onClock(clock), sleepingWith(never), backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	get := func() {

@@ -68,7 +68,7 @@ func TestHedgeRacesFailover(t *testing.T) {
 	noLeaks(t)
 	pg, sg, primary, secondary := gatedPair(t, holdAll, holdNone, 0)
 	sh := secondary.host()
-	tr := newRig(t, nil, policy.Policy{Endpoints: []string{sh}, Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond), recordFinals())
+	tr := newRig(t, nil, policy.Policy{Failover: &policy.Failover{Endpoints: []string{sh}}, Hedge: &policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
 
 	getBody(t, client, primary.URL)
@@ -87,7 +87,7 @@ func TestHedgeRacesFailover(t *testing.T) {
 	// A write stays on the primary: its hedge too.
 	pg2 := newGate(func(n int, _ *http.Request) bool { return n == 1 })
 	primary2 := newFaultServer(t, pg2)
-	tr2 := newRig(t, nil, policy.Policy{Endpoints: []string{sh}, Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond))
+	tr2 := newRig(t, nil, policy.Policy{Failover: &policy.Failover{Endpoints: []string{sh}}, Hedge: &policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond))
 	client2 := tr2.client(t)
 	req, _ := http.NewRequest("PUT", primary2.URL, strings.NewReader("x"))
 	resp, err := client2.Do(req)
@@ -108,7 +108,7 @@ func TestHedgeNotFoundOnSecondaryDoesNotWin(t *testing.T) {
 	got404 := make(chan struct{})
 	_, sg, primary, secondary := gatedPair(t, func(int, *http.Request) bool { <-got404; return false }, holdNone, 404)
 	sh := secondary.host()
-	tr := newRig(t, nil, policy.Policy{Endpoints: []string{sh}, Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond))
+	tr := newRig(t, nil, policy.Policy{Failover: &policy.Failover{Endpoints: []string{sh}}, Hedge: &policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	go func() { sg.wait(t); close(got404) }()
 	resp, _ := getBody(t, client, primary.URL)
@@ -122,8 +122,8 @@ func TestHedgeNotFoundOnSecondaryDoesNotWin(t *testing.T) {
 func TestHedgeNotFoundOnSecondaryDoesNotWinWhenBothFail(t *testing.T) {
 	noLeaks(t)
 	primary, secondary, classified := bothFail(t, 503, 404)
-	p := policy.Policy{MaxAttempts: 1, Endpoints: []string{secondary.host()},
-		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: classified}
+	p := policy.Policy{MaxAttempts: 1, Failover: &policy.Failover{Endpoints: []string{secondary.host()}},
+		Hedge: &policy.Hedge{Delay: hedgeDelay}, Classify: classified}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
 	resp, _ := getBody(t, client, primary.URL)
@@ -154,8 +154,8 @@ func TestHedgeNotFoundOnSecondaryBeatsAnError(t *testing.T) {
 		close(hedgeIn)
 		w.WriteHeader(404)
 	}))
-	p := policy.Policy{MaxAttempts: 1, Endpoints: []string{secondary.host()},
-		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(404, classified)}
+	p := policy.Policy{MaxAttempts: 1, Failover: &policy.Failover{Endpoints: []string{secondary.host()}},
+		Hedge: &policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(404, classified)}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
 	resp, err := client.Get(primary.URL)
@@ -181,7 +181,7 @@ func TestHedgeNotFoundOnSecondaryDoesNotWinAtTheTimeout(t *testing.T) {
 	noLeaks(t)
 	_, sg, primary, secondary := gatedPair(t, holdAll, holdNone, 404)
 	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 200 * time.Millisecond,
-		Endpoints: []string{secondary.host()}, Hedge: policy.Hedge{Delay: hedgeDelay}}
+		Failover: &policy.Failover{Endpoints: []string{secondary.host()}}, Hedge: &policy.Hedge{Delay: hedgeDelay}}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	resp, err := client.Get(primary.URL)
@@ -202,7 +202,7 @@ func TestHedgeToThePrimaryNamedInTheEvent(t *testing.T) {
 	noLeaks(t)
 	_, _, primary, secondary := gatedPair(t, holdNone, holdAll, 0)
 	ph, sh := primary.host(), secondary.host()
-	p := policy.Policy{Endpoints: []string{sh}, LocationMode: policy.SecondaryThenPrimary, Hedge: policy.Hedge{Delay: hedgeDelay}}
+	p := policy.Policy{Failover: &policy.Failover{Endpoints: []string{sh}, Mode: policy.SecondaryThenPrimary}, Hedge: &policy.Hedge{Delay: hedgeDelay}}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
 	getBody(t, client, primary.URL)
@@ -221,9 +221,9 @@ func TestHedgeOutcomeRecordedInItsOwnScope(t *testing.T) {
 	// The primary's 500 first, so that the 429 is the last failure.
 	primary, secondary, classified := bothFail(t, 500, http.StatusTooManyRequests)
 	ph, sh := primary.host(), secondary.host()
-	p := policy.Policy{MaxAttempts: 1, Adaptive: true, Endpoints: []string{sh},
-		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: classified}
-	tr := newRig(t, nil, p, backoffUnlessSet(everySecond), recordFinals())
+	p := policy.Policy{MaxAttempts: 1, Failover: &policy.Failover{Endpoints: []string{sh}},
+		Hedge: &policy.Hedge{Delay: hedgeDelay}, Classify: classified}
+	tr := newRig(t, nil, p, adaptiveOnRig(), backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
 	resp, _ := getBody(t, client, primary.URL)
 	if resp.StatusCode != 429 {
@@ -280,8 +280,8 @@ func TestRouteRemembersAFailedHedge(t *testing.T) {
 		}
 		return clock.Sleep(ctx, d)
 	}
-	p := policy.Policy{MaxAttempts: 2, Endpoints: []string{a.host(), b.host()},
-		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(500, classified)}
+	p := policy.Policy{MaxAttempts: 2, Failover: &policy.Failover{Endpoints: []string{a.host(), b.host()}},
+		Hedge: &policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(500, classified)}
 	tr := newRig(t, nil, p, onClock(clock), sleepingWith(sleep), backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
 	getBody(t, client, primary.URL)
@@ -323,8 +323,8 @@ func TestHedgeOfARetryKeepsTheHooksURL(t *testing.T) {
 	}
 	primary := newFaultServer(t, record("P"))
 	alt := newFaultServer(t, record("A"))
-	p := policy.Policy{MaxAttempts: 2, Endpoints: []string{alt.host()},
-		Hedge: policy.Hedge{Delay: hedgeDelay}, Backoff: everySecond}
+	p := policy.Policy{MaxAttempts: 2, Failover: &policy.Failover{Endpoints: []string{alt.host()}},
+		Hedge: &policy.Hedge{Delay: hedgeDelay}, Backoff: everySecond}
 	tr := newRig(t, nil, p, withOptions(retrytransport.WithBeforeRetry(func(req *http.Request, _ retrytransport.Event) error {
 		req.URL.RawQuery = "sig=retry"
 		return nil
@@ -373,8 +373,8 @@ func TestHedgedAttemptTimeoutIsInItsOwnScope(t *testing.T) {
 	b := newFaultServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 	}))
-	p := policy.Policy{MaxAttempts: 2, AttemptTimeout: 200 * time.Millisecond, Endpoints: []string{a.host(), b.host()},
-		Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(500, classified)}
+	p := policy.Policy{MaxAttempts: 2, AttemptTimeout: 200 * time.Millisecond, Failover: &policy.Failover{Endpoints: []string{a.host(), b.host()}},
+		Hedge: &policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(500, classified)}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
 	_, err := client.Get(primary.URL)
@@ -404,8 +404,8 @@ func TestHedgedAttemptTimeoutAfterAFailedHedgeIsInItsOwnScope(t *testing.T) {
 	}))
 	a := newFaultServer(t, http.HandlerFunc(resetConn))
 	ph, ah := primary.host(), a.host()
-	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 200 * time.Millisecond, Endpoints: []string{ah},
-		Hedge: policy.Hedge{Delay: hedgeDelay}}
+	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 200 * time.Millisecond, Failover: &policy.Failover{Endpoints: []string{ah}},
+		Hedge: &policy.Hedge{Delay: hedgeDelay}}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
 	if _, err := client.Get(primary.URL); err == nil {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
@@ -171,7 +172,7 @@ func TestHedgeWinsOverASlowAttempt(t *testing.T) {
 	noLeaks(t)
 	g := newGate(func(n int, _ *http.Request) bool { return n == 1 })
 	srv := newFaultServer(t, g)
-	tr := newRig(t, nil, policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond), recordFinals())
+	tr := newRig(t, nil, policy.Policy{Hedge: &policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
 
 	resp, body := getBody(t, client, srv.URL+"/slow")
@@ -243,7 +244,7 @@ func TestHedgeOnlySafeRequests(t *testing.T) {
 			g := newGate(func(n int, _ *http.Request) bool { return n == 1 })
 			srv := newFaultServer(t, g)
 			// RetryNonIdempotent does not make a POST safe to hedge.
-			tr := newRig(t, nil, policy.Policy{RetryNonIdempotent: true, IgnoreSDKAttempts: tc.ignoreSDK, Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond))
+			tr := newRig(t, nil, policy.Policy{RetryNonIdempotent: true, IgnoreSDKAttempts: tc.ignoreSDK, Hedge: &policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond))
 			client := tr.client(t)
 			release := sync.OnceFunc(func() { close(g.release) })
 			defer release() // also when no hedge came: the held attempt ends
@@ -283,7 +284,7 @@ func TestHedgeCallerCancels(t *testing.T) {
 	noLeaks(t)
 	g := newGate(func(int, *http.Request) bool { return true })
 	srv := newFaultServer(t, g)
-	tr := newRig(t, nil, policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay, MaxHedges: 2}}, backoffUnlessSet(everySecond))
+	tr := newRig(t, nil, policy.Policy{Hedge: &policy.Hedge{Delay: hedgeDelay, MaxHedges: 2}}, backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -312,7 +313,7 @@ func TestHedgesAtMostMaxHedges(t *testing.T) {
 	noLeaks(t)
 	g := newGate(func(n int, _ *http.Request) bool { return n < 3 })
 	srv := newFaultServer(t, g)
-	tr := newRig(t, nil, policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay, MaxHedges: 2}}, backoffUnlessSet(everySecond))
+	tr := newRig(t, nil, policy.Policy{Hedge: &policy.Hedge{Delay: hedgeDelay, MaxHedges: 2}}, backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	_, body := getBody(t, client, srv.URL)
 	if body != "answer 3" {
@@ -329,7 +330,7 @@ func TestHedgesAtMostMaxHedges(t *testing.T) {
 func TestHedgeCountBeyondTheLimitIsBounded(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
 	srv := serve(t, s)
-	p := policy.Policy{Hedge: policy.Hedge{Delay: time.Hour, MaxHedges: math.MaxInt}}
+	p := policy.Policy{Hedge: &policy.Hedge{Delay: time.Hour, MaxHedges: math.MaxInt}}
 	never := func(ctx context.Context, _ time.Duration) error { <-ctx.Done(); return ctx.Err() } // no hedge is due
 	tr := newRig(t, nil, p, sleepingWith(never), backoffUnlessSet(everySecond))
 	client := tr.client(t)
@@ -363,7 +364,7 @@ func TestHedgedAttemptThatFailsIsRetried(t *testing.T) {
 		return 200
 	}
 	srv := newFaultServer(t, g)
-	tr := newRig(t, nil, policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond), recordFinals())
+	tr := newRig(t, nil, policy.Policy{Hedge: &policy.Hedge{Delay: hedgeDelay}}, backoffUnlessSet(everySecond), recordFinals())
 	client := tr.client(t)
 	resp, _ := getBody(t, client, srv.URL)
 	if resp.StatusCode != 200 || retrytransport.ResponseAttempts(resp).Count != 2 {
@@ -391,7 +392,7 @@ func TestHedgeStalledLoserDoesNotDelayTheWinner(t *testing.T) {
 		},
 		func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }) // 200 once the attempt's 500 was classified
 	p := policy.Policy{
-		Hedge:        policy.Hedge{Delay: hedgeDelay},
+		Hedge:        &policy.Hedge{Delay: hedgeDelay},
 		MaxTotalTime: 300 * time.Millisecond,
 		ReadTimeout:  3 * time.Second,
 		Classify:     onClassified(500, classified),
@@ -423,7 +424,7 @@ func TestHedgeResponseBeatsAnError(t *testing.T) {
 			w.WriteHeader(500)
 		},
 		resetConn) // the hedge's connection reset after the 500 was classified
-	p := policy.Policy{MaxAttempts: 1, Hedge: policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(500, classified)}
+	p := policy.Policy{MaxAttempts: 1, Hedge: &policy.Hedge{Delay: hedgeDelay}, Classify: onClassified(500, classified)}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	resp, err := client.Get(srv.URL)
@@ -449,7 +450,7 @@ func TestHedgeTimeoutKeepsAResponseThatArrivedInTime(t *testing.T) {
 			io.WriteString(w, "attempt's answer")
 		},
 		func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }) // the hedge never answers
-	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 200 * time.Millisecond, Hedge: policy.Hedge{Delay: hedgeDelay}}
+	p := policy.Policy{MaxAttempts: 1, AttemptTimeout: 200 * time.Millisecond, Hedge: &policy.Hedge{Delay: hedgeDelay}}
 	tr := newRig(t, nil, p, backoffUnlessSet(everySecond))
 	client := tr.client(t)
 	resp, err := client.Get(srv.URL)
@@ -522,7 +523,7 @@ func TestHedgeCopiesAreIndependentOfTheCallersRequest(t *testing.T) {
 		}
 		return clock.Sleep(ctx, d)
 	}
-	tr := newRig(t, base, policy.Policy{Hedge: policy.Hedge{Delay: hedgeDelay}}, onClock(clock), sleepingWith(sleep))
+	tr := newRig(t, base, policy.Policy{Hedge: &policy.Hedge{Delay: hedgeDelay}}, onClock(clock), sleepingWith(sleep))
 
 	body := &callerBody{r: strings.NewReader("payload")}
 	req, err := http.NewRequest("PUT", srv.URL+"/first", body)
@@ -547,5 +548,27 @@ func TestHedgeCopiesAreIndependentOfTheCallersRequest(t *testing.T) {
 	}
 	if k := body.lateReads.Load(); k != 0 {
 		t.Errorf("the caller's body was read %d times after RoundTrip returned; want 0", k)
+	}
+}
+
+// A Hedge with neither a Delay nor a Quantile, which Validate rejects,
+// hedges nothing, and the request goes as if the policy had none: its
+// first attempt sends the caller's own body, where a request that may be
+// hedged would send a fresh one from GetBody (see ownBody).
+func TestHedgeThatCannotHedgeIsOff(t *testing.T) {
+	s := &script{steps: []step{{status: 200}}}
+	tr := newRig(t, s, policy.Policy{Hedge: &policy.Hedge{MaxHedges: 2}})
+	req := newReq(t, "PUT", url, "the caller's body")
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("from GetBody")), nil }
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("RoundTrip(PUT): %v", err)
+	}
+	resp.Body.Close()
+	if diff := cmp.Diff([]string{"the caller's body"}, s.received()); diff != "" {
+		t.Errorf("bodies received mismatch (-want +got):\n%s", diff)
+	}
+	if st := tr.scopeStats("api.example.com"); st.Hedges != 0 {
+		t.Errorf("Snapshot Hedges = %d; want 0", st.Hedges)
 	}
 }

@@ -180,7 +180,7 @@ func TestBeforeRetryRefusalKeepsTheFixedRateToken(t *testing.T) {
 // caller's request sharing its body. When the pacing wait before it ends
 // exactly at MaxTotalTime, the attempt is not sent and the caller's body is
 // closed once, not once for the copy and once for the caller.
-func TestAttemptHeaderBudgetSpentClosesTheBodyOnce(t *testing.T) {
+func TestAttemptHeaderTimeLimitSpentClosesTheBodyOnce(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
 	p := policy.Policy{
 		AttemptHeader: "X-Attempt",
@@ -200,8 +200,8 @@ func TestAttemptHeaderBudgetSpentClosesTheBodyOnce(t *testing.T) {
 	req.Body, req.ContentLength = body, 7
 	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("payload")), nil }
 	_, err = tr.RoundTrip(req)
-	if !errors.Is(err, retrytransport.ErrBudget) {
-		t.Fatalf("second RoundTrip error = %v; want ErrBudget before the first attempt", err)
+	if !errors.Is(err, retrytransport.ErrTimeLimit) {
+		t.Fatalf("second RoundTrip error = %v; want ErrTimeLimit before the first attempt", err)
 	}
 	if n := body.closed.Load(); n != 1 {
 		t.Errorf("request body closed %d times; want 1", n)

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/internal/hostpattern"
 )
 
 // hostTable finds the policy state for a request's hostname: an exact
@@ -28,11 +28,11 @@ type wildEntry struct {
 // name with or without its trailing dot. The options that take patterns
 // have checked them, so an error here is a bug.
 func (h *hostTable) add(pattern string, cp *compiled) error {
-	if err := policy.CheckPattern(pattern); err != nil {
-		return fmt.Errorf("retrytransport: %w", err)
+	key := hostpattern.Normalize(pattern)
+	if why := hostpattern.Check(key); why != "" {
+		return fmt.Errorf("retrytransport: host pattern %q: %s", pattern, why)
 	}
-	pattern = patternKey(pattern)
-	if suffix, ok := strings.CutPrefix(pattern, "*"); ok {
+	if suffix, ok := strings.CutPrefix(key, "*"); ok {
 		for i := range h.wild {
 			if h.wild[i].suffix == suffix {
 				h.wild[i].cp = cp
@@ -46,21 +46,8 @@ func (h *hostTable) add(pattern string, cp *compiled) error {
 	if h.exact == nil {
 		h.exact = make(map[string]*compiled)
 	}
-	h.exact[pattern] = cp
+	h.exact[key] = cp
 	return nil
-}
-
-// patternKey returns the form of a valid pattern that the table keeps: in
-// lower case, without the brackets of an IPv6 literal or a trailing dot.
-// Two patterns with the same key are the same pattern.
-func patternKey(pattern string) string {
-	pattern = strings.ToLower(pattern)
-	if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
-		pattern = pattern[1 : len(pattern)-1]
-	}
-	// CheckPattern rejects "." and a trailing "..", so at most one dot
-	// remains to drop, and a name comes before it.
-	return strings.TrimSuffix(pattern, ".")
 }
 
 // lookup returns the state for hostname, ignoring case and one trailing

@@ -23,8 +23,8 @@ func panicValue(f func()) (v any) {
 	return nil
 }
 
-// invalidPatterns are host patterns with what is wrong with each, as
-// policy.CheckPattern says it.
+// invalidPatterns are host patterns with what is wrong with each, as the
+// panics of WithHostPolicy and WithPolicyMap say it.
 var invalidPatterns = []struct{ pattern, why string }{
 	{"127.0.0.1:8080", "has a port; patterns match hostnames only, on every port"},
 	{"api.example.com:443", "has a port; patterns match hostnames only, on every port"},

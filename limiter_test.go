@@ -32,7 +32,7 @@ func throttleThenOK(n int) *script {
 
 func TestAdaptivePacesFirstAttemptsAfterAThrottle(t *testing.T) {
 	s := throttleThenOK(1)
-	tr := newRig(t, s, policy.Adaptive())
+	tr := newRig(t, s, policy.Adaptive(), adaptiveOnRig())
 	for i := range 20 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
@@ -56,7 +56,7 @@ func TestAdaptivePacesFirstAttemptsAfterAThrottle(t *testing.T) {
 
 func TestAdaptiveNeverDelaysAnUnthrottledScope(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
-	tr := newRig(t, s, policy.Adaptive())
+	tr := newRig(t, s, policy.Adaptive(), adaptiveOnRig())
 	for range 50 {
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
@@ -131,7 +131,7 @@ func TestAdaptiveQuotaStillRefills(t *testing.T) {
 	q := &ratelimit.Quota{}
 	p := policy.Adaptive()
 	p.Quota = q
-	tr := newRig(t, s, p)
+	tr := newRig(t, s, p, adaptiveOnRig())
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatal(err)
@@ -368,7 +368,7 @@ func TestPolicyTakesAnyLimiter(t *testing.T) {
 			t.Errorf("learn=%t: sleeps = %v; want 20ms, 15ms first (the reservation asked again after each part)", learn, sleeps)
 		}
 		wantLimiter := []string{"Delay api.example.com", "Delay api.example.com"}
-		wantQuota := []string{"Acquire throttle", "Refund"} // charged, and refunded when the retry succeeds
+		wantQuota := []string{"Acquire api.example.com throttle", "Refund api.example.com"} // charged, and refunded when the retry succeeds
 		if learn {
 			wantLimiter = append(wantLimiter, "Record throttle", "Record success")
 			wantQuota = nil // a limiter that learns paces throttles, so their retries are free
@@ -385,12 +385,13 @@ func TestPolicyTakesAnyLimiter(t *testing.T) {
 	}
 }
 
-// TestPacingBeforeTheFirstAttemptKeepsTheBudget: a fixed rate whose token
-// is spent needs a 400 ms wait, but MaxTotalTime is 100 ms. The wait is not
-// started; the error says the budget, comes before any attempt (so it is
-// not a *RetryError, whose Attempts is at least 1), and the request body,
-// which has GetBody, is closed as the RoundTripper contract requires.
-func TestPacingBeforeTheFirstAttemptKeepsTheBudget(t *testing.T) {
+// TestPacingBeforeTheFirstAttemptKeepsTheTimeLimit: a fixed rate whose
+// token is spent needs a 400 ms wait, but MaxTotalTime is 100 ms. The wait
+// is not started; the error says the time limit ran out, comes before any
+// attempt (so it is not a *RetryError, whose Attempts is at least 1), and
+// the request body, which has GetBody, is closed as the RoundTripper
+// contract requires.
+func TestPacingBeforeTheFirstAttemptKeepsTheTimeLimit(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
 	p := policy.Policy{MaxTotalTime: 100 * time.Millisecond, RateLimit: &ratelimit.Fixed{Rate: 2.5, Burst: 1}}
 	tr := newRig(t, s, p)
@@ -406,8 +407,8 @@ func TestPacingBeforeTheFirstAttemptKeepsTheBudget(t *testing.T) {
 	req.Body = body
 	_, err = tr.RoundTrip(req)
 	var re *retrytransport.RetryError
-	if !errors.Is(err, retrytransport.ErrBudget) || errors.As(err, &re) {
-		t.Errorf("RoundTrip error = %v; want ErrBudget before any attempt, not a *RetryError", err)
+	if !errors.Is(err, retrytransport.ErrTimeLimit) || errors.As(err, &re) {
+		t.Errorf("RoundTrip error = %v; want ErrTimeLimit before any attempt, not a *RetryError", err)
 	}
 	if n := s.count(); n != 1 {
 		t.Errorf("attempts = %d; want only the first request's", n)

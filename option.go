@@ -7,9 +7,9 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/retrytransport/retrytransport/internal/hostpattern"
 	"github.com/retrytransport/retrytransport/policy"
 )
 
@@ -56,14 +56,15 @@ func WithPolicy(p policy.Policy) Option {
 // pattern twice keeps the last policy.
 //
 // WithHostPolicy panics, when called, if pattern is not a valid pattern
-// (see policy.CheckPattern: empty, with a scheme, port, path or user, a
-// "*" anywhere but a leading "*.", a character no hostname has), as
-// http.ServeMux.Handle panics on an invalid pattern: such a pattern is a
-// mistake in the program, which would otherwise show only at run time.
-// This is the one exception to New never panicking. Code that takes
-// patterns from configuration checks them with policy.CheckPattern first,
-// or loads a policy.Map with policy.LoadMap, which returns an error.
-// Errors in p itself do not panic: see New.
+// (empty, with a scheme, port, path or user, a "*" anywhere but a leading
+// "*.", a character no hostname has), with a message that names the
+// pattern and says what is wrong with it, as http.ServeMux.Handle panics
+// on an invalid pattern: such a pattern is a mistake in the program, which
+// would otherwise show only at run time. This is the one exception to New
+// never panicking. Code that takes patterns from configuration puts them
+// in a policy.Map, which policy.Map.Validate checks (and policy.LoadMap,
+// which loads one), and passes it to WithPolicyMap. Errors in p itself do
+// not panic: see New.
 func WithHostPolicy(pattern string, p policy.Policy) Option {
 	mustBePattern("WithHostPolicy", pattern)
 	return func(c *config) { c.hosts = append(c.hosts, hostEntry{pattern, p}) }
@@ -82,7 +83,7 @@ func WithPolicyMap(m policy.Map) Option {
 	seen := make(map[string]string, len(m.Hosts)) // key -> pattern
 	for _, pattern := range slices.Sorted(maps.Keys(m.Hosts)) {
 		mustBePattern("WithPolicyMap", pattern)
-		key := patternKey(pattern)
+		key := hostpattern.Normalize(pattern)
 		if first, ok := seen[key]; ok {
 			panic(fmt.Sprintf("retrytransport: WithPolicyMap: host patterns %q and %q are the same pattern; want each once", first, pattern))
 		}
@@ -100,15 +101,22 @@ func WithPolicyMap(m policy.Map) Option {
 // host pattern, with a message that names fn, the pattern and what is
 // wrong with it.
 func mustBePattern(fn, pattern string) {
-	if err := policy.CheckPattern(pattern); err != nil {
-		panic("retrytransport: " + fn + ": " + strings.TrimPrefix(err.Error(), "policy: "))
+	if why := hostpattern.Check(hostpattern.Normalize(pattern)); why != "" {
+		panic(fmt.Sprintf("retrytransport: %s: host pattern %q: %s", fn, pattern, why))
 	}
 }
 
-// WithClock replaces the clock and the timer of the Transport and of every
-// retry quota it creates. now returns the current time; sleep waits for d
-// or until ctx is done, and then returns ctx's error. Nil arguments keep the
-// real clock or timer. Tests use it to run retries without real waits.
+// WithClock replaces the clock and the timer of the Transport. now returns
+// the current time; sleep waits for d or until ctx is done, and then
+// returns ctx's error. Nil arguments keep the real clock or timer. Tests
+// use it to run retries without real waits.
+//
+// The clock drives the Transport itself (its waits before retries and for
+// send tokens, MaxTotalTime, penalty periods, the latencies of hedged
+// copies) and what it makes: the retry quota it creates for each policy
+// whose Quota is nil. A quota or limiter given in a policy keeps its own
+// clock, its Now field, nil meaning the real one: give it the same clock,
+// as in &ratelimit.Adaptive{Now: now}, to have it follow a fake one.
 func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) Option {
 	return func(c *config) {
 		if now != nil {

@@ -10,7 +10,7 @@ import (
 
 // pace readies attempt a to be sent: it waits for a's send tokens (see
 // reserve), then sets a's timer, AttemptTimeout bounded by what is left of
-// MaxTotalTime, and refuses a when nothing is left (ErrBudget).
+// MaxTotalTime, and refuses a when nothing is left (ErrTimeLimit).
 func (r *request) pace(a *attempt) error {
 	if err := r.reserve(a, true); err != nil {
 		return err
@@ -19,7 +19,7 @@ func (r *request) pace(a *attempt) error {
 	if !r.timeEnd.IsZero() {
 		left := r.timeEnd.Sub(r.t.now())
 		if left <= 0 {
-			return ErrBudget
+			return ErrTimeLimit
 		}
 		if a.timeout == 0 || left < a.timeout {
 			a.timeout = left
@@ -36,7 +36,7 @@ func (r *request) pace(a *attempt) error {
 // x/time/rate's Wait does. An attempt waits (mayWait); a hedge is worth
 // sending now or not at all, and is refused a wait (errHedgeWaits). A wait
 // is not started that would end after the context's deadline
-// (ErrDeadline) or the policy's MaxTotalTime (ErrBudget); a limiter that
+// (ErrDeadline) or the policy's MaxTotalTime (ErrTimeLimit); a limiter that
 // refuses to wait gives an error wrapping ratelimit.ErrRateLimited, which
 // the scope's statistics count. Either way no token is kept. The adaptive
 // reservation is kept in a.turn until a is sent (see unsend).

@@ -3,10 +3,41 @@ package retrytransport
 import (
 	"math"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/policy"
 )
+
+// penaltyConfig is a policy.Penalty as the transport runs it, normalised
+// by policy.Policy.WithDefaults: it has a positive Delay, and a code or a
+// status that starts it.
+type penaltyConfig policy.Penalty
+
+// period returns how long p lasts after a signal: For, or Delay when For
+// is zero.
+func (p *penaltyConfig) period() time.Duration {
+	if p.For > 0 {
+		return p.For
+	}
+	return p.Delay
+}
+
+// signals reports whether resp, an attempt's response, retried or not,
+// starts p: its status is one of Statuses, or its error code, as
+// classify.Code finds it, one of Codes. A nil resp signals nothing. It
+// reads the body only when p has Codes, at most classify.MaxPeek bytes of
+// it, and leaves the body readable from its start.
+func (p *penaltyConfig) signals(resp *http.Response) bool {
+	if resp == nil {
+		return false
+	}
+	if slices.Contains(p.Statuses, resp.StatusCode) {
+		return true
+	}
+	return len(p.Codes) > 0 && slices.Contains(p.Codes, classify.Code(resp))
+}
 
 // notePenalty starts, or starts again, the Policy.Penalty of a's scope if
 // a's response signals it. Every response is noted, retried or not, and
@@ -18,18 +49,18 @@ func (r *request) notePenalty(a *attempt) {
 	if a.out.Kind == classify.Success || !r.signals(a.resp) {
 		return
 	}
-	a.behaviour.penalise(r.t.now(), r.cp.p.Penalty.Period())
+	a.behaviour.penalise(r.t.now(), r.cp.penalty.period())
 }
 
 // signals reports whether resp signals the policy's Penalty, reading its
 // error code, if need be, within ReadTimeout, as classification does.
 func (r *request) signals(resp *http.Response) bool {
-	pen := &r.cp.p.Penalty
+	pen := r.cp.penalty
 	if resp == nil || !hasReadableBody(resp) || len(pen.Codes) == 0 {
-		return pen.Signals(resp) // the status alone: no body to read
+		return pen.signals(resp) // the status alone: no body to read
 	}
 	tb := boundReads(resp, r.cp.p.ReadTimeout)
-	ok := pen.Signals(resp)
+	ok := pen.signals(resp)
 	tb.release(resp)
 	return ok
 }

@@ -54,7 +54,7 @@ func TestPenaltyStartedByAResponseThatIsNotRetried(t *testing.T) {
 	}))
 	p := policy.Policy{
 		Backoff: backoff.Constant{Interval: time.Second},
-		Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
+		Penalty: &policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
 	}
 	tr := newRig(t, nil, p)
 	client := tr.client(t)
@@ -85,9 +85,9 @@ func TestPenaltyStartedByALosingHedge(t *testing.T) {
 	p := policy.Policy{
 		RetryNonIdempotent: true,
 		Backoff:            backoff.Constant{Interval: time.Second},
-		Hedge:              policy.Hedge{Delay: hedgeDelay},
+		Hedge:              &policy.Hedge{Delay: hedgeDelay},
 		Classify:           onClassified(503, classified),
-		Penalty:            policy.Penalty{Statuses: []int{503}, Delay: 10 * time.Second, For: time.Hour},
+		Penalty:            &policy.Penalty{Statuses: []int{503}, Delay: 10 * time.Second, For: time.Hour},
 	}
 	tr := newRig(t, nil, p)
 	client := tr.client(t)
@@ -119,7 +119,7 @@ func TestPenaltyAppliedAndReset(t *testing.T) {
 	p := policy.Policy{
 		MaxAttempts: 5,
 		Backoff:     backoff.Constant{Interval: time.Second},
-		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 15 * time.Second},
+		Penalty:     &policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 15 * time.Second},
 	}
 	tr := newRig(t, nil, p, recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
@@ -143,7 +143,7 @@ func TestPenaltyIsPerScope(t *testing.T) {
 	p := policy.Policy{
 		MaxAttempts: 2,
 		Backoff:     backoff.Constant{Interval: time.Second},
-		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Minute},
+		Penalty:     &policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Minute},
 	}
 	tr := newRig(t, nil, p, recordEvents())
 	for _, u := range []string{busy.URL, plain.URL, busy.URL} {
@@ -163,7 +163,7 @@ func TestPenaltyIsPerScope(t *testing.T) {
 // server's Retry-After.
 func TestPenaltyByStatus(t *testing.T) {
 	srv := serve(t, &script{steps: []step{{status: 503, header: retryAfter(2)}}})
-	p := policy.Policy{MaxAttempts: 2, Penalty: policy.Penalty{Statuses: []int{503}, Delay: 5 * time.Second}}
+	p := policy.Policy{MaxAttempts: 2, Penalty: &policy.Penalty{Statuses: []int{503}, Delay: 5 * time.Second}}
 	tr := newRig(t, nil, p, recordEvents())
 	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
 	if err != nil {
@@ -196,7 +196,7 @@ func TestPenaltyCodeReadIsBounded(t *testing.T) {
 		Classify: func(*http.Request, *http.Response, error) classify.Outcome {
 			return classify.Outcome{Kind: classify.Transient, Reason: "always"}
 		},
-		Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second},
+		Penalty: &policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second},
 	}
 	tr := newRig(t, nil, p, recordEvents())
 	done := make(chan struct{})
@@ -229,9 +229,9 @@ func TestPenaltyFollowsTheScopeARetryGoesTo(t *testing.T) {
 	})
 	p := policy.Policy{
 		MaxAttempts: 3,
-		Endpoints:   []string{"secondary.test"},
+		Failover:    &policy.Failover{Endpoints: []string{"secondary.test"}},
 		Backoff:     backoff.Constant{Interval: time.Second},
-		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
+		Penalty:     &policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
 	}
 	tr := newRig(t, base, p, recordEvents())
 	tr.get(t, "http://primary.test/")
@@ -280,7 +280,7 @@ func TestPenaltyPeriodNotShortenedByALateSignal(t *testing.T) {
 		Classify: func(*http.Request, *http.Response, error) classify.Outcome {
 			return classify.Outcome{Kind: classify.Transient, Reason: "body unread"}
 		},
-		Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Delay: time.Second, For: 100 * time.Second},
+		Penalty: &policy.Penalty{Codes: []string{"ServerBusy"}, Delay: time.Second, For: 100 * time.Second},
 	}
 	tr := newRig(t, base, p, recordEvents())
 	t0 := tr.clock.Now()
@@ -339,7 +339,7 @@ func TestPenaltyClockBackwardsDoesNotProlongThePeriod(t *testing.T) {
 	p := policy.Policy{
 		MaxAttempts: 2,
 		Backoff:     backoff.Constant{Interval: time.Second},
-		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
+		Penalty:     &policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
 	}
 	tr := newRig(t, base, p, recordEvents())
 	tr.get(t, "http://busy.test/") // signal; retry waits 11 s
@@ -367,7 +367,7 @@ func TestPenaltyLongForDoesNotOverflow(t *testing.T) {
 	p := policy.Policy{
 		MaxAttempts: 2,
 		Backoff:     backoff.Constant{Interval: time.Second},
-		Penalty:     policy.Penalty{Statuses: []int{503}, Delay: 10 * time.Second, For: math.MaxInt64},
+		Penalty:     &policy.Penalty{Statuses: []int{503}, Delay: 10 * time.Second, For: math.MaxInt64},
 	}
 	if err := p.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
@@ -388,7 +388,7 @@ func TestPenaltyLongDelayDoesNotOverflow(t *testing.T) {
 	p := policy.Policy{
 		MaxAttempts: 2,
 		Backoff:     backoff.Constant{Interval: time.Second},
-		Penalty:     policy.Penalty{Statuses: []int{503}, Delay: math.MaxInt64},
+		Penalty:     &policy.Penalty{Statuses: []int{503}, Delay: math.MaxInt64},
 	}
 	if err := p.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
@@ -434,7 +434,7 @@ func TestPenaltyStartedByAFinalAttempt(t *testing.T) {
 	p := policy.Policy{
 		MaxAttempts: 2,
 		Backoff:     backoff.Constant{Interval: time.Second},
-		Penalty:     policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Minute},
+		Penalty:     &policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Minute},
 	}
 	tr := newRig(t, base, p, recordEvents())
 	tr.get(t, "http://busy.test/")
@@ -473,11 +473,11 @@ func TestPenaltyFromAHedgeIsItsEndpoints(t *testing.T) {
 	})
 	p := policy.Policy{
 		MaxAttempts:        2,
-		Endpoints:          []string{"secondary.test"},
-		Hedge:              policy.Hedge{Delay: time.Millisecond, MaxHedges: 1},
+		Failover:           &policy.Failover{Endpoints: []string{"secondary.test"}},
+		Hedge:              &policy.Hedge{Delay: time.Millisecond, MaxHedges: 1},
 		RetryNonIdempotent: true,
 		Backoff:            backoff.Constant{Interval: time.Second},
-		Penalty:            policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
+		Penalty:            &policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: time.Hour},
 	}
 	tr := newRig(t, base, p, recordEvents())
 	tr.get(t, "http://primary.test/")

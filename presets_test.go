@@ -68,8 +68,8 @@ func TestCosmosDBWaitsAtMostThirtySeconds(t *testing.T) {
 	if resp.StatusCode != 429 || attempts() != 8 || total != 28*time.Second {
 		t.Errorf("status %d after %d attempts and %v of waits; want the 429 after 8 attempts and 28 s", resp.StatusCode, attempts(), total)
 	}
-	if !errors.Is(tr.stop(), retrytransport.ErrBudget) {
-		t.Errorf("stop = %v; want ErrBudget (MaxTotalWait)", tr.stop())
+	if !errors.Is(tr.stop(), retrytransport.ErrTimeLimit) {
+		t.Errorf("stop = %v; want ErrTimeLimit (MaxTotalWait)", tr.stop())
 	}
 }
 

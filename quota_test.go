@@ -2,7 +2,7 @@ package retrytransport_test
 
 // The retry quota and the retry budget: what a retry costs and where,
 // refills and refunds, scope functions, a quota in Wait mode, quotas the
-// caller implements, and a budget beside or as the quota.
+// caller implements, no quota, and a budget beside the quota.
 
 import (
 	"errors"
@@ -68,30 +68,57 @@ func TestQuotaRefillsOnSuccess(t *testing.T) {
 	}
 }
 
-func TestEachNewOwnsItsQuota(t *testing.T) {
-	p := policy.Policy{MaxAttempts: 2}
-	s := &script{steps: []step{{status: 503}}}
-	tr1 := newRig(t, s, p)
-	tr2 := newRig(t, s, p)
+// Two transports built with the same policy value each make their own
+// quota for its nil Quota, but share the Limiter it holds, per scope: a
+// throttle one of them gets enables the limiter of that scope for the
+// other too, and for no other scope.
+func TestEachNewOwnsItsQuotaButSharesThePolicysLimiter(t *testing.T) {
+	clock := faketime.NewAt(time.Now())
+	p := policy.Policy{MaxAttempts: 2, Limiter: &ratelimit.Adaptive{Now: clock.Now}}
+	s := &script{answer: func(_ int, req *http.Request) step {
+		if req.URL.Path == "/throttled" {
+			return step{status: 429}
+		}
+		return step{status: 503}
+	}}
+	tr1 := newRig(t, s, p, onClock(clock))
+	tr2 := newRig(t, s, p, onClock(clock))
 	// 100 failing requests drain tr1's default quota (100 retries at 5).
 	for range 101 {
-		resp, _ := tr1.RoundTrip(newReq(t, "GET", url, ""))
-		resp.Body.Close()
+		tr1.get(t, url)
 	}
 	before := s.count()
-	resp, _ := tr2.RoundTrip(newReq(t, "GET", url, ""))
-	resp.Body.Close()
+	tr2.get(t, url)
 	if got := s.count() - before; got != 2 {
 		t.Errorf("second transport made %d attempts; want 2 (its own quota is full)", got)
 	}
+	tr1.get(t, "http://api.example.com/throttled")
+	tr2.get(t, "http://other.example.com/")
+	if st := tr2.scopeStats("api.example.com"); !st.Adaptive.Enabled {
+		t.Errorf("second transport's limiter state of api.example.com = %+v after the first got a 429 there; want it enabled: the limiter is the policy's, shared", st.Adaptive)
+	}
+	if st := tr2.scopeStats("other.example.com"); st.Adaptive.Enabled {
+		t.Errorf("second transport's limiter state of other.example.com = %+v; want it not enabled: no throttle came from that scope", st.Adaptive)
+	}
 }
 
-func TestDisableQuota(t *testing.T) {
+// ratelimit.NoQuota turns the quota off: nothing limits retries but
+// MaxAttempts (far more than a default quota of 500 tokens pays for at 5
+// each), and the quota's level is -1, as for a policy without one.
+func TestNoQuota(t *testing.T) {
 	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	tr := newRig(t, s, policy.Policy{MaxAttempts: 200, DisableQuota: true})
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 200, Quota: ratelimit.NoQuota}, recordEvents())
 	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if !errors.Is(err, retrytransport.ErrExhausted) || s.count() != 200 {
 		t.Errorf("RoundTrip = %v after %d attempts; want ErrExhausted after 200", err, s.count())
+	}
+	if st := tr.scopeStats("api.example.com"); st.Quota != -1 {
+		t.Errorf("Snapshot Quota = %v; want -1 (no quota)", st.Quota)
+	}
+	for _, ev := range tr.heard() {
+		if ev.Quota != -1 {
+			t.Fatalf("Event %d Quota = %v; want -1 (no quota)", ev.Attempt, ev.Quota)
+		}
 	}
 }
 
@@ -158,19 +185,22 @@ func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
 }
 
 // loggedQuota is a RetryQuota of the user's own: an in-process Quota that
-// logs every call and reports a fallback count, as a store-backed quota
-// would.
+// logs every call that changes it, with its scope, and reports a fallback
+// count, as a store-backed quota would.
 type loggedQuota struct {
 	calls
 	q ratelimit.Quota
 }
 
 func (l *loggedQuota) Acquire(scope string, k classify.Kind) (int, time.Duration, bool) {
-	l.add("Acquire " + k.String())
+	l.add("Acquire " + scope + " " + k.String())
 	return l.q.Acquire(scope, k)
 }
-func (l *loggedQuota) Refund(scope string, cost int) { l.add("Refund"); l.q.Refund(scope, cost) }
-func (l *loggedQuota) Success(scope string)          { l.add("Success"); l.q.Success(scope) }
+func (l *loggedQuota) Refund(scope string, cost int) {
+	l.add("Refund " + scope)
+	l.q.Refund(scope, cost)
+}
+func (l *loggedQuota) Success(scope string)          { l.add("Success " + scope); l.q.Success(scope) }
 func (l *loggedQuota) Level(scope string) float64    { return l.q.Level(scope) }
 func (l *loggedQuota) Fallbacks(scope string) uint64 { return 7 }
 
@@ -183,7 +213,7 @@ func TestPolicyTakesAnyRetryQuota(t *testing.T) {
 	for range 2 { // a retry, then a first-attempt success
 		tr.get(t, url)
 	}
-	want := []string{"Acquire transient", "Refund", "Success"}
+	want := []string{"Acquire api.example.com transient", "Refund api.example.com", "Success api.example.com"}
 	if diff := cmp.Diff(want, q.get()); diff != "" {
 		t.Errorf("calls to the policy's quota mismatch (-want +got):\n%s", diff)
 	}
@@ -193,20 +223,20 @@ func TestPolicyTakesAnyRetryQuota(t *testing.T) {
 	}
 }
 
-// halfBudgetRig returns a rig over s for p with, as p's quota, a
-// ratelimit.Budget that grants retries to half the requests, with no floor,
-// on the rig's clock.
+// halfBudgetRig returns a rig over s for p with, as p's Budget and in
+// place of its quota, a ratelimit.Budget that grants retries to half the
+// requests, with no floor, on the rig's clock.
 func halfBudgetRig(t *testing.T, s *script, p policy.Policy) (*rig, *ratelimit.Budget) {
 	t.Helper()
 	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
-	p.Quota = b
+	p.Quota, p.Budget = ratelimit.NoQuota, b
 	tr := newRig(t, s, p)
 	b.Now = tr.clock.Now
 	return tr, b
 }
 
 // TestRetryBudgetCountsEveryRequest: a ratelimit.Budget as the policy's
-// quota hears of every request, failed ones included, and grants retries
+// Budget hears of every request, failed ones included, and grants retries
 // in proportion: half of 20 requests to a failing server, none beyond.
 func TestRetryBudgetCountsEveryRequest(t *testing.T) {
 	s := &script{steps: []step{{status: 503}}}
@@ -273,7 +303,7 @@ func TestBudgetStaysInTheRequestsScope(t *testing.T) {
 	secondary := newEndpointServer(t, 503)
 	clock := faketime.NewAt(time.Now())
 	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Budget: budget, Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
+	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Budget: budget, Failover: &policy.Failover{Endpoints: []string{secondary.host()}}}, backoffUnlessSet(everySecond))
 	for range 20 {
 		tr.get(t, primary.URL)
 	}
@@ -284,24 +314,37 @@ func TestBudgetStaysInTheRequestsScope(t *testing.T) {
 	}
 }
 
-// A *ratelimit.Budget used as the Quota is kept, like Policy.Budget, in
-// the request's own scope, where its requests are counted: paid in the
-// scope the retry goes to, where no request was ever counted, it would
-// refuse every failover retry (see TestBudgetStaysInTheRequestsScope).
-func TestBudgetAsQuotaLetsReadsFailOver(t *testing.T) {
+// One rule says which scope pays for a retry, whatever the type: Quota
+// the scope the retry goes to, Budget the request's own. Both are the same
+// type here: a read whose retries go to the secondary and back to the
+// primary pays the Quota at each in turn, and the Budget at the primary
+// twice. Each Event shows the Quota of its own scope: the primary's is
+// untouched after the first attempt, as its retry was paid at the
+// secondary.
+func TestQuotaPaidWhereTheRetryGoesBudgetAtHome(t *testing.T) {
 	primary := newEndpointServer(t, 503)
-	secondary := newEndpointServer(t, 200)
-	clock := faketime.NewAt(time.Now())
-	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
-	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Quota: budget, Endpoints: []string{secondary.host()}}, backoffUnlessSet(everySecond))
-	ok := 0
-	for range 20 {
-		resp := tr.get(t, primary.URL)
-		if resp.StatusCode == 200 {
-			ok++
-		}
+	secondary := newEndpointServer(t, 503)
+	ph, sh := primary.host(), secondary.host()
+	q, b := &loggedQuota{}, &loggedQuota{}
+	p := policy.Policy{MaxAttempts: 3, Quota: q, Budget: b, Failover: &policy.Failover{Endpoints: []string{sh}}}
+	tr := newRig(t, nil, p, backoffUnlessSet(everySecond), recordEvents())
+	tr.get(t, primary.URL)
+	if diff := cmp.Diff([]string{"Acquire " + sh + " transient", "Acquire " + ph + " transient"}, q.get()); diff != "" {
+		t.Errorf("calls to Quota mismatch (-want +got):\n%s", diff)
 	}
-	if s := secondary.n.Load(); s != 10 || ok != 10 {
-		t.Errorf("%d retries failed over, %d reads succeeded; want 10 and 10: half the primary's 20 requests, as the budget allows", s, ok)
+	if diff := cmp.Diff([]string{"Acquire " + ph + " transient", "Acquire " + ph + " transient"}, b.get()); diff != "" {
+		t.Errorf("calls to Budget mismatch (-want +got):\n%s", diff)
+	}
+	type scoped struct {
+		Scope string
+		Quota float64
+	}
+	var got []scoped
+	for _, ev := range tr.heard() {
+		got = append(got, scoped{ev.Scope, ev.Quota})
+	}
+	want := []scoped{{ph, 500}, {sh, 495}, {ph, 495}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events' scope and quota level mismatch (-want +got):\n%s", diff)
 	}
 }

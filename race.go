@@ -108,7 +108,7 @@ func (hr *hedgeRace) taken(e *attempt) {
 // takes the winner's result (see take).
 func (r *request) raceHedged(a *attempt) {
 	p := &r.cp.p
-	copies := 1 + p.Hedge.Copies()
+	copies := 1 + r.cp.hedge.copies()
 	h := hedgeRun{hr: &hedgeRace{results: make(chan *attempt, copies),
 		drain: func(resp *http.Response) { drain(resp, p.MaxDrain, p.ReadTimeout) }}}
 	tick := make(chan struct{}, 1)

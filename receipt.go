@@ -41,8 +41,8 @@ func (r *receipt) cancel() {
 }
 
 // payment is what the retry quotas were paid for one retry or hedge: a
-// receipt of Policy.Quota, in the scope the copy goes to (see quotaScope),
-// and one of Policy.Budget, in the request's own scope.
+// receipt of Policy.Quota, in the scope the copy goes to, and one of
+// Policy.Budget, in the request's own scope.
 type payment struct{ quota, budget receipt }
 
 // refund refunds both receipts, for a retry or hedge that succeeded.
@@ -58,19 +58,19 @@ func (p *payment) cancel() {
 }
 
 // pay takes from the retry quotas what a retry or hedge sent to scope
-// after an outcome of kind k costs: Quota's cost in quotaScope(scope,
-// home), unless charge is false, and Budget's in home, the request's own
-// scope. It returns the receipts and the longest wait the quotas ask for
-// (their refills run at the same time; a negative wait counts as none);
-// with ok false, nothing is kept.
+// after an outcome of kind k costs: Quota's cost in scope, so that a dead
+// primary does not drain a healthy secondary's bucket, unless charge is
+// false, and Budget's in home, the request's own scope, since it bounds
+// what the caller's requests cost in all. It returns the receipts and the
+// longest wait the quotas ask for (their refills run at the same time; a
+// negative wait counts as none); with ok false, nothing is kept.
 func (cp *compiled) pay(k classify.Kind, scope, home string, charge bool) (pay payment, wait time.Duration, ok bool) {
 	if cp.quota != nil && charge {
-		qscope := cp.quotaScope(scope, home)
-		cost, w, ok := cp.quota.Acquire(qscope, k)
+		cost, w, ok := cp.quota.Acquire(scope, k)
 		if !ok {
 			return payment{}, 0, false
 		}
-		pay.quota, wait = receipt{cp.quota, qscope, cost}, w
+		pay.quota, wait = receipt{cp.quota, scope, cost}, w
 	}
 	if cp.budget != nil {
 		cost, w, ok := cp.budget.Acquire(home, k)
@@ -81,16 +81,4 @@ func (cp *compiled) pay(k classify.Kind, scope, home string, charge bool) (pay p
 		pay.budget, wait = receipt{cp.budget, home, cost}, max(wait, w)
 	}
 	return pay, max(wait, 0), true
-}
-
-// quotaScope returns the scope whose retry quota pays for a retry or hedge
-// sent to scope, for a request whose own scope is home: scope, so that a
-// dead primary does not drain a healthy secondary's bucket; but, for a
-// quota that counts requests (a ratelimit.Budget), home, where the
-// requests are counted.
-func (cp *compiled) quotaScope(scope, home string) string {
-	if cp.requests != nil {
-		return home
-	}
-	return scope
 }

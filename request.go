@@ -16,14 +16,14 @@ type request struct {
 	req *http.Request   // the caller's; never modified
 	ctx context.Context // req's
 
-	home       string          // the scope of req's URL, its Budget's, wherever its attempts go
+	home       string          // the scope of req's URL: its Budget's, wherever its attempts go
 	route      *route          // where its attempts go, for a request that may fail over; nil otherwise
 	replay     *replayBuffer   // replays a body without GetBody; nil otherwise
 	watch      *connWatch      // what each attempt's connection did, for a request that is not idempotent; nil otherwise
 	attemptCtx context.Context // ctx, with watch's trace if there is one: every attempt's context derives from it
 	idempotent bool            // it may be sent again after any retryable outcome
 	hedging    bool            // its attempts may be hedged (Policy.Hedge)
-	timeEnd    time.Time       // when its time budget, Policy.MaxTotalTime, runs out; zero for none
+	timeEnd    time.Time       // when Policy.MaxTotalTime runs out; zero for none
 	length     lengthCheck     // whether its body's length matches ContentLength, once known
 
 	max    int           // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
@@ -36,13 +36,14 @@ type request struct {
 
 // start sets r up as the request of req under policy cp, before its first
 // attempt. (It fills in a request in place rather than returning one: the
-// copy of a returned request cost the happy path about 8 ns, of a budget
-// of 1.8 times the overhead before the request was a value of its own.)
+// copy of a returned request cost the happy path about 8 ns, of an
+// allowance of 1.8 times the overhead before the request was a value of
+// its own.)
 func (r *request) start(t *Transport, req *http.Request, cp *compiled) {
 	p := &cp.p
 	r.t, r.cp, r.req, r.ctx, r.home, r.max = t, cp, req, req.Context(), cp.scope(req), p.MaxAttempts
 	r.attemptCtx = r.ctx
-	if cp.endpoints != nil && p.MayFailOver(req) {
+	if cp.endpoints != nil && cp.endpoints.mayFailOver(req) {
 		r.route = &route{e: cp.endpoints}
 	}
 	r.hedging = cp.mayHedge(req)

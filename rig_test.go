@@ -20,6 +20,7 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // halfJitter is a backoff whose draws are always 0.5, so delays are exact:
@@ -179,6 +180,7 @@ type rigSetup struct {
 	events   bool
 	finals   bool
 	fallback backoff.Strategy
+	adaptive bool
 	opts     []retrytransport.Option
 }
 
@@ -204,6 +206,13 @@ func backoffUnlessSet(b backoff.Strategy) rigOption {
 	return func(s *rigSetup) { s.fallback = b }
 }
 
+// adaptiveOnRig gives the policy a new ratelimit.Adaptive on the rig's
+// clock as its Limiter, in place of any it has: policy.Adaptive() with
+// the fake clock. A limiter keeps its own clock, which WithClock does not
+// replace, so a limiter on the real clock would see no time pass during
+// the rig's waits.
+func adaptiveOnRig() rigOption { return func(s *rigSetup) { s.adaptive = true } }
+
 // withOptions passes opts to New after the rig's own, so they win.
 func withOptions(opts ...retrytransport.Option) rigOption {
 	return func(s *rigSetup) { s.opts = append(s.opts, opts...) }
@@ -226,6 +235,9 @@ func newRig(t *testing.T, base http.RoundTripper, p policy.Policy, opts ...rigOp
 	}
 	if s.sleep == nil {
 		s.sleep = s.clock.Sleep
+	}
+	if s.adaptive {
+		p.Limiter = &ratelimit.Adaptive{Now: s.clock.Now}
 	}
 	if sc, ok := base.(*script); ok {
 		base = mockBase(sc)

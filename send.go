@@ -125,7 +125,7 @@ func (r *request) settle(a *attempt) {
 	if a.out.Kind == classify.Throttle {
 		a.stats.throttles.Add(1)
 	}
-	if cp.penalty {
+	if cp.penalty != nil {
 		r.notePenalty(a)
 	}
 	if cp.learnsLatency && !a.start.IsZero() { // a hedged copy

@@ -40,8 +40,8 @@ type ScopeStats struct {
 	// policy has no quota.
 	Quota float64
 	// Adaptive is the state of the scope's adaptive rate limiter (fill
-	// rate, measured rate, tokens); the zero value when the policy is not
-	// adaptive.
+	// rate, measured rate, tokens); the zero value when the policy's
+	// Limiter does not report one, as a *ratelimit.Adaptive does.
 	Adaptive ratelimit.AdaptiveState
 	// Fallbacks counts the decisions of the scope's retry quotas (the
 	// policy's Quota and Budget) and rate limiters that were made from the

@@ -88,22 +88,39 @@ func TestMaxTotalTimeStopsBeforeAWaitPastIt(t *testing.T) {
 	if diff := cmp.Diff([]time.Duration{2 * time.Second}, tr.clock.Sleeps()); diff != "" || s.count() != 2 {
 		t.Errorf("attempts = %d, waits (-want +got):\n%s; want 2 attempts", s.count(), diff)
 	}
-	if last := events[len(events)-1]; !errors.Is(last.Stop, retrytransport.ErrBudget) {
-		t.Errorf("last event Stop = %v; want ErrBudget", last.Stop)
+	if last := events[len(events)-1]; !errors.Is(last.Stop, retrytransport.ErrTimeLimit) {
+		t.Errorf("last event Stop = %v; want ErrTimeLimit", last.Stop)
 	}
 }
 
-func TestMaxTotalTimeErrorSaysSo(t *testing.T) {
-	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	p := policy.Policy{MaxAttempts: 10, Backoff: backoff.Constant{Interval: time.Second}, MaxTotalTime: 1500 * time.Millisecond}
-	tr := newRig(t, s, p)
-	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	var re *retrytransport.RetryError
-	if !errors.As(err, &re) || re.Attempts != 2 || !errors.Is(err, retrytransport.ErrBudget) || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("RoundTrip error = %v; want a *RetryError after 2 attempts wrapping ErrBudget and the last error", err)
-	}
-	if !strings.Contains(err.Error(), "MaxTotalTime") {
-		t.Errorf("error %q does not name MaxTotalTime", err)
+// TestTimeLimitErrorSaysSo: a request that MaxTotalTime or MaxTotalWait
+// stops fails with a *RetryError wrapping ErrTimeLimit and the last error,
+// whose message names both limits and which reports a timeout.
+func TestTimeLimitErrorSaysSo(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    policy.Policy
+	}{
+		{"MaxTotalTime", policy.Policy{MaxTotalTime: 1500 * time.Millisecond}},
+		{"MaxTotalWait", policy.Policy{MaxTotalWait: 1500 * time.Millisecond}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
+			p := tc.p
+			p.MaxAttempts, p.Backoff = 10, backoff.Constant{Interval: time.Second}
+			tr := newRig(t, s, p)
+			_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+			var re *retrytransport.RetryError
+			if !errors.As(err, &re) || re.Attempts != 2 || !errors.Is(err, retrytransport.ErrTimeLimit) || !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("RoundTrip error = %v; want a *RetryError after 2 attempts wrapping ErrTimeLimit and the last error", err)
+			}
+			if want := "retrytransport: gave up after 2 attempts (MaxTotalTime or MaxTotalWait ran out): unexpected EOF"; err.Error() != want {
+				t.Errorf("Error() = %q; want %q", err, want)
+			}
+			if !re.Timeout() {
+				t.Errorf("RetryError.Timeout() = false; want true: the policy's time ran out")
+			}
+		})
 	}
 }
 

@@ -32,7 +32,7 @@ import (
 // For each request, Transport:
 //
 //   - picks the policy of the request URL's hostname (see WithHostPolicy);
-//   - waits, if the policy paces its scope (policy.Policy.Adaptive,
+//   - waits, if the policy paces its scope (policy.Policy.Limiter,
 //     RateLimit), for a send token, before every attempt;
 //   - sends the request, classifies the outcome (policy.Policy.Classify);
 //   - stops at a Success or Fatal outcome, after the last allowed attempt,
@@ -41,8 +41,9 @@ import (
 //   - otherwise waits, for the server's Retry-After if it gave one, else for
 //     the policy's backoff, and sends the request again. The failed response
 //     is kept intact until the next attempt is certain to go (paced, within
-//     the budget, with a body that can be replayed), then drained and
-//     closed; if the next attempt cannot go, the caller gets that response.
+//     the policy's time limits, with a body that can be replayed), then
+//     drained and closed; if the next attempt cannot go, the caller gets
+//     that response.
 //
 // A request is sent again after any retryable outcome if its method is
 // idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE) or it has an
@@ -68,7 +69,7 @@ import (
 // contrast, are chosen by hostname alone.
 //
 // A policy may name alternate endpoints of the same API
-// (policy.Policy.Endpoints): a read's retries then fail over to them, each
+// (policy.Policy.Failover): a read's retries then fail over to them, each
 // attempt's URL rewritten, each endpoint its own scope. It may also hedge
 // (policy.Policy.Hedge): a safe request whose attempt is slow to answer
 // gets a copy, and the first good answer wins. Hedging is the one feature
@@ -120,8 +121,12 @@ type Transport struct {
 // go-cleanhttp (DefaultPooledTransport: keep-alives on, no shared global
 // state). Without options every host gets policy.Standard().
 //
-// Every New owns its retry quotas: two Transports never share quota state
-// unless the same ratelimit.RetryQuota is put in both their policies.
+// Every New owns the retry quotas it creates, one for each policy whose
+// Quota is nil. A quota or limiter given in a policy is used as given: two
+// Transports built with the same policy value share its state (per scope),
+// as they share any ratelimit.RetryQuota or ratelimit.Limiter put in both
+// their policies. The presets, such as policy.Adaptive(), make a new
+// limiter on each call.
 func New(base http.RoundTripper, opts ...Option) *Transport {
 	c := config{def: policy.Standard(), now: time.Now, sleep: sleepTimer}
 	for _, o := range opts {
@@ -177,7 +182,7 @@ func (t *Transport) fillDefaults() {
 // Otherwise the error is a *RetryError, which says how many attempts were
 // made and why retrying stopped; errors.Is and errors.As reach both the last
 // attempt's transport error and the reason (ErrExhausted, ErrNotRetryable,
-// ErrDeadline, ErrBudget, ErrSDKRetries, ratelimit.ErrQuotaExceeded,
+// ErrDeadline, ErrTimeLimit, ErrSDKRetries, ratelimit.ErrQuotaExceeded,
 // ratelimit.ErrRateLimited, ErrRetryRefused with the error of the
 // WithBeforeRetry hook that refused the retry, or the context's error when
 // the caller cancelled), and its Timeout method reports a deadline. http.Client.Do
@@ -189,7 +194,7 @@ func (t *Transport) fillDefaults() {
 // whose host it is for, a nil req.URL, and a wait for the
 // first attempt's send token that a client-side rate limiter refuses
 // (wrapping ratelimit.ErrRateLimited), that would pass the context's
-// deadline (ErrDeadline) or the policy's MaxTotalTime (ErrBudget).
+// deadline (ErrDeadline) or the policy's MaxTotalTime (ErrTimeLimit).
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.once.Do(t.fillDefaults)
 	if t.err != nil || req.URL == nil {

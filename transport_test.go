@@ -194,7 +194,7 @@ func TestNotRetryableErrorSaysWhy(t *testing.T) {
 // policy New cannot use, before any attempt, has its body closed once.
 func TestUnusablePolicyClosesTheBody(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
-	tr := newRig(t, s, policy.Policy{Endpoints: []string{"ftp://b.example.com"}})
+	tr := newRig(t, s, policy.Policy{Failover: &policy.Failover{Endpoints: []string{"ftp://b.example.com"}}})
 	body := &closeCounter{Reader: strings.NewReader("x")}
 	req := newReq(t, "POST", url, "")
 	req.Body = body
@@ -300,7 +300,7 @@ func TestBaseWithNoResponseIsAnError(t *testing.T) {
 	}{
 		{"Standard", policy.Policy{}},
 		{"OneTimedAttempt", policy.Policy{MaxAttempts: 1, AttemptTimeout: time.Second}},
-		{"TolerantClassifier", policy.Policy{Classify: tolerant, DisableQuota: true}},
+		{"TolerantClassifier", policy.Policy{Classify: tolerant, Quota: ratelimit.NoQuota}},
 		{"OneAttempt", policy.Policy{MaxAttempts: 1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -335,7 +335,7 @@ func TestPlannedRetryThatCannotGoReturnsTheLastResponse(t *testing.T) {
 		{"RateLimiterRefuses", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1, FailFast: true}}, nil, ratelimit.ErrRateLimited},
 		// The backoff's 500 ms fits in MaxTotalTime; the send token's
 		// further 500 ms would not.
-		{"PacingPastBudget", policy.Policy{MaxTotalTime: 800 * time.Millisecond, RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1}}, nil, retrytransport.ErrBudget},
+		{"PacingPastTimeLimit", policy.Policy{MaxTotalTime: 800 * time.Millisecond, RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1}}, nil, retrytransport.ErrTimeLimit},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &script{steps: []step{{status: 503, body: "busy"}}}

@@ -39,8 +39,8 @@ func TestMaxTotalWaitCapsTheWaits(t *testing.T) {
 	if got := tr.clock.Sleeps(); len(got) != 2 || got[0] != 4*time.Second || got[1] != 4*time.Second {
 		t.Errorf("sleeps %v; want [4s 4s]", got)
 	}
-	if !errors.Is(tr.stop(), retrytransport.ErrBudget) {
-		t.Errorf("stop = %v; want ErrBudget", tr.stop())
+	if !errors.Is(tr.stop(), retrytransport.ErrTimeLimit) {
+		t.Errorf("stop = %v; want ErrTimeLimit", tr.stop())
 	}
 }
 
@@ -73,7 +73,7 @@ func TestTerminationBuffer(t *testing.T) {
 		want     error
 	}{
 		{"Deadline", policy.Policy{TerminationBuffer: 2 * time.Second}, true, retrytransport.ErrDeadline},
-		{"MaxTotalTime", policy.Policy{TerminationBuffer: 2 * time.Second, MaxTotalTime: 10 * time.Second}, false, retrytransport.ErrBudget},
+		{"MaxTotalTime", policy.Policy{TerminationBuffer: 2 * time.Second, MaxTotalTime: 10 * time.Second}, false, retrytransport.ErrTimeLimit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &script{steps: []step{{status: 503}}}
@@ -118,7 +118,7 @@ func TestMaxTotalWaitCapsASaturatedWait(t *testing.T) {
 		MaxAttempts:  3,
 		Backoff:      backoff.Constant{Interval: time.Second},
 		MaxTotalWait: time.Minute,
-		Penalty:      policy.Penalty{Statuses: []int{503}, Delay: math.MaxInt64},
+		Penalty:      &policy.Penalty{Statuses: []int{503}, Delay: math.MaxInt64},
 	}
 	if err := p.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
@@ -133,8 +133,8 @@ func TestMaxTotalWaitCapsASaturatedWait(t *testing.T) {
 		t.Errorf("status %d after %d attempts, sleeps %v; want the 503 after 2 and sleeps [1s]: a 1s + %v wait passes the 1 min MaxTotalWait",
 			resp.StatusCode, s.count(), tr.clock.Sleeps(), time.Duration(math.MaxInt64))
 	}
-	if !errors.Is(tr.stop(), retrytransport.ErrBudget) {
-		t.Errorf("stop = %v; want ErrBudget", tr.stop())
+	if !errors.Is(tr.stop(), retrytransport.ErrTimeLimit) {
+		t.Errorf("stop = %v; want ErrTimeLimit", tr.stop())
 	}
 }
 
@@ -169,10 +169,9 @@ func TestServerDelayBindsOnlyRetriesToTheEndpointThatAsked(t *testing.T) {
 			ps, ss := &script{steps: []step{tc.primary}}, &script{steps: []step{tc.secondary}}
 			primary, secondary := serve(t, ps), serve(t, ss)
 			p := policy.Policy{
-				MaxAttempts:  3,
-				Backoff:      backoff.Constant{Interval: time.Second},
-				Endpoints:    []string{secondary.Listener.Addr().String()},
-				LocationMode: tc.mode,
+				MaxAttempts: 3,
+				Backoff:     backoff.Constant{Interval: time.Second},
+				Failover:    &policy.Failover{Endpoints: []string{secondary.Listener.Addr().String()}, Mode: tc.mode},
 			}
 			tr := newRig(t, nil, p, recordEvents())
 			resp, err := tr.RoundTrip(newReq(t, "GET", primary.URL, ""))
@@ -200,8 +199,8 @@ func TestMaxTotalWaitStopNamesIt(t *testing.T) {
 	p := policy.Policy{MaxAttempts: 5, MaxTotalWait: time.Second, Backoff: backoff.Constant{Interval: 2 * time.Second}}
 	tr := newRig(t, base, p, recordEvents())
 	_, err := tr.RoundTrip(newReq(t, "GET", "http://down.test/", ""))
-	if !errors.Is(err, retrytransport.ErrBudget) {
-		t.Fatalf("err = %v; want ErrBudget", err)
+	if !errors.Is(err, retrytransport.ErrTimeLimit) {
+		t.Fatalf("err = %v; want ErrTimeLimit", err)
 	}
 	if !strings.Contains(err.Error(), "MaxTotalWait") {
 		t.Errorf("err = %q; want it to name MaxTotalWait, which stopped it", err)
@@ -334,7 +333,8 @@ func TestCancelledContextIsFinal(t *testing.T) {
 	}
 }
 
-func TestDelayHeaders(t *testing.T) {
+// TestServerDelay: which headers Policy.ServerDelay trusts, and how far.
+func TestServerDelay(t *testing.T) {
 	hint := func(k, v string) http.Header { return http.Header{http.CanonicalHeaderKey(k): {v}} }
 	tests := []struct {
 		name   string
@@ -345,12 +345,12 @@ func TestDelayHeaders(t *testing.T) {
 		{"RetryAfterMS", policy.Policy{}, hint("retry-after-ms", "1500"), 1500 * time.Millisecond},
 		{"AmzRetryAfter", policy.Policy{}, hint("x-amz-retry-after", "250"), 250 * time.Millisecond},
 		{"MSRetryAfterMS", policy.Policy{}, hint("x-ms-retry-after-ms", "40"), 40 * time.Millisecond},
-		{"UntrustedHeaderUsesBackoff", policy.Policy{DelayHeaders: retryafter.RetryAfter}, hint("x-amz-retry-after", "250"), 500 * time.Millisecond},
-		{"IgnoreDelayHeaders", policy.Policy{IgnoreDelayHeaders: true}, retryAfter(3), 500 * time.Millisecond},
+		{"UntrustedHeaderUsesBackoff", policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.RetryAfter}}, hint("x-amz-retry-after", "250"), 500 * time.Millisecond},
+		{"NoHeaderTrustedUsesBackoff", policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.None}}, retryAfter(3), 500 * time.Millisecond},
 		{"ServerHintNotJittered", policy.Policy{}, retryAfter(0), 0},
 		// The newer SDKs (docs/aws.md): max(backoff, min(hint, backoff + 5 s)); backoff is 0.5 s here.
-		{"BoundedHintLong", policy.Policy{ServerDelayBound: 5 * time.Second, MaxDelay: time.Minute}, retryAfter(30), 5500 * time.Millisecond},
-		{"BoundedHintShort", policy.Policy{ServerDelayBound: 5 * time.Second}, retryAfter(0), 500 * time.Millisecond},
+		{"BoundedHintLong", policy.Policy{ServerDelay: policy.ServerDelay{Bound: 5 * time.Second}, MaxDelay: time.Minute}, retryAfter(30), 5500 * time.Millisecond},
+		{"BoundedHintShort", policy.Policy{ServerDelay: policy.ServerDelay{Bound: 5 * time.Second}}, retryAfter(0), 500 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,8 +54,8 @@ func stopReason(err error) string {
 		return "server_delay"
 	case errors.Is(err, retrytransport.ErrDeadline):
 		return "deadline"
-	case errors.Is(err, retrytransport.ErrBudget):
-		return "budget"
+	case errors.Is(err, retrytransport.ErrTimeLimit):
+		return "time_limit"
 	case errors.Is(err, retrytransport.ErrNotRetryable):
 		return "not_retryable"
 	case errors.Is(err, context.Canceled):

@@ -595,7 +595,7 @@ func TestStopReasons(t *testing.T) {
 			wantStatus: 503, wantCalls: 1, wantAttempts: "1", wantOutcome: "transient", wantStop: "refused",
 		},
 		{
-			name: "Budget",
+			name: "TimeLimit",
 			policy: func() policy.Policy {
 				p := policy.Standard()
 				p.Backoff = backoff.Constant{Interval: 60 * time.Second}
@@ -604,7 +604,7 @@ func TestStopReasons(t *testing.T) {
 				return p
 			},
 			answers:    []answer{{status: 503}},
-			wantStatus: 503, wantCalls: 2, wantAttempts: "2", wantOutcome: "transient", wantStop: "budget",
+			wantStatus: 503, wantCalls: 2, wantAttempts: "2", wantOutcome: "transient", wantStop: "time_limit",
 		},
 		{
 			name:    "Deadline",
@@ -1158,7 +1158,7 @@ func TestAdaptiveGauges(t *testing.T) {
 func TestNoQuota(t *testing.T) {
 	srv := newServer(t, answer{status: 503}, answer{status: 200})
 	p := policy.Standard()
-	p.DisableQuota = true
+	p.Quota = ratelimit.NoQuota
 	r := newRig(t, p)
 	if _, status, err := r.call(t, context.Background(), "GET", srv.URL); err != nil || status != 200 {
 		t.Fatalf("GET = %d, %v; want 200 after a retry", status, err)

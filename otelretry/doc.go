@@ -22,7 +22,7 @@
 // (attempt, outcome, reason, status, delay, whether the server set it,
 // quota left) and a "retrytransport.give_up" event when the transport stops
 // retrying before a success. Both say, in retrytransport.endpoint, the
-// alternate endpoint (policy.Policy.Endpoints) the last attempt failed over
+// alternate endpoint (policy.Policy.Failover) the last attempt failed over
 // to, when it was not the request URL's host, and, in
 // retrytransport.hedges, the copies of slow attempts the request has sent
 // so far (policy.Policy.Hedge), when it sent any. Each copy has a CLIENT

@@ -67,7 +67,7 @@ func eventAttrs(ev retrytransport.Event, first attribute.KeyValue) []attribute.K
 }
 
 // failedOver reports whether ev's attempt went to an alternate endpoint
-// (policy.Policy.Endpoints) rather than to the request URL's host.
+// (policy.Policy.Failover) rather than to the request URL's host.
 func failedOver(ev retrytransport.Event) bool {
 	return ev.Endpoint != "" && ev.Request.URL != nil && ev.Endpoint != ev.Request.URL.Host
 }

@@ -10,7 +10,7 @@ import (
 
 // TestEndpointAttribute: the caller's span events name the endpoint of
 // the last attempt only when the attempt failed over to an alternate
-// endpoint (policy.Policy.Endpoints); an attempt sent to the request URL's
+// endpoint (policy.Policy.Failover); an attempt sent to the request URL's
 // own host adds nothing.
 func TestEndpointAttribute(t *testing.T) {
 	for _, tc := range []struct {
@@ -69,8 +69,7 @@ func TestEndpointAttribute(t *testing.T) {
 			secondary := newServer(t, answer{status: tc.secondary})
 			host, port := hostPort(t, secondary.URL)
 			p := policy.Standard()
-			p.Endpoints = []string{host + ":" + port}
-			p.LocationMode = tc.mode
+			p.Failover = &policy.Failover{Endpoints: []string{host + ":" + port}, Mode: tc.mode}
 			p.MaxAttempts = tc.maxAttempts
 			r := newRig(t, p)
 			if _, status, err := r.call(t, context.Background(), "GET", primary.URL); err != nil || status != tc.wantStatus {

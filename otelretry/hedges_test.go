@@ -72,7 +72,7 @@ func (s *pairServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // hedging is the standard policy with a hedge after hedgeDelay.
 func hedging() policy.Policy {
 	p := policy.Standard()
-	p.Hedge = policy.Hedge{Delay: hedgeDelay}
+	p.Hedge = &policy.Hedge{Delay: hedgeDelay}
 	return p
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,8 +41,10 @@ type FieldError struct {
 	// Suggestion is the known name closest to the one at fault, when one
 	// is close enough to be a likely typo: to Value, for a value that must
 	// be one of a few names (a preset, a strategy type, a mode), or to
-	// Field's last name, for an unknown field or variable. It is empty
-	// otherwise.
+	// Field's last name, for an unknown field or variable. For a member
+	// of an earlier schema that moved into the object of its feature
+	// ("endpoints"), it is the member it moved to ("failover"), and Want
+	// says how to write it there. It is empty otherwise.
 	Suggestion string
 }
 
@@ -204,12 +207,21 @@ func (d *decoder) membersAt(path string, raw json.RawMessage, want string, at fu
 // name, and reports the members that no field accepts. A null value is the
 // same as a missing member.
 func (d *decoder) apply(path string, ms []member, fields []field) {
+	d.applyMoved(path, ms, fields, nil)
+}
+
+// applyMoved is apply for an object some of whose members moved: a member
+// named in moved is reported with where it went, whatever its value.
+func (d *decoder) applyMoved(path string, ms []member, fields []field, moved []movedMember) {
 	for _, m := range ms {
 		i := 0
 		for i < len(fields) && fields[i].name != m.name {
 			i++
 		}
+		mv := slices.IndexFunc(moved, func(mv movedMember) bool { return mv.name == m.name })
 		switch {
+		case i == len(fields) && mv >= 0:
+			d.errs = append(d.errs, moved[mv].fieldError(join(path, m.name)))
 		case i == len(fields):
 			names := make([]string, len(fields))
 			for j, f := range fields {

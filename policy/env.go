@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // The environment variables FromEnv reads. This package's own carry
@@ -59,9 +61,14 @@ func retryModes() []string { return []string{"standard", "adaptive", "legacy", "
 // environment cannot express (a classifier, time budgets, the quotas,
 // endpoints, hedging) survives:
 //
-//	standard       Adaptive false and Limiter nil (Limiter implies adaptive)
-//	adaptive       Adaptive true
-//	legacy, off    MaxAttempts 1, and Adaptive false and Limiter nil
+//	standard       Limiter nil: standard mode has no client-side pacing,
+//	               so it clears any limiter p holds, a *ratelimit.Adaptive
+//	               or another
+//	adaptive       Limiter a new *ratelimit.Adaptive with the default
+//	               parameters when p has none; a Limiter p holds is kept
+//	legacy, off    MaxAttempts 1, and Limiter nil
+//
+// No mode touches RateLimit, the fixed rate an API publishes.
 //
 // standard and adaptive also turn retries back on for a p that makes one
 // attempt (MaxAttempts 1, as [None]), with DefaultMaxAttempts. The attempt
@@ -88,13 +95,15 @@ func FromEnv(p Policy, getenv func(string) string) (Policy, error) {
 	if name, mode := lookupEnv(getenv, envMode, envAWSMode); mode != "" {
 		switch strings.ToLower(mode) {
 		case "standard":
-			q.Adaptive, q.Limiter = false, nil
+			q.Limiter = nil
 			q.MaxAttempts = retriesOn(q.MaxAttempts)
 		case "adaptive":
-			q.Adaptive = true
+			if q.Limiter == nil {
+				q.Limiter = &ratelimit.Adaptive{}
+			}
 			q.MaxAttempts = retriesOn(q.MaxAttempts)
 		case "legacy", "off":
-			q.MaxAttempts, q.Adaptive, q.Limiter = 1, false, nil
+			q.MaxAttempts, q.Limiter = 1, nil
 		default:
 			errs = append(errs, &FieldError{Field: name, Value: strconv.Quote(mode), Want: "standard, adaptive, legacy or off", Suggestion: closest(mode, retryModes())})
 		}

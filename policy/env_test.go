@@ -24,6 +24,7 @@ func env(vars map[string]string) func(string) string {
 
 func TestFromEnv(t *testing.T) {
 	limiter := &ratelimit.Adaptive{Beta: 0.5}
+	fixed := &ratelimit.Fixed{Rate: 1}
 	budget := policy.Policy{MaxAttempts: 5, MaxTotalTime: time.Minute}
 	tests := []struct {
 		name string
@@ -35,12 +36,16 @@ func TestFromEnv(t *testing.T) {
 		{"EmptyValues", policy.Standard(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": "", "RETRYTRANSPORT_MAX_ATTEMPTS": " \t", "AWS_RETRY_MODE": "", "AWS_MAX_ATTEMPTS": ""}, policy.Standard()},
 		{"Adaptive", policy.Standard(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": "adaptive"}, policy.Adaptive()},
 		{"AdaptiveAnyCase", policy.Standard(), map[string]string{"AWS_RETRY_MODE": " Adaptive "}, policy.Adaptive()},
-		{"StandardClearsAdaptive", policy.Policy{Adaptive: true, Limiter: limiter, MaxTotalTime: time.Minute}, map[string]string{"RETRYTRANSPORT_RETRY_MODE": "STANDARD"}, policy.Policy{MaxTotalTime: time.Minute}},
-		{"AdaptiveKeepsLimiter", policy.Policy{Limiter: limiter}, map[string]string{"RETRYTRANSPORT_RETRY_MODE": "adaptive"}, policy.Policy{Adaptive: true, Limiter: limiter}},
+		{"StandardClearsAdaptive", policy.Policy{Limiter: limiter, MaxTotalTime: time.Minute}, map[string]string{"RETRYTRANSPORT_RETRY_MODE": "STANDARD"}, policy.Policy{MaxTotalTime: time.Minute}},
+		{"StandardClearsAnyLimiter", policy.Policy{Limiter: fixed}, map[string]string{"RETRYTRANSPORT_RETRY_MODE": "standard"}, policy.Policy{}},
+		{"StandardKeepsRateLimit", policy.Policy{RateLimit: fixed}, map[string]string{"RETRYTRANSPORT_RETRY_MODE": "standard"}, policy.Policy{RateLimit: fixed}},
+		{"AdaptiveKeepsLimiter", policy.Policy{Limiter: limiter}, map[string]string{"RETRYTRANSPORT_RETRY_MODE": "adaptive"}, policy.Policy{Limiter: limiter}},
+		{"AdaptiveKeepsOtherLimiter", policy.Policy{Limiter: fixed}, map[string]string{"RETRYTRANSPORT_RETRY_MODE": "adaptive"}, policy.Policy{Limiter: fixed}},
 		{"Legacy", policy.Adaptive(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": "legacy"}, policy.Policy{MaxAttempts: 1, Backoff: backoff.FullJitter{}}},
+		{"OffClearsLimiter", policy.Policy{Limiter: limiter, RateLimit: fixed}, map[string]string{"AWS_RETRY_MODE": "OFF"}, policy.Policy{MaxAttempts: 1, RateLimit: fixed}},
 		{"Off", budget, map[string]string{"AWS_RETRY_MODE": "off"}, policy.Policy{MaxAttempts: 1, MaxTotalTime: time.Minute}},
 		{"StandardTurnsRetriesOn", policy.None(), map[string]string{"RETRYTRANSPORT_RETRY_MODE": "standard"}, policy.Policy{MaxAttempts: 3}},
-		{"AdaptiveTurnsRetriesOn", policy.None(), map[string]string{"AWS_RETRY_MODE": "adaptive"}, policy.Policy{MaxAttempts: 3, Adaptive: true}},
+		{"AdaptiveTurnsRetriesOn", policy.None(), map[string]string{"AWS_RETRY_MODE": "adaptive"}, policy.Policy{MaxAttempts: 3, Limiter: &ratelimit.Adaptive{}}},
 		{"StandardKeepsAttempts", budget, map[string]string{"RETRYTRANSPORT_RETRY_MODE": "standard"}, budget},
 		{"Attempts", policy.Standard(), map[string]string{"RETRYTRANSPORT_MAX_ATTEMPTS": "10"}, withAttempts(policy.Standard(), 10)},
 		{"AWSAttempts", budget, map[string]string{"AWS_MAX_ATTEMPTS": " 1 "}, policy.Policy{MaxAttempts: 1, MaxTotalTime: time.Minute}},
@@ -60,8 +65,16 @@ func TestFromEnv(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got, policyOpts); diff != "" {
 				t.Errorf("FromEnv(%v) mismatch (-want +got):\n%s", tt.vars, diff)
 			}
-			if got.Limiter != tt.want.Limiter {
-				t.Errorf("FromEnv(%v).Limiter = %p; want %p", tt.vars, got.Limiter, tt.want.Limiter)
+			// A limiter p holds is kept as it is, the same pointer; one the
+			// mode sets is new, so that no two calls share one.
+			switch {
+			case tt.want.Limiter == tt.p.Limiter && got.Limiter != tt.p.Limiter:
+				t.Errorf("FromEnv(%v).Limiter = %p; want p's, %p", tt.vars, got.Limiter, tt.p.Limiter)
+			case tt.want.Limiter != tt.p.Limiter && got.Limiter == tt.p.Limiter:
+				t.Errorf("FromEnv(%v).Limiter = p's, %p; want another", tt.vars, got.Limiter)
+			}
+			if got.RateLimit != tt.want.RateLimit {
+				t.Errorf("FromEnv(%v).RateLimit = %p; want %p", tt.vars, got.RateLimit, tt.want.RateLimit)
 			}
 		})
 	}
@@ -84,7 +97,7 @@ func TestFromEnvErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := policy.Policy{MaxAttempts: 7, Adaptive: true}
+			p := policy.Policy{MaxAttempts: 7, Limiter: &ratelimit.Adaptive{}}
 			got, err := policy.FromEnv(p, env(tt.vars))
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("FromEnv(%v) error = %v; want %s", tt.vars, err, tt.want)
@@ -187,7 +200,7 @@ func TestFromEnvironErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := policy.Policy{MaxAttempts: 7, Adaptive: true}
+			p := policy.Policy{MaxAttempts: 7, Limiter: &ratelimit.Adaptive{}}
 			got, err := policy.FromEnviron(p, tt.environ)
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("FromEnviron(%q) error = %v; want %s", tt.environ, err, tt.want)

@@ -7,7 +7,7 @@ import (
 	"github.com/retrytransport/retrytransport/policy"
 )
 
-// ParseEndpoint reads a failover endpoint as Policy.Endpoints holds it, and
+// ParseEndpoint reads a failover endpoint as Failover.Endpoints holds it, and
 // Endpoint.URL gives the URL an attempt to it is sent to: the request's
 // path and query are kept, the host (and the scheme, if given) replaced.
 func ExampleParseEndpoint() {

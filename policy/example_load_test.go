@@ -16,7 +16,7 @@ func ExampleLoad() {
 	  "preset": "standard",
 	  "maxAttempts": 5,
 	  "backoff": {"type": "fullJitter", "base": "200ms", "max": "5s"},
-	  "delayHeaders": ["Retry-After"],
+	  "serverDelay": {"headers": ["Retry-After"], "bound": "5s"},
 	  "maxTotalTime": "30s",
 	  "quota": {"capacity": 100}
 	}`
@@ -27,7 +27,7 @@ func ExampleLoad() {
 	}
 	fmt.Println("attempts:", p.MaxAttempts)
 	fmt.Printf("backoff: %+v\n", p.Backoff)
-	fmt.Println("headers:", p.DelayHeaders)
+	fmt.Println("headers:", p.ServerDelay.Headers, "bound:", p.ServerDelay.Bound)
 	fmt.Println("budget:", p.MaxTotalTime)
 	fmt.Println("quota capacity:", p.Quota.(*ratelimit.Quota).Capacity)
 
@@ -36,7 +36,7 @@ func ExampleLoad() {
 	// Output:
 	// attempts: 5
 	// backoff: {Base:200ms Max:5s Rand:<nil>}
-	// headers: Retry-After
+	// headers: Retry-After bound: 5s
 	// budget: 30s
 	// quota capacity: 100
 	// policy: maxAttempts = -3; want an integer >= 1, or 0 for the default
@@ -74,8 +74,7 @@ func ExampleLoad_failover() {
 	// retries to a tenth of the requests.
 	doc := `{
 	  "budget": {"ratio": 0.1, "minPerSecond": 1},
-	  "endpoints": ["https://secondary.example.com"],
-	  "locationMode": "primaryThenSecondary",
+	  "failover": {"endpoints": ["https://secondary.example.com"], "mode": "primaryThenSecondary"},
 	  "hedge": {"quantile": 0.95, "delay": "200ms", "minDelay": "20ms"}
 	}`
 	p, err := policy.Load(strings.NewReader(doc))
@@ -84,23 +83,24 @@ func ExampleLoad_failover() {
 		return
 	}
 	fmt.Println("budget ratio:", p.Budget.(*ratelimit.Budget).Ratio)
-	fmt.Println("endpoints:", p.Endpoints, p.LocationMode)
-	fmt.Printf("hedge: %+v\n", p.Hedge)
+	fmt.Println("failover:", p.Failover.Endpoints, p.Failover.Mode)
+	fmt.Printf("hedge: %+v\n", *p.Hedge)
 
-	// A quota object with type budget is a *ratelimit.Budget; without a
-	// type it is a *ratelimit.Quota, as it always was.
-	p, _ = policy.Load(strings.NewReader(`{"quota": {"type": "budget", "ratio": 0.2}}`))
-	fmt.Printf("quota: %T\n", p.Quota)
+	_, err = policy.Load(strings.NewReader(`{"failover": {"endpoints": ["ftp://secondary.example.com"]}, "hedge": {"quantile": 1}}`))
+	fmt.Println(err)
 
-	_, err = policy.Load(strings.NewReader(`{"endpoints": ["ftp://secondary.example.com"], "hedge": {"quantile": 1}}`))
+	// A budget counts requests, in the request's own scope: it has its own
+	// member, and a member of an earlier schema says where it went.
+	_, err = policy.Load(strings.NewReader(`{"quota": {"type": "budget", "ratio": 0.2}, "endpoints": ["b.example.com"]}`))
 	fmt.Println(err)
 	// Output:
 	// budget ratio: 0.1
-	// endpoints: [https://secondary.example.com] PrimaryThenSecondary
+	// failover: [https://secondary.example.com] PrimaryThenSecondary
 	// hedge: {Delay:200ms Quantile:0.95 MinDelay:20ms MaxHedges:0}
-	// quota: *ratelimit.Budget
-	// policy: endpoints[0] = "ftp://secondary.example.com"; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user (scheme "ftp" is not http or https)
+	// policy: failover.endpoints[0] = "ftp://secondary.example.com"; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user (scheme "ftp" is not http or https)
 	// policy: hedge.quantile = 1; want a number 0 <= q < 1 (0: delay alone)
+	// policy: quota.type = "budget"; want a quota object without "type"; a budget counts requests and goes in "budget": {...}
+	// policy: endpoints: moved; write "failover": {"endpoints": [...]}
 }
 
 func ExampleLoad_penalty() {
@@ -121,7 +121,7 @@ func ExampleLoad_penalty() {
 		return
 	}
 	fmt.Println("wait:", p.MaxTotalWait, "buffer:", p.TerminationBuffer)
-	fmt.Printf("penalty: %+v\n", p.Penalty)
+	fmt.Printf("penalty: %+v\n", *p.Penalty)
 
 	_, err = policy.Load(strings.NewReader(`{"maxTotalWait": "-30s", "penalty": {"statuses": [99], "codes": [""], "after": "10s"}}`))
 	fmt.Println(err)
@@ -157,7 +157,7 @@ func ExampleLoadSNS() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("attempts:", p.MaxAttempts, "max delay:", p.MaxDelay, "quota off:", p.DisableQuota)
+	fmt.Println("attempts:", p.MaxAttempts, "max delay:", p.MaxDelay, "quota off:", p.Quota == ratelimit.NoQuota)
 	fmt.Println("rate:", p.RateLimit.(*ratelimit.Fixed).Rate, "per second")
 	// The jitter takes up to a tenth of each delay's distance above
 	// minDelayTarget off it; a draw of 0 takes nothing.
@@ -186,7 +186,8 @@ func ExampleFromEnv() {
 	// In a program: policy.FromEnv(policy.Standard(), os.Getenv).
 	vars := map[string]string{"AWS_RETRY_MODE": "adaptive", "AWS_MAX_ATTEMPTS": "5", "RETRYTRANSPORT_MAX_ATTEMPTS": "4"}
 	p, err := policy.FromEnv(policy.Standard(), func(name string) string { return vars[name] })
-	fmt.Println(p.Adaptive, p.MaxAttempts, err)
+	_, adaptive := p.Limiter.(*ratelimit.Adaptive)
+	fmt.Println(adaptive, p.MaxAttempts, err)
 
 	_, err = policy.FromEnv(policy.Standard(), func(name string) string {
 		if name == "RETRYTRANSPORT_RETRY_MODE" {

@@ -6,34 +6,25 @@ import (
 	"github.com/retrytransport/retrytransport/policy"
 )
 
-// CheckPattern says what is wrong with a host pattern before it reaches
-// WithHostPolicy, which panics on an invalid one.
-func ExampleCheckPattern() {
-	for _, p := range []string{
-		"api.example.com",
-		"*.example.com",
-		"API.Example.com.",
-		"[::1]",
-		"127.0.0.1:8080",
-		"https://api.example.com",
-		"api..example.com",
-		"*.",
-	} {
-		if err := policy.CheckPattern(p); err != nil {
-			fmt.Printf("%-26q %v\n", p, err)
-		} else {
-			fmt.Printf("%-26q ok\n", p)
-		}
-	}
+// Validate says what is wrong with each host pattern, before the patterns
+// reach the transport's WithHostPolicy, which panics on an invalid one.
+// The patterns are checked in sorted order.
+func ExampleMap_Validate_patterns() {
+	m := policy.Map{Hosts: map[string]policy.Policy{
+		"api.example.com":         {},
+		"*.example.com":           {},
+		"[::1]":                   {},
+		"127.0.0.1:8080":          {},
+		"https://api.example.org": {},
+		"api..example.net":        {},
+		"*.":                      {},
+	}}
+	fmt.Println(m.Validate())
 	// Output:
-	// "api.example.com"          ok
-	// "*.example.com"            ok
-	// "API.Example.com."         ok
-	// "[::1]"                    ok
-	// "127.0.0.1:8080"           policy: host pattern "127.0.0.1:8080": has a port; patterns match hostnames only, on every port
-	// "https://api.example.com"  policy: host pattern "https://api.example.com": has a scheme; patterns match hostnames only, for every scheme
-	// "api..example.com"         policy: host pattern "api..example.com": an empty label; want labels separated by one "."
-	// "*."                       policy: host pattern "*.": nothing after "*."; want a domain
+	// policy: hosts["*."]: nothing after "*."; want a domain
+	// policy: hosts["127.0.0.1:8080"]: has a port; patterns match hostnames only, on every port
+	// policy: hosts["api..example.net"]: an empty label; want labels separated by one "."
+	// policy: hosts["https://api.example.org"]: has a scheme; patterns match hostnames only, for every scheme
 }
 
 // Validate reports two patterns that name the same hosts: they differ only

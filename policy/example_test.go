@@ -12,7 +12,7 @@ func ExampleStandard() {
 	fmt.Println("attempts:", p.MaxAttempts)
 	fmt.Println("max delay:", p.MaxDelay)
 	fmt.Println("body buffer:", p.MaxBodyBuffer, "drain:", p.MaxDrain)
-	fmt.Println("own quota:", p.Quota == nil && !p.DisableQuota)
+	fmt.Println("own quota:", p.Quota == nil)
 	// Output:
 	// attempts: 3
 	// max delay: 20s

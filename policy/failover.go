@@ -1,18 +1,20 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
-	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/retrytransport/retrytransport/internal/hostpattern"
 )
 
 // LocationMode says which of a request's endpoints its attempts go to when
-// a policy has alternate Endpoints: the request URL's own host (the
-// primary) and the alternates (the secondaries), in the order the modes of
+// a policy has a Failover: the request URL's own host (the primary) and
+// the Failover's Endpoints (the secondaries), in the order the modes of
 // Azure Storage's clients name (docs/failover.md).
 //
 // The zero LocationMode is PrimaryThenSecondary.
@@ -68,14 +70,14 @@ func ParseLocationMode(s string) (LocationMode, error) {
 // An Endpoint is where failover may send an attempt instead of the request
 // URL's own host: a host, with its port if it has one, and a scheme when it
 // is to change too. ParseEndpoint makes one from an entry of
-// Policy.Endpoints; the zero Endpoint names no host and is never returned
+// Failover.Endpoints; the zero Endpoint names no host and is never returned
 // without an error.
 type Endpoint struct {
 	Scheme string // "http" or "https"; empty keeps the request's
 	Host   string // host or host:port, as in url.URL.Host
 }
 
-// ParseEndpoint parses an alternate endpoint as Policy.Endpoints holds it:
+// ParseEndpoint parses an alternate endpoint as Failover.Endpoints holds it:
 // "host", "host:port", "scheme://host" or "scheme://host:port", with at
 // most a trailing "/".
 //
@@ -126,7 +128,7 @@ func parseEndpoint(s string) (Endpoint, flaw) {
 	}
 	rest = strings.TrimSuffix(rest, "/")
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		return Endpoint{}, flaw{what: fmt.Sprintf("%s (%q)", urlPart(rest[i]), rest[i:])}
+		return Endpoint{}, flaw{what: fmt.Sprintf("%s (%q)", hostpattern.URLPart(rest[i]), rest[i:])}
 	}
 	if strings.Contains(rest, "@") {
 		return Endpoint{}, flaw{what: "user information"}
@@ -197,8 +199,8 @@ func checkHostname(host string) flaw {
 	if host == "" {
 		return flaw{what: "empty host"}
 	}
-	if c, ok := badHostnameRune(host); ok {
-		return flaw{fmt.Sprintf("%q in host %q", c, host), "want a host of " + wantHostnameRunes}
+	if c, ok := hostpattern.BadRune(host); ok {
+		return flaw{fmt.Sprintf("%q in host %q", c, host), "want a host of " + hostpattern.WantRunes}
 	}
 	if strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
 		return flaw{what: fmt.Sprintf("empty label in host %q", host)}
@@ -217,21 +219,73 @@ func (e Endpoint) URL(u *url.URL) *url.URL {
 	return &v
 }
 
-// failoverMethods are the methods whose requests may go to an alternate
-// endpoint when Policy.FailoverMethods is nil: reads, which a read-only
-// secondary can serve.
-var failoverMethods = []string{http.MethodGet, http.MethodHead}
+// Failover sends retries to alternate hosts of the same API, as Azure
+// Storage's clients send them to a read-only secondary (docs/failover.md).
+// The request URL's own host is the primary; Mode orders the Endpoints
+// around it, and a retry goes to the next endpoint in that order that the
+// request has not seen fail yet. Each attempt's URL is rewritten, never
+// the caller's request, and each endpoint is its own scope for the quota
+// and the limiters. A 404 from a secondary, whose copy of the data may
+// lag, sends the request's next attempts to the primary. Reads from a
+// secondary may be stale.
+//
+// A Policy's Failover is a pointer, and nil means none. Validate rejects
+// a non-nil Failover without Endpoints, which fails nothing over and which
+// New treats as nil; an endpoint ParseEndpoint rejects, and a Mode that is
+// not one of the four, which make New fail every request of the policy
+// before its first attempt; and a method that is not a token.
+type Failover struct {
+	// Endpoints are the alternate hosts, each written as "host",
+	// "host:port" or "scheme://host:port" (see ParseEndpoint). A Failover
+	// needs at least one.
+	Endpoints []string
 
-// MayFailOver reports whether req may be sent to p's alternate Endpoints:
-// its method is in FailoverMethods, or, when that is nil, is GET or HEAD.
-func (p *Policy) MayFailOver(req *http.Request) bool {
-	ms := p.FailoverMethods
-	if ms == nil {
-		ms = failoverMethods
+	// Mode orders the primary and the Endpoints for each request. The zero
+	// Mode is PrimaryThenSecondary.
+	Mode LocationMode
+
+	// Methods are the request methods that may leave the primary; the
+	// others are sent to it alone. Nil means GET and HEAD, which a
+	// read-only secondary can serve; a writable mirror may take more.
+	Methods []string
+}
+
+// normalised returns a copy of f, its lists copied too, so that the
+// policy WithDefaults returns shares nothing with the caller's. It returns
+// nil for a nil f and for one without Endpoints, which fails nothing over.
+// A Mode that is not a mode is kept.
+func (f *Failover) normalised() *Failover {
+	if f == nil || len(f.Endpoints) == 0 {
+		return nil
 	}
-	m := req.Method
-	if m == "" {
-		m = http.MethodGet
+	return &Failover{Endpoints: slices.Clone(f.Endpoints), Mode: f.Mode, Methods: slices.Clone(f.Methods)}
+}
+
+// validate reports f's settings that are out of range.
+func (f *Failover) validate() []error {
+	if f == nil {
+		return nil
 	}
-	return slices.Contains(ms, m)
+	var errs []error
+	switch m := f.Mode; {
+	case len(f.Endpoints) > 0:
+	case m == SecondaryOnly || m == SecondaryThenPrimary:
+		errs = append(errs, fmt.Errorf("policy: Failover.Endpoints is empty but Failover.Mode = %v; want at least one secondary", m))
+	default:
+		errs = append(errs, errors.New("policy: Failover.Endpoints is empty; want at least one alternate host, or a nil Failover for none"))
+	}
+	for i, e := range f.Endpoints {
+		if _, err := ParseEndpoint(e); err != nil {
+			errs = append(errs, within(fmt.Sprintf("Failover.Endpoints[%d]", i), err))
+		}
+	}
+	if m := f.Mode; m < PrimaryThenSecondary || m > SecondaryThenPrimary {
+		errs = append(errs, fmt.Errorf("policy: Failover.Mode = %d; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary", int(m)))
+	}
+	for i, m := range f.Methods {
+		if !validHeaderName(m) {
+			errs = append(errs, fmt.Errorf("policy: Failover.Methods[%d] = %q; want a method name such as GET", i, m))
+		}
+	}
+	return errs
 }

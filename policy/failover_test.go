@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -70,13 +69,13 @@ func TestParseEndpointRejectsOtherForms(t *testing.T) {
 		if got != (policy.Endpoint{}) {
 			t.Errorf("ParseEndpoint(%q) = %+v with an error; want the zero Endpoint", in, got)
 		}
-		p := policy.Policy{Endpoints: []string{in}}
+		p := policy.Policy{Failover: &policy.Failover{Endpoints: []string{in}}}
 		if verr := p.Validate(); verr == nil || !strings.Contains(verr.Error(), err.Error()[len("policy: "):]) {
-			t.Errorf("Validate(Endpoints %q) = %v; want it to contain %q", p.Endpoints, verr, err)
+			t.Errorf("Validate(Failover.Endpoints %q) = %v; want it to contain %q", p.Failover.Endpoints, verr, err)
 		}
-		doc, _ := json.Marshal(map[string][]string{"endpoints": {in}})
-		if _, lerr := policy.Load(bytes.NewReader(doc)); lerr == nil || !strings.Contains(lerr.Error(), "endpoints[0]") {
-			t.Errorf("Load(%s) error = %v; want one about endpoints[0]", doc, lerr)
+		doc, _ := json.Marshal(map[string]map[string][]string{"failover": {"endpoints": {in}}})
+		if _, lerr := policy.Load(bytes.NewReader(doc)); lerr == nil || !strings.Contains(lerr.Error(), "failover.endpoints[0]") {
+			t.Errorf("Load(%s) error = %v; want one about failover.endpoints[0]", doc, lerr)
 		}
 	}
 }
@@ -183,42 +182,14 @@ func TestParseLocationModeSuggestsTheName(t *testing.T) {
 	}
 }
 
-func TestPolicyMayFailOver(t *testing.T) {
-	tests := []struct {
-		name    string
-		methods []string
-		method  string
-		want    bool
-	}{
-		{"NilAllowsGET", nil, http.MethodGet, true},
-		{"NilAllowsHEAD", nil, http.MethodHead, true},
-		{"NilAllowsEmptyMethodAsGET", nil, "", true},
-		{"NilRefusesPOST", nil, http.MethodPost, false},
-		{"NilRefusesPUT", nil, http.MethodPut, false},
-		{"NilRefusesOPTIONS", nil, http.MethodOptions, false},
-		{"ListAllowsItsMethods", []string{"PUT", "GET"}, http.MethodPut, true},
-		{"ListReplacesTheDefault", []string{"PUT"}, http.MethodGet, false},
-		{"EmptyRefusesAll", []string{}, http.MethodGet, false},
-		{"MethodsAreCaseSensitive", []string{"get"}, http.MethodGet, false},
-		{"EmptyMethodIsGET", []string{"GET"}, "", true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := policy.Policy{Endpoints: []string{"b.example.com"}, FailoverMethods: tt.methods}
-			req := &http.Request{Method: tt.method, URL: &url.URL{Scheme: "http", Host: "a.example.com"}}
-			if got := p.MayFailOver(req); got != tt.want {
-				t.Errorf("Policy{FailoverMethods: %#v}.MayFailOver(%q) = %t; want %t", tt.methods, tt.method, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestValidateAcceptsFailoverAndHedge(t *testing.T) {
 	for _, p := range []policy.Policy{
-		{Endpoints: []string{"b", "b:443", "https://c:8443", "[::1]:80"}, LocationMode: policy.SecondaryThenPrimary, FailoverMethods: []string{"GET", "PUT"}},
-		{LocationMode: policy.PrimaryOnly},
-		{Endpoints: []string{"b"}, LocationMode: policy.SecondaryOnly, FailoverMethods: []string{}},
-		{Hedge: policy.Hedge{Delay: time.Second, Quantile: 0.999, MinDelay: time.Millisecond, MaxHedges: policy.HedgeLimit}},
+		{Failover: &policy.Failover{Endpoints: []string{"b", "b:443", "https://c:8443", "[::1]:80"}, Mode: policy.SecondaryThenPrimary, Methods: []string{"GET", "PUT"}}},
+		{Failover: &policy.Failover{Endpoints: []string{"b"}, Mode: policy.PrimaryOnly}},
+		{Failover: &policy.Failover{Endpoints: []string{"b"}, Mode: policy.SecondaryOnly, Methods: []string{}}},
+		{Hedge: &policy.Hedge{Delay: time.Second, Quantile: 0.999, MinDelay: time.Millisecond, MaxHedges: policy.HedgeLimit}},
+		{Hedge: &policy.Hedge{Delay: time.Second}},
+		{Hedge: &policy.Hedge{Quantile: 0.5}},
 	} {
 		if err := p.Validate(); err != nil {
 			t.Errorf("Validate(%+v) = %v; want nil", p, err)
@@ -226,26 +197,40 @@ func TestValidateAcceptsFailoverAndHedge(t *testing.T) {
 	}
 }
 
+// failover and hedged return a policy with only f, or h, set.
+func failover(f *policy.Failover) policy.Policy { return policy.Policy{Failover: f} }
+func hedged(h *policy.Hedge) policy.Policy      { return policy.Policy{Hedge: h} }
+
+// hedgesNothing is Validate's error for a Hedge with neither a Delay nor
+// a Quantile.
+const hedgesNothing = "policy: Hedge has neither a Delay > 0 nor a Quantile > 0, so it would hedge nothing; want one of them, or a nil Hedge for no hedging"
+
 func TestValidateRejectsFailoverAndHedge(t *testing.T) {
+	b := []string{"b.example.com"}
 	tests := []struct {
 		name string
 		p    policy.Policy
 		want string // the whole message of the only error
 	}{
-		{"LocationModeUnnamed", policy.Policy{LocationMode: 4}, "policy: LocationMode = 4; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary"},
-		{"LocationModeNegative", policy.Policy{LocationMode: -1}, "policy: LocationMode = -1; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary"},
-		{"SecondaryOnlyWithoutEndpoints", policy.Policy{LocationMode: policy.SecondaryOnly}, "policy: LocationMode = SecondaryOnly but Endpoints is empty; want at least one secondary"},
-		{"SecondaryThenPrimaryWithoutEndpoints", policy.Policy{LocationMode: policy.SecondaryThenPrimary, Endpoints: []string{}}, "policy: LocationMode = SecondaryThenPrimary but Endpoints is empty; want at least one secondary"},
-		{"MethodWithSpace", policy.Policy{FailoverMethods: []string{"GET", "GET /"}}, `policy: FailoverMethods[1] = "GET /"; want a method name such as GET`},
-		{"EmptyMethod", policy.Policy{FailoverMethods: []string{""}}, `policy: FailoverMethods[0] = ""; want a method name such as GET`},
-		{"HedgeNegativeDelay", policy.Policy{Hedge: policy.Hedge{Delay: -time.Millisecond}}, "policy: Hedge.Delay = -1ms; want >= 0 (0: none)"},
-		{"HedgeQuantileOne", policy.Policy{Hedge: policy.Hedge{Quantile: 1}}, "policy: Hedge.Quantile = 1; want 0 <= q < 1 (0: Delay alone)"},
-		{"HedgeQuantileNegative", policy.Policy{Hedge: policy.Hedge{Quantile: -0.1}}, "policy: Hedge.Quantile = -0.1; want 0 <= q < 1 (0: Delay alone)"},
-		{"HedgeQuantileNaN", policy.Policy{Hedge: policy.Hedge{Quantile: math.NaN()}}, "policy: Hedge.Quantile = NaN; want 0 <= q < 1 (0: Delay alone)"},
-		{"HedgeNegativeMinDelay", policy.Policy{Hedge: policy.Hedge{MinDelay: -time.Second}}, "policy: Hedge.MinDelay = -1s; want >= 0"},
-		{"HedgeNegativeMax", policy.Policy{Hedge: policy.Hedge{MaxHedges: -1}}, "policy: Hedge.MaxHedges = -1; want 1..4, or 0 for 1"},
-		{"HedgeMaxAboveLimit", policy.Policy{Hedge: policy.Hedge{MaxHedges: policy.HedgeLimit + 1}}, "policy: Hedge.MaxHedges = 5; want 1..4, or 0 for 1"},
-		{"HedgeMaxInt", policy.Policy{Hedge: policy.Hedge{MaxHedges: math.MaxInt}}, fmt.Sprintf("policy: Hedge.MaxHedges = %d; want 1..4, or 0 for 1", math.MaxInt)},
+		{"ModeUnnamed", failover(&policy.Failover{Endpoints: b, Mode: 4}), "policy: Failover.Mode = 4; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary"},
+		{"ModeNegative", failover(&policy.Failover{Endpoints: b, Mode: -1}), "policy: Failover.Mode = -1; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary"},
+		{"WithoutEndpoints", failover(&policy.Failover{}), "policy: Failover.Endpoints is empty; want at least one alternate host, or a nil Failover for none"},
+		{"EmptyEndpoints", failover(&policy.Failover{Endpoints: []string{}, Methods: []string{"GET"}}), "policy: Failover.Endpoints is empty; want at least one alternate host, or a nil Failover for none"},
+		{"PrimaryOnlyWithoutEndpoints", failover(&policy.Failover{Mode: policy.PrimaryOnly}), "policy: Failover.Endpoints is empty; want at least one alternate host, or a nil Failover for none"},
+		{"SecondaryOnlyWithoutEndpoints", failover(&policy.Failover{Mode: policy.SecondaryOnly}), "policy: Failover.Endpoints is empty but Failover.Mode = SecondaryOnly; want at least one secondary"},
+		{"SecondaryThenPrimaryWithoutEndpoints", failover(&policy.Failover{Mode: policy.SecondaryThenPrimary, Endpoints: []string{}}), "policy: Failover.Endpoints is empty but Failover.Mode = SecondaryThenPrimary; want at least one secondary"},
+		{"MethodWithSpace", failover(&policy.Failover{Endpoints: b, Methods: []string{"GET", "GET /"}}), `policy: Failover.Methods[1] = "GET /"; want a method name such as GET`},
+		{"EmptyMethod", failover(&policy.Failover{Endpoints: b, Methods: []string{""}}), `policy: Failover.Methods[0] = ""; want a method name such as GET`},
+		{"HedgeNegativeDelay", hedged(&policy.Hedge{Delay: -time.Millisecond, Quantile: 0.5}), "policy: Hedge.Delay = -1ms; want >= 0 (0: Quantile alone)"},
+		{"HedgeQuantileOne", hedged(&policy.Hedge{Quantile: 1}), "policy: Hedge.Quantile = 1; want 0 <= q < 1 (0: Delay alone)"},
+		{"HedgeQuantileNegative", hedged(&policy.Hedge{Delay: time.Second, Quantile: -0.1}), "policy: Hedge.Quantile = -0.1; want 0 <= q < 1 (0: Delay alone)"},
+		{"HedgeQuantileNaN", hedged(&policy.Hedge{Delay: time.Second, Quantile: math.NaN()}), "policy: Hedge.Quantile = NaN; want 0 <= q < 1 (0: Delay alone)"},
+		{"HedgeNegativeMinDelay", hedged(&policy.Hedge{Quantile: 0.9, MinDelay: -time.Second}), "policy: Hedge.MinDelay = -1s; want >= 0"},
+		{"HedgeNegativeMax", hedged(&policy.Hedge{Delay: time.Second, MaxHedges: -1}), "policy: Hedge.MaxHedges = -1; want 1..4, or 0 for 1"},
+		{"HedgeMaxAboveLimit", hedged(&policy.Hedge{Delay: time.Second, MaxHedges: policy.HedgeLimit + 1}), "policy: Hedge.MaxHedges = 5; want 1..4, or 0 for 1"},
+		{"HedgeMaxInt", hedged(&policy.Hedge{Delay: time.Second, MaxHedges: math.MaxInt}), fmt.Sprintf("policy: Hedge.MaxHedges = %d; want 1..4, or 0 for 1", math.MaxInt)},
+		{"HedgeNothing", hedged(&policy.Hedge{}), hedgesNothing},
+		{"HedgeNothingButMinDelayAndMax", hedged(&policy.Hedge{MinDelay: time.Second, MaxHedges: 2}), hedgesNothing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -260,31 +245,19 @@ func TestValidateRejectsFailoverAndHedge(t *testing.T) {
 // TestValidateNamesTheBadEndpoint checks that each endpoint ParseEndpoint
 // rejects gives an error naming its index and saying what is wrong.
 func TestValidateNamesTheBadEndpoint(t *testing.T) {
-	p := policy.Policy{Endpoints: []string{"b.example.com", "ftp://c.example.com", "d.example.com/path"}}
+	endpoints := []string{"b.example.com", "ftp://c.example.com", "d.example.com/path"}
+	p := policy.Policy{Failover: &policy.Failover{Endpoints: endpoints}}
 	errs := unwrapAll(p.Validate())
 	if len(errs) != 2 {
-		t.Fatalf("Validate(Endpoints %q) = %v; want 2 errors", p.Endpoints, errs)
+		t.Fatalf("Validate(Failover.Endpoints %q) = %v; want 2 errors", endpoints, errs)
 	}
 	for i, tt := range []struct{ index, endpoint, reason string }{
 		{"[1]", "ftp://c.example.com", "is not http or https"},
 		{"[2]", "d.example.com/path", "a path"},
 	} {
 		msg := errs[i].Error()
-		if !strings.HasPrefix(msg, "policy: Endpoints"+tt.index+": ") || !strings.Contains(msg, tt.endpoint) || !strings.Contains(msg, tt.reason) || strings.Contains(msg, "%!") {
-			t.Errorf("Validate(Endpoints %q) error %d = %q; want one starting \"policy: Endpoints%s: \" that names %q and says %q", p.Endpoints, i, msg, tt.index, tt.endpoint, tt.reason)
-		}
-	}
-}
-
-// TestHedgeCopies: Copies is MaxHedges within 1..HedgeLimit, so that a
-// value that bypasses Validate still sends a bounded number of copies.
-func TestHedgeCopies(t *testing.T) {
-	for _, tt := range []struct{ max, want int }{
-		{0, 1}, {-3, 1}, {math.MinInt, 1}, {1, 1}, {3, 3}, {policy.HedgeLimit, policy.HedgeLimit},
-		{policy.HedgeLimit + 1, policy.HedgeLimit}, {1 << 40, policy.HedgeLimit}, {math.MaxInt, policy.HedgeLimit},
-	} {
-		if got := (policy.Hedge{Delay: time.Second, MaxHedges: tt.max}).Copies(); got != tt.want {
-			t.Errorf("Hedge{MaxHedges: %d}.Copies() = %d; want %d", tt.max, got, tt.want)
+		if !strings.HasPrefix(msg, "policy: Failover.Endpoints"+tt.index+": ") || !strings.Contains(msg, tt.endpoint) || !strings.Contains(msg, tt.reason) || strings.Contains(msg, "%!") {
+			t.Errorf("Validate(Failover.Endpoints %q) error %d = %q; want one starting \"policy: Failover.Endpoints%s: \" that names %q and says %q", endpoints, i, msg, tt.index, tt.endpoint, tt.reason)
 		}
 	}
 }

@@ -2,9 +2,8 @@ package policy
 
 import "encoding/json"
 
-// This file maps Endpoints, LocationMode, FailoverMethods and Hedge to the
-// endpoints, locationMode, failoverMethods and hedge members of the JSON
-// schema (see Load) and back.
+// This file maps Failover and Hedge to the failover and hedge members of
+// the JSON schema (see Load) and back.
 
 // Descriptions of the values the failover and hedge members accept.
 const (
@@ -13,6 +12,31 @@ const (
 	wantQuantile  = "a number 0 <= q < 1 (0: delay alone)"
 	wantMaxHedges = "an integer 1..4 (HedgeLimit), or 0 for 1"
 )
+
+// failover decodes a failover object into a new Failover. Its endpoints
+// member is required: a failover without endpoints fails nothing over.
+func (v value) failover() *Failover {
+	f := new(Failover)
+	ms, ok := v.d.members(v.path, v.raw, "a failover object")
+	if !ok {
+		return f
+	}
+	given := false
+	v.d.apply(v.path, ms, []field{
+		{"endpoints", func(v value) {
+			given = true
+			if f.Endpoints = v.endpoints(); f.Endpoints != nil && len(f.Endpoints) == 0 {
+				v.fail("a non-empty list of endpoints")
+			}
+		}},
+		{"mode", func(v value) { f.Mode = v.locationMode() }},
+		{"methods", func(v value) { f.Methods = v.failoverMethods() }},
+	})
+	if !given {
+		v.d.fail(join(v.path, "endpoints"), "", "missing; want a non-empty list of endpoints")
+	}
+	return f
+}
 
 // endpoints decodes a list of alternate endpoints, each checked with
 // ParseEndpoint and kept as written; the error of a bad one says what
@@ -82,15 +106,24 @@ func (v value) locationMode() LocationMode {
 	return m
 }
 
-// hedge decodes a hedge object.
-func (v value) hedge() Hedge {
-	var h Hedge
-	v.d.object(v.path, v.raw, "a hedge object",
-		field{"delay", setDuration(&h.Delay)},
-		field{"quantile", func(v value) { h.Quantile = v.float(below1, wantQuantile) }},
-		field{"minDelay", setDuration(&h.MinDelay)},
-		field{"maxHedges", func(v value) { h.MaxHedges = int(v.int(0, HedgeLimit, wantMaxHedges)) }},
-	)
+// hedge decodes a hedge object into a new Hedge. One without a delay or
+// a quantile, which would hedge nothing, is reported.
+func (v value) hedge() *Hedge {
+	h := new(Hedge)
+	errs := len(v.d.errs)
+	ms, ok := v.d.members(v.path, v.raw, "a hedge object")
+	if !ok {
+		return h
+	}
+	v.d.apply(v.path, ms, []field{
+		{"delay", setDuration(&h.Delay)},
+		{"quantile", func(v value) { h.Quantile = v.float(below1, wantQuantile) }},
+		{"minDelay", setDuration(&h.MinDelay)},
+		{"maxHedges", func(v value) { h.MaxHedges = int(v.int(0, HedgeLimit, wantMaxHedges)) }},
+	})
+	if len(v.d.errs) == errs && h.Delay == 0 && h.Quantile == 0 {
+		v.fail("a hedge object with a delay > 0 or a quantile > 0; without either it hedges nothing")
+	}
 	return h
 }
 
@@ -105,8 +138,19 @@ func (e *encoder) locationMode(path string, m LocationMode) []byte {
 	return b
 }
 
+// failover encodes f as a failover object, the inverse of value.failover.
+func (e *encoder) failover(path string, f *Failover) []byte {
+	o := e.object(path)
+	o.strs("endpoints", f.Endpoints)
+	if f.Mode != PrimaryThenSecondary {
+		o.member("mode", e.locationMode(join(path, "mode"), f.Mode))
+	}
+	o.strs("methods", f.Methods)
+	return o.bytes()
+}
+
 // hedge encodes h as a hedge object, the inverse of value.hedge.
-func (e *encoder) hedge(path string, h Hedge) []byte {
+func (e *encoder) hedge(path string, h *Hedge) []byte {
 	o := e.object(path)
 	o.dur("delay", h.Delay)
 	o.float("quantile", h.Quantile)

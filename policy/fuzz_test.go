@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // checkRoundTrip fails t unless p, a policy a loader returned, passes
@@ -67,26 +68,32 @@ func FuzzLoad(f *testing.F) {
 	for _, doc := range []string{
 		fullDocument, `{}`, ``, `null`, `{"preset": "sns-aws-managed", "maxAttempts": 2}`,
 		`{"backoff": {"type": "jittered", "strategy": {"type": "capped", "strategy": {"type": "schedule", "numRetries": 3}}}}`,
-		`{"delayHeaders": "all", "quota": {}, "limiter": {"beta": 0.5}, "rateLimit": {"rate": 0.5}}`,
-		`{"delayHeaders": ["retry-after", "RateLimit"], "maxTotalTime": "1s", "backoff": {"type": "constant", "interval": "600ms"}, "maxAttempts": 3}`,
+		`{"serverDelay": {"headers": "all"}, "quota": {}, "limiter": {"beta": 0.5}, "rateLimit": {"rate": 0.5}}`,
+		`{"serverDelay": {"headers": ["retry-after", "RateLimit"], "bound": "5s"}, "maxTotalTime": "1s", "backoff": {"type": "constant", "interval": "600ms"}, "maxAttempts": 3}`,
+		`{"serverDelay": {"headers": "NONE"}, "quota": "none", "limiter": {}}`,
+		`{"serverDelay": {"headers": [], "bound": "-1s", "x": 1}, "quota": "off", "limiter": []}`,
+		`{"serverDelay": {}, "quota": {"wait": true}, "limiter": {"reference": true, "maxWait": "1s"}}`,
 		`{"maxAttempts": -3, "backoff": {"type": "fulljitterx"}, "bogus": 1}`, `{"maxAttempts": 1, "maxAttempts": 2}`, `{} {}`,
 		`{"classifier": {"throttlingStatuses": [420], "transientCodes": ["Busy"]}}`,
 		`{"quota": {"type": "budget", "ratio": -1, "minPerSecond": 0.5, "window": "1s", "maxScopes": 2}, "budget": {"ratio": 0.1}}`,
-		`{"quota": {"type": "QUOTA", "capacity": 5}, "budget": {}, "disableQuota": true}`,
-		`{"endpoints": ["h", "h:443", "https://h:8443", "[::1]:80"], "locationMode": "secondaryOnly", "failoverMethods": [], "hedge": {"delay": "50ms", "quantile": 0.95, "minDelay": "10ms", "maxHedges": 2}}`,
-		`{"endpoints": [], "locationMode": "PRIMARYONLY", "failoverMethods": ["GET", "PUT"], "hedge": {}}`,
-		`{"endpoints": ["ftp://h", "h/path", "h:99999", "user@h", ""], "locationMode": "nearest", "failoverMethods": ["GET /"], "hedge": {"quantile": 1, "delay": "-1s", "x": 1}, "budget": {"type": "budget"}, "quota": {"type": "bucket"}}`,
-		`{"locationMode": "SecondaryThenPrimary"}`,
+		`{"quota": {"capacity": 5, "retryCost": 1, "refillPerSecond": 0.5}, "budget": {"ratio": -1, "minPerSecond": 0.5, "window": "1s", "maxScopes": 2}}`,
+		`{"adaptive": true, "disableQuota": true, "delayHeaders": "all", "ignoreDelayHeaders": true, "serverDelayBound": "5s", "endpoints": ["h"], "locationMode": "secondaryOnly", "failoverMethods": []}`,
+		`{"failover": {"endpoints": ["h", "h:443", "https://h:8443", "[::1]:80"], "mode": "secondaryOnly", "methods": []}, "hedge": {"delay": "50ms", "quantile": 0.95, "minDelay": "10ms", "maxHedges": 2}}`,
+		`{"failover": {"endpoints": ["h"], "mode": "PRIMARYONLY", "methods": ["GET", "PUT"]}, "hedge": {"quantile": 0.5}}`,
+		`{"failover": {"endpoints": [], "mode": "SecondaryThenPrimary"}, "hedge": {}}`,
+		`{"failover": {"mode": "SecondaryOnly"}, "hedge": {"maxHedges": 2}}`,
+		`{"failover": {"endpoints": ["ftp://h", "h/path", "h:99999", "user@h", ""], "mode": "nearest", "methods": ["GET /"]}, "hedge": {"quantile": 1, "delay": "-1s", "x": 1}, "budget": {"type": "budget"}, "quota": {"type": "bucket"}}`,
 		`{"maxTotalTime": "30s", "maxTotalWait": "20s", "terminationBuffer": "1s", "penalty": {"codes": ["ServerBusy"], "statuses": [503, 429], "delay": "10s", "for": "10s"}}`,
-		`{"maxTotalWait": "1ns", "penalty": {"codes": [], "statuses": []}}`,
+		`{"maxTotalWait": "1ns", "penalty": {"codes": [], "statuses": [], "delay": "1s"}}`,
 		`{"terminationBuffer": "5s", "penalty": {"statuses": [100, 599], "for": "1h"}}`,
+		`{"penalty": {"codes": ["x"], "statuses": [], "delay": "1s"}}`,
 		`{"maxTotalTime": "1s", "terminationBuffer": "1s", "maxTotalWait": "-1s", "penalty": {"delay": "1s"}}`,
 		`{"penalty": {"codes": ["", 7], "statuses": [99, 600, "503", 1.5], "delay": -1, "for": "x", "extra": 1}}`,
 		`{"penalty": {"codes": "ServerBusy", "statuses": 503}, "terminationBuffer": 1}`,
 		`{"penalty": []}`,
 		"{\n  \"maxAttempts\": }", "{\"maxAttempts\": 3,\n}", `{"maxAttempts": 3`, "{}\r\n\r\n{}", "\n\n", `{"a": "\x01"}`,
 		`{"preset": "AzureBackground", "maxAttempt": 1, "backoff": {"type": "full_jitter", "bas": "1s"}}`,
-		`{"quota": {"type": "budgett"}, "locationMode": "primary-only", "delayHeaders": ["RetryAfter"]}`,
+		`{"quota": {"type": "budgett"}, "failover": {"endpoints": ["h"], "mode": "primary-only"}, "serverDelay": {"headers": ["RetryAfter"]}, "limitr": {}}`,
 		`{"backoff": {"type": "schedule", "backoffFunction": "exponentail"}}`,
 	} {
 		f.Add([]byte(doc))
@@ -124,7 +131,7 @@ func FuzzLoadSNS(f *testing.F) {
 			return
 		}
 		s, ok := p.Backoff.(backoff.Schedule)
-		if !ok || p.MaxAttempts < 1 || p.MaxAttempts > 101 || !p.DisableQuota {
+		if !ok || p.MaxAttempts < 1 || p.MaxAttempts > 101 || p.Quota != ratelimit.NoQuota {
 			t.Fatalf("LoadSNS(%q) = %+v; want a Schedule, 1..101 attempts and no quota", data, p)
 		}
 		if p.MaxAttempts > 1 && s.Total() > time.Hour {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -16,13 +17,15 @@ import (
 // pays from the retry quotas (Quota and Budget) as a retry after a Timeout
 // would, and none is sent once they cannot pay.
 //
-// The zero Hedge sends no copies.
+// A Policy's Hedge is a pointer, and nil means no hedging; a non-nil Hedge
+// needs a positive Delay or Quantile. Validate rejects one with neither,
+// which would hedge nothing and which the transport treats as nil.
 type Hedge struct {
 	// Delay is how long an attempt waits for its response headers before
 	// the next copy is sent. With Quantile set, it is the delay used until
 	// the scope has seen enough attempts to know the quantile. Zero means
-	// no fixed delay; Validate rejects a negative one, which the transport
-	// treats as zero.
+	// no fixed delay, which needs a Quantile; Validate rejects a negative
+	// one, which the transport treats as zero.
 	Delay time.Duration
 
 	// Quantile, between 0 and 1, makes the delay the scope's observed
@@ -41,7 +44,7 @@ type Hedge struct {
 
 	// MaxHedges is the most copies sent beside each attempt, at most
 	// HedgeLimit. Zero means 1; Validate rejects a negative value or one
-	// above HedgeLimit, and Copies treats them as 1 and HedgeLimit.
+	// above HedgeLimit, which the transport treats as 1 and HedgeLimit.
 	MaxHedges int
 }
 
@@ -51,39 +54,41 @@ type Hedge struct {
 // rather than cut the tail.
 const HedgeLimit = 4
 
-// Enabled reports whether h sends copies at all: it has a Delay or a
-// Quantile.
-func (h Hedge) Enabled() bool { return h.Delay > 0 || h.Quantile > 0 }
-
-// Copies returns how many copies h may send beside each attempt:
-// MaxHedges, 1 when MaxHedges is zero or negative, and HedgeLimit when it
-// is above HedgeLimit.
-func (h Hedge) Copies() int { return min(max(h.MaxHedges, 1), HedgeLimit) }
-
-// normalised returns h with its out-of-range values as the transport
-// treats them (see the fields): a negative Delay or MinDelay as zero, a
-// negative or NaN Quantile as zero and one of 1 or more as the largest
-// below 1, and MaxHedges within 0..HedgeLimit.
-func (h Hedge) normalised() Hedge {
-	h.Delay, h.MinDelay = max(h.Delay, 0), max(h.MinDelay, 0)
-	switch {
-	case !(h.Quantile > 0): // NaN included
-		h.Quantile = 0
-	case h.Quantile >= 1:
-		h.Quantile = math.Nextafter(1, 0)
+// normalised returns a copy of h with its out-of-range values as the
+// transport treats them (see the fields): a negative Delay or MinDelay as
+// zero, a negative or NaN Quantile as zero and one of 1 or more as the
+// largest below 1, and MaxHedges within 0..HedgeLimit. It returns nil for
+// a nil h, and for one that hedges nothing: no positive Delay or Quantile.
+func (h *Hedge) normalised() *Hedge {
+	if h == nil || !(h.Delay > 0 || h.Quantile > 0) { // NaN included
+		return nil
 	}
-	h.MaxHedges = min(max(h.MaxHedges, 0), HedgeLimit)
-	return h
+	c := *h
+	c.Delay, c.MinDelay = max(c.Delay, 0), max(c.MinDelay, 0)
+	switch {
+	case !(c.Quantile > 0):
+		c.Quantile = 0
+	case c.Quantile >= 1:
+		c.Quantile = math.Nextafter(1, 0)
+	}
+	c.MaxHedges = min(max(c.MaxHedges, 0), HedgeLimit)
+	return &c
 }
 
 // validate reports h's settings that are out of range.
-func (h Hedge) validate() []error {
+func (h *Hedge) validate() []error {
+	if h == nil {
+		return nil
+	}
 	var errs []error
 	if h.Delay < 0 {
-		errs = append(errs, fmt.Errorf("policy: Hedge.Delay = %v; want >= 0 (0: none)", h.Delay))
+		errs = append(errs, fmt.Errorf("policy: Hedge.Delay = %v; want >= 0 (0: Quantile alone)", h.Delay))
 	}
 	if !below1(h.Quantile) { // NaN included
 		errs = append(errs, fmt.Errorf("policy: Hedge.Quantile = %v; want 0 <= q < 1 (0: Delay alone)", h.Quantile))
+	}
+	if !(h.Delay > 0 || h.Quantile > 0) {
+		errs = append(errs, errors.New("policy: Hedge has neither a Delay > 0 nor a Quantile > 0, so it would hedge nothing; want one of them, or a nil Hedge for no hedging"))
 	}
 	if h.MinDelay < 0 {
 		errs = append(errs, fmt.Errorf("policy: Hedge.MinDelay = %v; want >= 0", h.MinDelay))

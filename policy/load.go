@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,28 +8,32 @@ import (
 	"strings"
 
 	"github.com/retrytransport/retrytransport/classify"
-	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // Load reads a Policy from the JSON document in r, in the schema below, and
 // checks it with [Policy.Validate]. It reads r to its end: anything but
 // white space after the document is an error. Each call returns fresh
-// values: a quota, budget, limiter or rate limit in the document becomes a
-// new *ratelimit.Quota or *ratelimit.Budget, *ratelimit.Adaptive or
+// values: a quota, budget, limiter or rate limit object in the document
+// becomes a new *ratelimit.Quota, *ratelimit.Budget, *ratelimit.Adaptive or
 // *ratelimit.Fixed, which the transports given the returned Policy share
-// (see [Policy.Quota]).
+// (see [Policy.Quota]), and a penalty, failover or hedge object a new
+// Penalty, Failover or Hedge.
 //
 // # Schema
 //
-// The document is an object. Every member is optional: a missing member, or
-// null, leaves its field zero, which means the default the field's comment
-// names. Names are the Policy field names with a lower-case first letter,
-// matched exactly, but for preset and classifier (which sets Classify).
-// Durations are Go duration strings (time.ParseDuration): "1.5s", "300ms",
-// "1m". The schema is stricter than [Policy.Validate]: it has no negative
-// durations or counts, although a Policy field may give a negative value
-// a meaning (a negative MaxAttempts is the default), since a document
-// never needs one and a minus sign in a file is more likely a mistake.
+// The document is an object that mirrors the Policy struct: one member per
+// field, named as the field with a lower-case first letter and matched
+// exactly, but for preset and classifier (which sets Classify). Every
+// member is optional: a missing member, or null, leaves its field zero or
+// nil, which means the default, or the feature off, as the field's comment
+// says. A feature's object (serverDelay, failover, hedge, penalty, quota,
+// budget, limiter, rateLimit) holds the fields of its type, named by the
+// same rule. Durations are Go duration strings (time.ParseDuration):
+// "1.5s", "300ms", "1m". The schema is stricter than [Policy.Validate]: it
+// has no negative durations or counts, although a Policy field may give a
+// negative value a meaning (a negative MaxAttempts is the default), since
+// a document never needs one and a minus sign in a file is more likely a
+// mistake.
 //
 //	member              value
 //	preset              a name from PresetNames, in any case (see below)
@@ -38,45 +41,46 @@ import (
 //	backoff             strategy object (see Strategies)
 //	throttleBackoff     strategy object
 //	maxDelay            duration
-//	delayHeaders        "all", or a list of Retry-After, retry-after-ms,
-//	                    x-ms-retry-after-ms, x-amz-retry-after,
-//	                    X-RateLimit-Reset, RateLimit (in any case)
-//	serverDelayBound    duration
-//	ignoreDelayHeaders  boolean
+//	serverDelay         object: headers ("all", "none", or a non-empty list
+//	                    of Retry-After, retry-after-ms, x-ms-retry-after-ms,
+//	                    x-amz-retry-after, X-RateLimit-Reset, RateLimit, in
+//	                    any case), bound (duration)
 //	attemptTimeout      duration
 //	maxTotalTime        duration
 //	maxTotalWait        duration
 //	terminationBuffer   duration
 //	penalty             object: codes (list of codes), statuses (list of
-//	                    statuses 100..599), delay, for (durations)
+//	                    statuses 100..599), delay, for (durations); a delay
+//	                    > 0 and a code or a status are required
 //	classifier          object: throttlingStatuses, transientStatuses,
 //	                    fatalStatuses (lists of statuses 100..599),
 //	                    throttlingCodes, transientCodes (lists of codes)
-//	quota               quota object (see Quotas): capacity, retryCost,
-//	                    timeoutCost, throttleCost, successIncrement,
-//	                    maxScopes (integers >= 0), refillPerSecond (number
-//	                    >= 0), wait (boolean); or a budget object with
-//	                    "type": "budget"
-//	disableQuota        boolean
+//	quota               "none" (ratelimit.NoQuota), or object: capacity,
+//	                    retryCost, timeoutCost, throttleCost,
+//	                    successIncrement, maxScopes (integers >= 0),
+//	                    refillPerSecond (number >= 0), wait (boolean)
 //	budget              object: ratio, minPerSecond (numbers; 0: the
 //	                    default, < 0: none), window (duration), maxScopes
 //	                    (integer >= 0)
 //	retryNonIdempotent  boolean
 //	maxBodyBuffer       integer >= 0, bytes
-//	adaptive            boolean
-//	limiter             object: beta (0 <= n < 1), scale, minFillRate,
-//	                    additive (>= 0), smoothing (0..1), reference, failFast
-//	                    (booleans), maxWait (duration), maxScopes (integer)
+//	limiter             object, a new *ratelimit.Adaptive ({}: the
+//	                    defaults): beta (0 <= n < 1), scale, minFillRate,
+//	                    additive (>= 0), smoothing (0..1), reference,
+//	                    failFast (booleans), maxWait (duration), maxScopes
+//	                    (integer)
 //	rateLimit           object: rate (>= 0), burst, maxScopes (integers
 //	                    >= 0), failFast (boolean), maxWait (duration)
-//	endpoints           list of "host", "host:port" or "scheme://host:port"
-//	                    (see ParseEndpoint)
-//	locationMode        PrimaryThenSecondary, PrimaryOnly, SecondaryOnly or
-//	                    SecondaryThenPrimary, in any case
-//	failoverMethods     list of method names, such as "GET", in their case
-//	                    ([]: none; missing: GET and HEAD)
+//	failover            object: endpoints (a non-empty list of "host",
+//	                    "host:port" or "scheme://host:port"; see
+//	                    ParseEndpoint), mode (PrimaryThenSecondary,
+//	                    PrimaryOnly, SecondaryOnly or SecondaryThenPrimary,
+//	                    in any case), methods (list of method names, such
+//	                    as "GET", in their case; []: none; missing: GET and
+//	                    HEAD)
 //	hedge               object: delay, minDelay (durations), quantile
-//	                    (0 <= q < 1), maxHedges (integer 0..HedgeLimit)
+//	                    (0 <= q < 1), maxHedges (integer 0..HedgeLimit); a
+//	                    delay or a quantile > 0 is required
 //	maxDrain            integer >= 0, bytes
 //	readTimeout         duration
 //	attemptHeader       string, a header name
@@ -121,20 +125,32 @@ import (
 //
 // # Quotas
 //
-// quota takes an object whose optional "type" names a retry quota of
-// package ratelimit, in any case; a quota object without one is a
-// *ratelimit.Quota, as in the documents written before budgets existed:
+// quota and budget are two members because they are paid in different
+// scopes (see Policy): a quota in the scope each retry is sent to, a
+// budget in the request's own. quota takes the string "none", in any
+// case, which turns the retry quota off, or a quota object, a new
+// *ratelimit.Quota. budget takes a budget object, a new *ratelimit.Budget.
+// Its ratio and minPerSecond take any number, as ratelimit.Budget gives
+// each a meaning: 0 is the default, a negative ratio counts none of the
+// requests and a negative minPerSecond sets no floor. A quota object with
+// "type": "budget", as an earlier schema wrote a budget, is an error that
+// says to write it as budget.
 //
-//	type     members
-//	quota    capacity, retryCost, timeoutCost, throttleCost,
-//	         successIncrement, refillPerSecond, wait, maxScopes
-//	budget   ratio, minPerSecond, window, maxScopes
+// # Members that moved
 //
-// budget takes a budget object, without a type: only a *ratelimit.Budget
-// goes there. Its ratio and minPerSecond take any number, as
-// ratelimit.Budget gives each a meaning: 0 is the default, a negative
-// ratio counts none of the requests and a negative minPerSecond sets no
-// floor.
+// An earlier schema had a member per setting where this one has an object
+// per feature. Each of those members is an error that says where it went:
+//
+//	adaptive            "limiter": {}
+//	disableQuota        "quota": "none"
+//	delayHeaders        "serverDelay": {"headers": [...]}
+//	ignoreDelayHeaders  "serverDelay": {"headers": "none"}
+//	serverDelayBound    "serverDelay": {"bound": "5s"}
+//	endpoints           "failover": {"endpoints": [...]}
+//	locationMode        "failover": {"mode": "..."}
+//	failoverMethods     "failover": {"methods": [...]}
+//
+//	policy: endpoints: moved; write "failover": {"endpoints": [...]}
 //
 // # Errors
 //
@@ -147,8 +163,8 @@ import (
 //	policy: backoff.cap: unknown field; want one of type, base, max
 //
 // An unknown member, and a name that must be one of a few (a preset, a
-// strategy or quota type, a header, a location mode, a backoffFunction),
-// is reported with the name it was probably meant to be, when one is close
+// strategy type, a header, a location mode, a backoffFunction), is
+// reported with the name it was probably meant to be, when one is close
 // (see [FieldError]'s Suggestion), or else with the list of names:
 //
 //	policy: maxAttempt: unknown field; did you mean "maxAttempts"?
@@ -280,15 +296,13 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 			}
 		}
 	}
-	d.apply(path, ms, []field{
+	d.applyMoved(path, ms, []field{
 		{"preset", func(value) {}},
 		{"maxAttempts", func(v value) { p.MaxAttempts = v.count(wantAttempts) }},
 		{"backoff", func(v value) { p.Backoff = v.strategy() }},
 		{"throttleBackoff", func(v value) { p.ThrottleBackoff = v.strategy() }},
 		{"maxDelay", func(v value) { p.MaxDelay = v.duration() }},
-		{"delayHeaders", func(v value) { p.DelayHeaders = v.sources() }},
-		{"serverDelayBound", func(v value) { p.ServerDelayBound = v.duration() }},
-		{"ignoreDelayHeaders", func(v value) { p.IgnoreDelayHeaders = v.bool() }},
+		{"serverDelay", func(v value) { p.ServerDelay = v.serverDelay() }},
 		{"attemptTimeout", func(v value) { p.AttemptTimeout = v.duration() }},
 		{"maxTotalTime", func(v value) { p.MaxTotalTime = v.duration() }},
 		{"maxTotalWait", func(v value) { p.MaxTotalWait = v.duration() }},
@@ -296,22 +310,18 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 		{"penalty", func(v value) { p.Penalty = v.penalty() }},
 		{"classifier", func(v value) { p.Classify = v.classifier() }},
 		{"quota", func(v value) { p.Quota = v.retryQuota() }},
-		{"disableQuota", func(v value) { p.DisableQuota = v.bool() }},
 		{"budget", func(v value) { p.Budget = v.budget() }},
 		{"retryNonIdempotent", func(v value) { p.RetryNonIdempotent = v.bool() }},
 		{"maxBodyBuffer", func(v value) { p.MaxBodyBuffer = int64(v.count(wantBytes)) }},
-		{"adaptive", func(v value) { p.Adaptive = v.bool() }},
 		{"limiter", func(v value) { p.Limiter = v.limiter() }},
 		{"rateLimit", func(v value) { p.RateLimit = v.rateLimit() }},
-		{"endpoints", func(v value) { p.Endpoints = v.endpoints() }},
-		{"locationMode", func(v value) { p.LocationMode = v.locationMode() }},
-		{"failoverMethods", func(v value) { p.FailoverMethods = v.failoverMethods() }},
+		{"failover", func(v value) { p.Failover = v.failover() }},
 		{"hedge", func(v value) { p.Hedge = v.hedge() }},
 		{"maxDrain", func(v value) { p.MaxDrain = int64(v.count(wantBytes)) }},
 		{"readTimeout", func(v value) { p.ReadTimeout = v.duration() }},
 		{"attemptHeader", func(v value) { p.AttemptHeader = v.headerName() }},
 		{"ignoreSDKAttempts", func(v value) { p.IgnoreSDKAttempts = v.bool() }},
-	})
+	}, movedMembers())
 	return p
 }
 
@@ -330,54 +340,4 @@ func (v value) classifier() classify.Func {
 		return nil
 	}
 	return c.Classify
-}
-
-// sourceList returns every retryafter.Source, one bit each, in bit order.
-func sourceList() []retryafter.Source {
-	var list []retryafter.Source
-	for i := range 16 {
-		if s := retryafter.Source(1) << i; s&retryafter.AllSources != 0 {
-			list = append(list, s)
-		}
-	}
-	return list
-}
-
-// sources decodes delayHeaders: "all", or a non-empty list of the names
-// that retryafter.Source.String gives, in any case.
-func (v value) sources() retryafter.Source {
-	var names []string
-	for _, s := range sourceList() {
-		names = append(names, s.String())
-	}
-	want := `"all" or a non-empty list of ` + strings.Join(names, ", ")
-	if bytes.HasPrefix(bytes.TrimSpace(v.raw), []byte(`"`)) {
-		if all, _ := v.string(want); !strings.EqualFold(all, "all") {
-			v.fail(want)
-		}
-		return retryafter.AllSources
-	}
-	elems := v.elements(want)
-	if elems != nil && len(elems) == 0 {
-		v.fail(want + " (ignoreDelayHeaders trusts none)")
-	}
-	var set retryafter.Source
-	wantName := "one of " + strings.Join(names, ", ")
-	list := sourceList()
-	for _, e := range elems {
-		name, ok := e.string(wantName)
-		if !ok {
-			continue
-		}
-		found := false
-		for _, s := range list {
-			if strings.EqualFold(name, s.String()) {
-				set, found = set|s, true
-			}
-		}
-		if !found {
-			e.failName(name, names, wantName)
-		}
-	}
-	return set
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -33,20 +34,20 @@ const fullDocument = `{
  "maxAttempts": 5, "maxDelay": "20s",
  "backoff": {"type": "fullJitter", "base": "1s", "max": "20s"},
  "throttleBackoff": {"type": "equalJitter", "base": "2s"},
- "delayHeaders": ["Retry-After", "x-amz-retry-after"], "ignoreDelayHeaders": false,
- "serverDelayBound": "5s", "attemptTimeout": "2s", "maxTotalTime": "60s",
+ "serverDelay": {"headers": ["Retry-After", "x-amz-retry-after"], "bound": "5s"},
+ "attemptTimeout": "2s", "maxTotalTime": "60s",
  "maxTotalWait": "45s", "terminationBuffer": "500ms",
  "penalty": {"codes": ["ServerBusy"], "statuses": [503, 429], "delay": "10s", "for": "15s"},
  "quota": {"capacity": 500, "retryCost": 5, "timeoutCost": 10, "throttleCost": 5,
            "successIncrement": 1, "refillPerSecond": 0.5, "wait": true, "maxScopes": 100},
  "budget": {"ratio": 0.1, "minPerSecond": -1, "window": "30s", "maxScopes": 50},
- "disableQuota": false, "retryNonIdempotent": true, "maxBodyBuffer": 1048576, "maxDrain": 65536,
- "readTimeout": "250ms", "adaptive": true, "attemptHeader": "X-Attempt", "ignoreSDKAttempts": true,
+ "retryNonIdempotent": true, "maxBodyBuffer": 1048576, "maxDrain": 65536,
+ "readTimeout": "250ms", "attemptHeader": "X-Attempt", "ignoreSDKAttempts": true,
  "limiter": {"beta": 0.7, "scale": 0.4, "smoothing": 0.8, "minFillRate": 0.5, "additive": 10,
              "reference": true, "failFast": true, "maxWait": "1s", "maxScopes": 10},
  "rateLimit": {"rate": 10, "burst": 2, "failFast": true, "maxWait": "1.5s", "maxScopes": 3},
- "endpoints": ["eu.example.com", "https://us.example.com:8443"], "locationMode": "secondarythenprimary",
- "failoverMethods": ["GET", "HEAD", "PUT"],
+ "failover": {"endpoints": ["eu.example.com", "https://us.example.com:8443"], "mode": "secondarythenprimary",
+              "methods": ["GET", "HEAD", "PUT"]},
  "hedge": {"delay": "100ms", "quantile": 0.95, "minDelay": "20ms", "maxHedges": 2},
  "classifier": {"throttlingStatuses": [420], "transientStatuses": [599], "fatalStatuses": [500],
                 "throttlingCodes": ["Busy"], "transientCodes": ["Flaky"]}
@@ -62,24 +63,20 @@ func TestLoadFullDocument(t *testing.T) {
 		Backoff:            backoff.FullJitter{Base: time.Second, Max: 20 * time.Second},
 		ThrottleBackoff:    backoff.EqualJitter{Base: 2 * time.Second},
 		MaxDelay:           20 * time.Second,
-		DelayHeaders:       retryafter.RetryAfter | retryafter.AmzRetryAfter,
-		ServerDelayBound:   5 * time.Second,
+		ServerDelay:        policy.ServerDelay{Headers: retryafter.RetryAfter | retryafter.AmzRetryAfter, Bound: 5 * time.Second},
 		AttemptTimeout:     2 * time.Second,
 		MaxTotalTime:       time.Minute,
 		MaxTotalWait:       45 * time.Second,
 		TerminationBuffer:  500 * time.Millisecond,
-		Penalty:            policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503, 429}, Delay: 10 * time.Second, For: 15 * time.Second},
+		Penalty:            &policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503, 429}, Delay: 10 * time.Second, For: 15 * time.Second},
 		Quota:              &ratelimit.Quota{Capacity: 500, RetryCost: 5, TimeoutCost: 10, ThrottleCost: 5, SuccessIncrement: 1, RefillPerSecond: 0.5, Wait: true, MaxScopes: 100},
 		Budget:             &ratelimit.Budget{Ratio: 0.1, MinPerSecond: -1, Window: 30 * time.Second, MaxScopes: 50},
 		RetryNonIdempotent: true,
 		MaxBodyBuffer:      1 << 20,
-		Adaptive:           true,
 		Limiter:            &ratelimit.Adaptive{Beta: 0.7, Scale: 0.4, Smoothing: 0.8, MinFillRate: 0.5, Additive: 10, Reference: true, FailFast: true, MaxWait: time.Second, MaxScopes: 10},
 		RateLimit:          &ratelimit.Fixed{Rate: 10, Burst: 2, FailFast: true, MaxWait: 1500 * time.Millisecond, MaxScopes: 3},
-		Endpoints:          []string{"eu.example.com", "https://us.example.com:8443"},
-		LocationMode:       policy.SecondaryThenPrimary,
-		FailoverMethods:    []string{"GET", "HEAD", "PUT"},
-		Hedge:              policy.Hedge{Delay: 100 * time.Millisecond, Quantile: 0.95, MinDelay: 20 * time.Millisecond, MaxHedges: 2},
+		Failover:           &policy.Failover{Endpoints: []string{"eu.example.com", "https://us.example.com:8443"}, Mode: policy.SecondaryThenPrimary, Methods: []string{"GET", "HEAD", "PUT"}},
+		Hedge:              &policy.Hedge{Delay: 100 * time.Millisecond, Quantile: 0.95, MinDelay: 20 * time.Millisecond, MaxHedges: 2},
 		MaxDrain:           64 << 10,
 		ReadTimeout:        250 * time.Millisecond,
 		AttemptHeader:      "X-Attempt",
@@ -153,55 +150,56 @@ func TestLoadEveryPreset(t *testing.T) {
 	}
 }
 
-func TestLoadDelayHeaders(t *testing.T) {
+func TestLoadServerDelay(t *testing.T) {
 	tests := []struct {
 		doc  string
-		want retryafter.Source
+		want policy.ServerDelay
 	}{
-		{`"all"`, retryafter.AllSources},
-		{`"ALL"`, retryafter.AllSources},
-		{`["retry-after"]`, retryafter.RetryAfter},
-		{`["RateLimit", "X-RateLimit-Reset", "ratelimit"]`, retryafter.IETFRateLimit | retryafter.RateLimitReset},
-		{`["Retry-After", "retry-after-ms", "x-ms-retry-after-ms", "x-amz-retry-after", "X-RateLimit-Reset", "RateLimit"]`, retryafter.AllSources},
+		{`{}`, policy.ServerDelay{}},
+		{`{"headers": null, "bound": "5s"}`, policy.ServerDelay{Bound: 5 * time.Second}},
+		{`{"headers": "all"}`, policy.ServerDelay{Headers: retryafter.AllSources}},
+		{`{"headers": "ALL"}`, policy.ServerDelay{Headers: retryafter.AllSources}},
+		{`{"headers": "none"}`, policy.ServerDelay{Headers: retryafter.None}},
+		{`{"headers": "None", "bound": "1s"}`, policy.ServerDelay{Headers: retryafter.None, Bound: time.Second}},
+		{`{"headers": ["retry-after"]}`, policy.ServerDelay{Headers: retryafter.RetryAfter}},
+		{`{"headers": ["RateLimit", "X-RateLimit-Reset", "ratelimit"]}`, policy.ServerDelay{Headers: retryafter.IETFRateLimit | retryafter.RateLimitReset}},
+		{`{"headers": ["Retry-After", "retry-after-ms", "x-ms-retry-after-ms", "x-amz-retry-after", "X-RateLimit-Reset", "RateLimit"]}`, policy.ServerDelay{Headers: retryafter.AllSources}},
 	}
 	for _, tt := range tests {
-		got, err := load(`{"delayHeaders": ` + tt.doc + `}`)
-		if err != nil || got.DelayHeaders != tt.want {
-			t.Errorf("Load(delayHeaders %s) = %v, %v; want %v, nil", tt.doc, got.DelayHeaders, err, tt.want)
+		got, err := load(`{"serverDelay": ` + tt.doc + `}`)
+		if err != nil || got.ServerDelay != tt.want {
+			t.Errorf("Load(serverDelay %s) = %+v, %v; want %+v, nil", tt.doc, got.ServerDelay, err, tt.want)
 		}
 	}
 }
 
-// oldQuotaDocument is a quota as documents wrote it before budgets
-// existed: an object without a type.
-const oldQuotaDocument = `{"quota": {"capacity": 50, "retryCost": 2, "refillPerSecond": 0.5, "wait": true}}`
+// quotaDocument has a quota object.
+const quotaDocument = `{"quota": {"capacity": 50, "retryCost": 2, "refillPerSecond": 0.5, "wait": true}}`
 
-func TestLoadQuotaWithoutTypeIsABucketAsBefore(t *testing.T) {
-	got, err := load(oldQuotaDocument)
+func TestLoadQuotaObject(t *testing.T) {
+	got, err := load(quotaDocument)
 	if err != nil {
-		t.Fatalf("Load(%s) error = %v; want nil", oldQuotaDocument, err)
+		t.Fatalf("Load(%s) error = %v; want nil", quotaDocument, err)
 	}
 	want := &ratelimit.Quota{Capacity: 50, RetryCost: 2, RefillPerSecond: 0.5, Wait: true}
 	if diff := cmp.Diff(ratelimit.RetryQuota(want), got.Quota, policyOpts); diff != "" {
-		t.Errorf("Load(%s).Quota mismatch (-want +got):\n%s", oldQuotaDocument, diff)
+		t.Errorf("Load(%s).Quota mismatch (-want +got):\n%s", quotaDocument, diff)
 	}
 	b, err := got.MarshalJSON()
 	if wantDoc := `{"quota":{"capacity":50,"retryCost":2,"refillPerSecond":0.5,"wait":true}}`; err != nil || string(b) != wantDoc {
-		t.Errorf("MarshalJSON(Load(%s)) = %s, %v; want %s, nil (no type member)", oldQuotaDocument, b, err, wantDoc)
+		t.Errorf("MarshalJSON(Load(%s)) = %s, %v; want %s, nil", quotaDocument, b, err, wantDoc)
 	}
 }
 
-func TestLoadQuotaType(t *testing.T) {
+func TestLoadQuota(t *testing.T) {
 	tests := []struct {
 		doc  string
 		want ratelimit.RetryQuota
 	}{
 		{`{}`, &ratelimit.Quota{}},
-		{`{"type": null, "capacity": 5}`, &ratelimit.Quota{Capacity: 5}},
-		{`{"type": "quota", "capacity": 5}`, &ratelimit.Quota{Capacity: 5}},
-		{`{"capacity": 5, "type": "QUOTA"}`, &ratelimit.Quota{Capacity: 5}},
-		{`{"type": "budget"}`, &ratelimit.Budget{}},
-		{`{"ratio": -1, "type": "Budget", "minPerSecond": 2.5, "window": "1m", "maxScopes": 7}`, &ratelimit.Budget{Ratio: -1, MinPerSecond: 2.5, Window: time.Minute, MaxScopes: 7}},
+		{`{"capacity": 5}`, &ratelimit.Quota{Capacity: 5}},
+		{`"none"`, ratelimit.NoQuota},
+		{`"NONE"`, ratelimit.NoQuota},
 	}
 	for _, tt := range tests {
 		got, err := load(`{"quota": ` + tt.doc + `}`)
@@ -211,6 +209,9 @@ func TestLoadQuotaType(t *testing.T) {
 		}
 		if diff := cmp.Diff(tt.want, got.Quota, policyOpts); diff != "" {
 			t.Errorf("Load(quota %s).Quota mismatch (-want +got):\n%s", tt.doc, diff)
+		}
+		if tt.want == ratelimit.NoQuota && got.Quota != ratelimit.NoQuota {
+			t.Errorf("Load(quota %s).Quota = %#v; want ratelimit.NoQuota", tt.doc, got.Quota)
 		}
 	}
 }
@@ -225,13 +226,14 @@ func TestLoadFailoverMethods(t *testing.T) {
 		{`["PUT", "get"]`, []string{"PUT", "get"}},
 	}
 	for _, tt := range tests {
-		got, err := load(`{"failoverMethods": ` + tt.doc + `}`)
+		doc := `{"failover": {"endpoints": ["b.example.com"], "methods": ` + tt.doc + `}}`
+		got, err := load(doc)
 		if err != nil {
-			t.Errorf("Load(failoverMethods %s) error = %v; want nil", tt.doc, err)
+			t.Errorf("Load(%s) error = %v; want nil", doc, err)
 			continue
 		}
-		if diff := cmp.Diff(tt.want, got.FailoverMethods); diff != "" {
-			t.Errorf("Load(failoverMethods %s).FailoverMethods mismatch (-want +got):\n%s", tt.doc, diff)
+		if diff := cmp.Diff(tt.want, got.Failover.Methods); diff != "" {
+			t.Errorf("Load(%s).Failover.Methods mismatch (-want +got):\n%s", doc, diff)
 		}
 	}
 }
@@ -239,14 +241,14 @@ func TestLoadFailoverMethods(t *testing.T) {
 func TestLoadPenaltyKeepsEmptyLists(t *testing.T) {
 	tests := []struct {
 		doc  string
-		want policy.Penalty
+		want *policy.Penalty
 	}{
-		{`null`, policy.Penalty{}},
-		{`{}`, policy.Penalty{}},
-		{`{"codes": null, "statuses": null}`, policy.Penalty{}},
-		{`{"codes": [], "statuses": []}`, policy.Penalty{Codes: []string{}, Statuses: []int{}}},
-		{`{"statuses": [100, 599], "delay": "1s"}`, policy.Penalty{Statuses: []int{100, 599}, Delay: time.Second}},
-		{`{"for": "1m", "delay": "10s", "codes": ["ServerBusy", "serverbusy"]}`, policy.Penalty{Codes: []string{"ServerBusy", "serverbusy"}, Delay: 10 * time.Second, For: time.Minute}},
+		{`null`, nil},
+		{`{"codes": null, "statuses": [503], "delay": "1s"}`, &policy.Penalty{Statuses: []int{503}, Delay: time.Second}},
+		{`{"codes": [], "statuses": [503], "delay": "1s"}`, &policy.Penalty{Codes: []string{}, Statuses: []int{503}, Delay: time.Second}},
+		{`{"codes": ["ServerBusy"], "statuses": [], "delay": "1s"}`, &policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{}, Delay: time.Second}},
+		{`{"statuses": [100, 599], "delay": "1s"}`, &policy.Penalty{Statuses: []int{100, 599}, Delay: time.Second}},
+		{`{"for": "1m", "delay": "10s", "codes": ["ServerBusy", "serverbusy"]}`, &policy.Penalty{Codes: []string{"ServerBusy", "serverbusy"}, Delay: 10 * time.Second, For: time.Minute}},
 	}
 	for _, tt := range tests {
 		got, err := load(`{"penalty": ` + tt.doc + `}`)
@@ -260,26 +262,23 @@ func TestLoadPenaltyKeepsEmptyLists(t *testing.T) {
 	}
 }
 
-// oldDocument is a policy as MarshalJSON wrote it before MaxTotalWait,
-// TerminationBuffer and Penalty existed.
-const oldDocument = `{"maxAttempts":4,"backoff":{"type":"constant","interval":"500ms","fastFirstRetry":true},"maxTotalTime":"2s","classifier":{"fatalStatuses":[501]},"quota":{"capacity":50},"endpoints":[],"failoverMethods":[],"hedge":{"delay":"100ms"}}`
+// shortDocument is a policy as MarshalJSON writes it, without the members
+// of the time budgets and the penalty.
+const shortDocument = `{"maxAttempts":4,"backoff":{"type":"constant","interval":"500ms","fastFirstRetry":true},"maxTotalTime":"2s","classifier":{"fatalStatuses":[501]},"quota":{"capacity":50},"failover":{"endpoints":["b.example.com"],"methods":[]},"hedge":{"delay":"100ms"}}`
 
-func TestLoadOldDocumentLeavesNewFieldsZero(t *testing.T) {
-	got, err := load(oldDocument)
+func TestLoadLeavesMissingMembersZero(t *testing.T) {
+	got, err := load(shortDocument)
 	if err != nil {
-		t.Fatalf("Load(%s) error = %v; want nil", oldDocument, err)
+		t.Fatalf("Load(%s) error = %v; want nil", shortDocument, err)
 	}
-	if got.MaxTotalWait != 0 || got.TerminationBuffer != 0 {
-		t.Errorf("Load(%s) = MaxTotalWait %v, TerminationBuffer %v; want 0, 0", oldDocument, got.MaxTotalWait, got.TerminationBuffer)
-	}
-	if diff := cmp.Diff(policy.Penalty{}, got.Penalty); diff != "" {
-		t.Errorf("Load(%s).Penalty mismatch (-want +got):\n%s", oldDocument, diff)
+	if got.MaxTotalWait != 0 || got.TerminationBuffer != 0 || got.Penalty != nil || got.ServerDelay != (policy.ServerDelay{}) || got.Limiter != nil {
+		t.Errorf("Load(%s) = MaxTotalWait %v, TerminationBuffer %v, Penalty %v, ServerDelay %+v, Limiter %v; want zero and nil", shortDocument, got.MaxTotalWait, got.TerminationBuffer, got.Penalty, got.ServerDelay, got.Limiter)
 	}
 	got.Classify = nil
 	b, err := got.MarshalJSON()
-	want := strings.Replace(oldDocument, `"classifier":{"fatalStatuses":[501]},`, "", 1)
+	want := strings.Replace(shortDocument, `"classifier":{"fatalStatuses":[501]},`, "", 1)
 	if err != nil || string(b) != want {
-		t.Errorf("MarshalJSON(Load(%s)) without Classify = %s, %v; want %s, nil", oldDocument, b, err, want)
+		t.Errorf("MarshalJSON(Load(%s)) without Classify = %s, %v; want %s, nil", shortDocument, b, err, want)
 	}
 }
 
@@ -293,10 +292,10 @@ func TestLoadLocationModeInAnyCase(t *testing.T) {
 		{"SECONDARYONLY", policy.SecondaryOnly},
 		{"secondaryThenPrimary", policy.SecondaryThenPrimary},
 	} {
-		doc := `{"endpoints": ["b.example.com"], "locationMode": "` + tt.name + `"}`
+		doc := `{"failover": {"endpoints": ["b.example.com"], "mode": "` + tt.name + `"}}`
 		got, err := load(doc)
-		if err != nil || got.LocationMode != tt.want {
-			t.Errorf("Load(%s).LocationMode = %v, %v; want %v, nil", doc, got.LocationMode, err, tt.want)
+		if err != nil || got.Failover == nil || got.Failover.Mode != tt.want {
+			t.Errorf("Load(%s).Failover = %+v, %v; want Mode %v, nil", doc, got.Failover, err, tt.want)
 		}
 	}
 }
@@ -330,55 +329,71 @@ func TestLoadErrors(t *testing.T) {
 		{"StrategyNotObject", `{"backoff": "fullJitter"}`, `policy: backoff = "fullJitter"; want a strategy object whose type is one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered`},
 		{"UnknownTopField", `{"maxAttempt": 3}`, `policy: maxAttempt: unknown field; did you mean "maxAttempts"?`},
 		{"CaseMatters", `{"MaxAttempts": 3}`, `policy: MaxAttempts: unknown field; did you mean "maxAttempts"?`},
-		{"UnknownTopFieldNothingClose", `{"retries": 3}`, `policy: retries: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, delayHeaders, serverDelayBound, ignoreDelayHeaders, attemptTimeout, maxTotalTime, maxTotalWait, terminationBuffer, penalty, classifier, quota, disableQuota, budget, retryNonIdempotent, maxBodyBuffer, adaptive, limiter, rateLimit, endpoints, locationMode, failoverMethods, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
+		{"UnknownTopFieldNothingClose", `{"retries": 3}`, `policy: retries: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, serverDelay, attemptTimeout, maxTotalTime, maxTotalWait, terminationBuffer, penalty, classifier, quota, budget, retryNonIdempotent, maxBodyBuffer, limiter, rateLimit, failover, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
 		{"RepeatedField", `{"maxAttempts": 3, "maxAttempts": 4}`, `policy: maxAttempts: repeated field; want it once`},
 		{"PresetGoName", `{"preset": "AzureBackground"}`, `policy: preset = "AzureBackground"; did you mean "azure-background"?`},
 		{"MisspeltPreset", `{"preset": "standrad"}`, `policy: preset = "standrad"; did you mean "standard"?`},
 		{"UnknownPreset", `{"preset": "fast"}`, `policy: preset = "fast"; want one of standard, adaptive, none, standard-v2, kotlin-standard, kotlin-adaptive, sns-aws-managed, sns-customer-managed, azure-storage-exponential, azure-storage-linear, azure-storage-interactive, azure-storage-background, azure-interactive, azure-background, azure-cosmos-db, azure-service-bus, azure-search, azure-active-directory`},
-		{"NotBoolean", `{"adaptive": "yes"}`, `policy: adaptive = "yes"; want true or false`},
+		{"NotBoolean", `{"retryNonIdempotent": "yes"}`, `policy: retryNonIdempotent = "yes"; want true or false`},
 		{"HeaderWithSpace", `{"attemptHeader": "X Attempt"}`, `policy: attemptHeader = "X Attempt"; want a header name, such as "X-Attempt"`},
 		{"HeaderNotString", `{"attemptHeader": 1}`, `policy: attemptHeader = 1; want a header name, such as "X-Attempt"`},
-		{"EmptyHeaderList", `{"delayHeaders": []}`, `policy: delayHeaders = []; want "all" or a non-empty list of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit (ignoreDelayHeaders trusts none)`},
-		{"MisspeltHeader", `{"delayHeaders": ["RetryAfter"]}`, `policy: delayHeaders[0] = "RetryAfter"; did you mean "Retry-After"?`},
-		{"UnknownHeader", `{"delayHeaders": ["Retry-After", "X-Wait"]}`, `policy: delayHeaders[1] = "X-Wait"; want one of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit`},
-		{"HeadersWord", `{"delayHeaders": "some"}`, `policy: delayHeaders = "some"; want "all" or a non-empty list of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit`},
+		{"EmptyHeaderList", `{"serverDelay": {"headers": []}}`, `policy: serverDelay.headers = []; want "all", "none" or a non-empty list of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit ("none" trusts none)`},
+		{"MisspeltHeader", `{"serverDelay": {"headers": ["RetryAfter"]}}`, `policy: serverDelay.headers[0] = "RetryAfter"; did you mean "Retry-After"?`},
+		{"UnknownHeader", `{"serverDelay": {"headers": ["Retry-After", "X-Wait"]}}`, `policy: serverDelay.headers[1] = "X-Wait"; want one of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit`},
+		{"HeadersWord", `{"serverDelay": {"headers": "some"}}`, `policy: serverDelay.headers = "some"; want "all", "none" or a non-empty list of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit`},
+		{"NoneInHeaderList", `{"serverDelay": {"headers": ["none"]}}`, `policy: serverDelay.headers[0] = "none"; want one of Retry-After, retry-after-ms, x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, RateLimit`},
+		{"NegativeBound", `{"serverDelay": {"bound": "-5s"}}`, `policy: serverDelay.bound = "-5s"; want a duration string >= 0, such as "1.5s"`},
+		{"ServerDelayUnknown", `{"serverDelay": {"header": "all"}}`, `policy: serverDelay.header: unknown field; did you mean "headers"?`},
+		{"ServerDelayNotObject", `{"serverDelay": "all"}`, `policy: serverDelay = "all"; want a serverDelay object`},
 		{"QuotaNegative", `{"quota": {"retryCost": -5}}`, `policy: quota.retryCost = -5; want an integer >= 0 (0: the default)`},
-		{"QuotaUnknown", `{"quota": {"cost": 5}}`, `policy: quota.cost: unknown field; want one of type, capacity, retryCost, timeoutCost, throttleCost, successIncrement, refillPerSecond, wait, maxScopes`},
-		{"QuotaNotObject", `{"quota": 5}`, `policy: quota = 5; want a quota object`},
-		{"QuotaUnknownType", `{"quota": {"type": "bucket", "capacity": 5}}`, `policy: quota.type = "bucket"; want quota or budget`},
-		{"QuotaMisspeltType", `{"quota": {"type": "budgett"}}`, `policy: quota.type = "budgett"; did you mean "budget"?`},
-		{"QuotaTypeNotString", `{"quota": {"type": 1}}`, `policy: quota.type = 1; want quota or budget`},
-		{"QuotaBudgetMemberInBucket", `{"quota": {"ratio": 0.1}}`, `policy: quota.ratio: unknown field; want one of type, capacity, retryCost, timeoutCost, throttleCost, successIncrement, refillPerSecond, wait, maxScopes`},
-		{"QuotaBucketMemberInBudget", `{"quota": {"type": "budget", "capacity": 5}}`, `policy: quota.capacity: unknown field; want one of type, ratio, minPerSecond, window, maxScopes`},
-		{"QuotaBudgetRatio", `{"quota": {"type": "budget", "ratio": "x"}}`, `policy: quota.ratio = "x"; want a number (0: the default; < 0: none)`},
+		{"QuotaUnknown", `{"quota": {"cost": 5}}`, `policy: quota.cost: unknown field; want one of capacity, retryCost, timeoutCost, throttleCost, successIncrement, refillPerSecond, wait, maxScopes`},
+		{"QuotaNotObject", `{"quota": 5}`, `policy: quota = 5; want "none" or a quota object`},
+		{"QuotaOtherString", `{"quota": "off"}`, `policy: quota = "off"; want "none" or a quota object`},
+		{"QuotaFalse", `{"quota": false}`, `policy: quota = false; want "none" or a quota object`},
+		{"QuotaType", `{"quota": {"type": "quota", "capacity": 5}}`, `policy: quota.type: unknown field; want one of capacity, retryCost, timeoutCost, throttleCost, successIncrement, refillPerSecond, wait, maxScopes`},
+		{"QuotaTypeBudget", `{"quota": {"type": "budget", "ratio": 0.1}}`, `policy: quota.type = "budget"; want a quota object without "type"; a budget counts requests and goes in "budget": {...}`},
+		{"QuotaTypeBudgetAnyCase", `{"quota": {"capacity": 5, "type": "Budget"}}`, `policy: quota.type = "Budget"; want a quota object without "type"; a budget counts requests and goes in "budget": {...}`},
+		{"QuotaTypeMisspeltBudget", `{"quota": {"type": "budgett"}}`, `policy: quota.type = "budgett"; want a quota object without "type"; a budget counts requests and goes in "budget": {...}`},
+		{"QuotaBudgetMemberInBucket", `{"quota": {"ratio": 0.1}}`, `policy: quota.ratio: unknown field; want one of capacity, retryCost, timeoutCost, throttleCost, successIncrement, refillPerSecond, wait, maxScopes`},
 		{"BudgetUnknown", `{"budget": {"ratio": 0.1, "type": "budget"}}`, `policy: budget.type: unknown field; want one of ratio, minPerSecond, window, maxScopes`},
 		{"BudgetNotObject", `{"budget": 0.2}`, `policy: budget = 0.2; want a budget object`},
 		{"BudgetMinPerSecond", `{"budget": {"minPerSecond": true}}`, `policy: budget.minPerSecond = true; want a number (0: the default; < 0: no floor)`},
 		{"BudgetRatioTooLarge", `{"budget": {"ratio": 1e999}}`, `policy: budget.ratio = 1e999; want a number (0: the default; < 0: none)`},
 		{"BudgetNegativeWindow", `{"budget": {"window": "-10s"}}`, `policy: budget.window = "-10s"; want a duration string >= 0, such as "1.5s"`},
 		{"BudgetNegativeScopes", `{"budget": {"maxScopes": -1}}`, `policy: budget.maxScopes = -1; want an integer >= 0 (0: the default)`},
-		{"BadEndpoint", `{"endpoints": ["eu.example.com", "ftp://us.example.com"]}`, `policy: endpoints[1] = "ftp://us.example.com"; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user (scheme "ftp" is not http or https)`},
-		{"EndpointWithPath", `{"endpoints": ["h/path"]}`, `policy: endpoints[0] = "h/path"; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user (a path ("/path"))`},
-		{"EndpointNotString", `{"endpoints": [443]}`, `policy: endpoints[0] = 443; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user`},
-		{"EndpointsNotList", `{"endpoints": "eu.example.com"}`, `policy: endpoints = "eu.example.com"; want a list of endpoints`},
-		{"MisspeltLocationMode", `{"locationMode": "primary-only"}`, `policy: locationMode = "primary-only"; did you mean "PrimaryOnly"?`},
-		{"UnknownLocationMode", `{"locationMode": "nearest"}`, `policy: locationMode = "nearest"; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary`},
-		{"LocationModeNumber", `{"locationMode": 1}`, `policy: locationMode = 1; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary`},
-		{"SecondaryWithoutEndpoints", `{"locationMode": "secondaryOnly"}`, `policy: LocationMode = SecondaryOnly but Endpoints is empty; want at least one secondary`},
-		{"BadMethod", `{"failoverMethods": ["GET", "GET /"]}`, `policy: failoverMethods[1] = "GET /"; want a method name such as GET`},
-		{"EmptyMethod", `{"failoverMethods": [""]}`, `policy: failoverMethods[0] = ""; want a method name such as GET`},
-		{"MethodsNotList", `{"failoverMethods": "GET"}`, `policy: failoverMethods = "GET"; want a list of method names`},
+		{"BadEndpoint", `{"failover": {"endpoints": ["eu.example.com", "ftp://us.example.com"]}}`, `policy: failover.endpoints[1] = "ftp://us.example.com"; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user (scheme "ftp" is not http or https)`},
+		{"EndpointWithPath", `{"failover": {"endpoints": ["h/path"]}}`, `policy: failover.endpoints[0] = "h/path"; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user (a path ("/path"))`},
+		{"EndpointNotString", `{"failover": {"endpoints": [443]}}`, `policy: failover.endpoints[0] = 443; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user`},
+		{"EndpointsNotList", `{"failover": {"endpoints": "eu.example.com"}}`, `policy: failover.endpoints = "eu.example.com"; want a list of endpoints`},
+		{"EndpointsEmpty", `{"failover": {"endpoints": [], "methods": ["GET"]}}`, `policy: failover.endpoints = []; want a non-empty list of endpoints`},
+		{"EndpointsNull", `{"failover": {"endpoints": null}}`, `policy: failover.endpoints: missing; want a non-empty list of endpoints`},
+		{"FailoverWithoutEndpoints", `{"failover": {}}`, `policy: failover.endpoints: missing; want a non-empty list of endpoints`},
+		{"SecondaryWithoutEndpoints", `{"failover": {"mode": "secondaryOnly"}}`, `policy: failover.endpoints: missing; want a non-empty list of endpoints`},
+		{"FailoverNotObject", `{"failover": ["b.example.com"]}`, `policy: failover = ["b.example.com"]; want a failover object`},
+		{"FailoverUnknown", `{"failover": {"endpoints": ["b"], "locationMode": "primaryOnly"}}`, `policy: failover.locationMode: unknown field; want one of endpoints, mode, methods`},
+		{"FailoverMisspelt", `{"failover": {"endpoints": ["b"], "method": ["GET"]}}`, `policy: failover.method: unknown field; did you mean "methods"?`},
+		{"MisspeltLocationMode", `{"failover": {"endpoints": ["b"], "mode": "primary-only"}}`, `policy: failover.mode = "primary-only"; did you mean "PrimaryOnly"?`},
+		{"UnknownLocationMode", `{"failover": {"endpoints": ["b"], "mode": "nearest"}}`, `policy: failover.mode = "nearest"; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary`},
+		{"LocationModeNumber", `{"failover": {"endpoints": ["b"], "mode": 1}}`, `policy: failover.mode = 1; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary`},
+		{"BadMethod", `{"failover": {"endpoints": ["b"], "methods": ["GET", "GET /"]}}`, `policy: failover.methods[1] = "GET /"; want a method name such as GET`},
+		{"EmptyMethod", `{"failover": {"endpoints": ["b"], "methods": [""]}}`, `policy: failover.methods[0] = ""; want a method name such as GET`},
+		{"MethodsNotList", `{"failover": {"endpoints": ["b"], "methods": "GET"}}`, `policy: failover.methods = "GET"; want a list of method names`},
 		{"HedgeQuantileOne", `{"hedge": {"quantile": 1}}`, `policy: hedge.quantile = 1; want a number 0 <= q < 1 (0: delay alone)`},
 		{"HedgeNegativeQuantile", `{"hedge": {"quantile": -0.5}}`, `policy: hedge.quantile = -0.5; want a number 0 <= q < 1 (0: delay alone)`},
 		{"HedgeNegativeDelay", `{"hedge": {"delay": "-1ms"}}`, `policy: hedge.delay = "-1ms"; want a duration string >= 0, such as "1.5s"`},
-		{"HedgeNegativeMinDelay", `{"hedge": {"minDelay": "-1ms"}}`, `policy: hedge.minDelay = "-1ms"; want a duration string >= 0, such as "1.5s"`},
-		{"HedgeNegativeMax", `{"hedge": {"maxHedges": -1}}`, `policy: hedge.maxHedges = -1; want an integer 1..4 (HedgeLimit), or 0 for 1`},
-		{"HedgeMaxAboveLimit", `{"hedge": {"maxHedges": 5}}`, `policy: hedge.maxHedges = 5; want an integer 1..4 (HedgeLimit), or 0 for 1`},
+		{"HedgeNegativeMinDelay", `{"hedge": {"delay": "1s", "minDelay": "-1ms"}}`, `policy: hedge.minDelay = "-1ms"; want a duration string >= 0, such as "1.5s"`},
+		{"HedgeNegativeMax", `{"hedge": {"delay": "1s", "maxHedges": -1}}`, `policy: hedge.maxHedges = -1; want an integer 1..4 (HedgeLimit), or 0 for 1`},
+		{"HedgeMaxAboveLimit", `{"hedge": {"quantile": 0.9, "maxHedges": 5}}`, `policy: hedge.maxHedges = 5; want an integer 1..4 (HedgeLimit), or 0 for 1`},
 		{"HedgeMaxInt", `{"hedge": {"maxHedges": 9223372036854775807}}`, `policy: hedge.maxHedges = 9223372036854775807; want an integer 1..4 (HedgeLimit), or 0 for 1`},
 		{"HedgeUnknown", `{"hedge": {"delay": "1s", "after": "1s"}}`, `policy: hedge.after: unknown field; want one of delay, quantile, minDelay, maxHedges`},
 		{"HedgeNotObject", `{"hedge": "100ms"}`, `policy: hedge = "100ms"; want a hedge object`},
+		{"HedgeEmpty", `{"hedge": {}}`, `policy: hedge = {}; want a hedge object with a delay > 0 or a quantile > 0; without either it hedges nothing`},
+		{"HedgeNothing", `{"hedge": {"delay": "0s", "minDelay": "10ms", "maxHedges": 2}}`, `policy: hedge = {"delay":"0s","minDelay":"10ms","maxHedges":2}; want a hedge object with a delay > 0 or a quantile > 0; without either it hedges nothing`},
+		{"HedgeRepeated", `{"hedge": {"delay": "1s", "delay": "2s"}}`, `policy: hedge.delay: repeated field; want it once`},
 		{"LimiterBeta", `{"limiter": {"beta": 1}}`, `policy: limiter.beta = 1; want a number 0 <= n < 1 (0: the default)`},
 		{"LimiterSmoothing", `{"limiter": {"smoothing": 1.1}}`, `policy: limiter.smoothing = 1.1; want a number 0..1 (0: the default)`},
+		{"LimiterNotObject", `{"limiter": true}`, `policy: limiter = true; want a limiter object`},
+		{"LimiterUnknown", `{"limiter": {"type": "adaptive"}}`, `policy: limiter.type: unknown field; want one of beta, scale, smoothing, minFillRate, additive, reference, failFast, maxWait, maxScopes`},
 		{"RateNegative", `{"rateLimit": {"rate": -1}}`, `policy: rateLimit.rate = -1; want a number >= 0 (0: no limit)`},
 		{"BodyBufferNegative", `{"maxBodyBuffer": -1}`, `policy: maxBodyBuffer = -1; want a byte count >= 1, or 0 for the default`},
 		{"NegativeMaxTotalWait", `{"maxTotalWait": "-1s"}`, `policy: maxTotalWait = "-1s"; want a duration string >= 0, such as "1.5s"`},
@@ -401,7 +416,19 @@ func TestLoadErrors(t *testing.T) {
 		{"PenaltyCaseMatters", `{"penalty": {"Codes": ["ServerBusy"]}}`, `policy: penalty.Codes: unknown field; did you mean "codes"?`},
 		{"PenaltyRepeated", `{"penalty": {"delay": "1s", "delay": "2s"}}`, `policy: penalty.delay: repeated field; want it once`},
 		{"PenaltyNotObject", `{"penalty": "10s"}`, `policy: penalty = "10s"; want a penalty object`},
-		{"PenaltyWithoutSignal", `{"penalty": {"codes": [], "delay": "10s"}}`, `policy: Penalty.Delay = 10s but no Codes or Statuses start it`},
+		{"PenaltyWithoutSignal", `{"penalty": {"codes": [], "delay": "10s"}}`, `policy: penalty = {"codes":[],"delay":"10s"}; want a penalty object with a delay > 0 and codes or statuses; without them it never applies`},
+		{"PenaltyWithoutDelay", `{"penalty": {"codes": ["ServerBusy"], "for": "10s"}}`, `policy: penalty = {"codes":["ServerBusy"],"for":"10s"}; want a penalty object with a delay > 0 and codes or statuses; without them it never applies`},
+		{"PenaltyZeroDelay", `{"penalty": {"statuses": [503], "delay": "0s"}}`, `policy: penalty = {"statuses":[503],"delay":"0s"}; want a penalty object with a delay > 0 and codes or statuses; without them it never applies`},
+		{"PenaltyEmpty", `{"penalty": {}}`, `policy: penalty = {}; want a penalty object with a delay > 0 and codes or statuses; without them it never applies`},
+		{"MovedAdaptive", `{"adaptive": true}`, `policy: adaptive: moved; write "limiter": {} (AWS adaptive mode's limiter, with its defaults)`},
+		{"MovedAdaptiveFalse", `{"adaptive": false}`, `policy: adaptive: moved; write "limiter": {} (AWS adaptive mode's limiter, with its defaults)`},
+		{"MovedDisableQuota", `{"disableQuota": true}`, `policy: disableQuota: moved; write "quota": "none"`},
+		{"MovedDelayHeaders", `{"delayHeaders": ["Retry-After"]}`, `policy: delayHeaders: moved; write "serverDelay": {"headers": [...]}`},
+		{"MovedIgnoreDelayHeaders", `{"ignoreDelayHeaders": true}`, `policy: ignoreDelayHeaders: moved; write "serverDelay": {"headers": "none"}`},
+		{"MovedServerDelayBound", `{"serverDelayBound": "5s"}`, `policy: serverDelayBound: moved; write "serverDelay": {"bound": "5s"}`},
+		{"MovedEndpoints", `{"endpoints": ["b.example.com"]}`, `policy: endpoints: moved; write "failover": {"endpoints": [...]}`},
+		{"MovedLocationMode", `{"locationMode": "SecondaryOnly"}`, `policy: locationMode: moved; write "failover": {"mode": "..."}`},
+		{"MovedFailoverMethods", `{"failoverMethods": null}`, `policy: failoverMethods: moved; write "failover": {"methods": [...]}`},
 		{"Status", `{"classifier": {"fatalStatuses": [500, 600]}}`, `policy: classifier.fatalStatuses[1] = 600; want an HTTP status 100..599`},
 		{"EmptyCode", `{"classifier": {"throttlingCodes": [""]}}`, `policy: classifier.throttlingCodes[0] = ""; want a non-empty error code`},
 		{"StatusesNotList", `{"classifier": {"transientStatuses": 503}}`, `policy: classifier.transientStatuses = 503; want a list of HTTP statuses`},
@@ -430,7 +457,8 @@ func TestLoadErrors(t *testing.T) {
 func TestLoadReportsEveryError(t *testing.T) {
 	_, err := load(`{"maxAttempts": -1, "maxDelay": "x", "backoff": {"type": "nope"}, "extra": 1,
 		"maxTotalWait": "-1s", "penalty": {"statuses": [99, 600], "codes": [""], "for": 1, "x": 1},
-		"endpoints": ["ftp://h", "h", "h/x"], "hedge": {"quantile": 1, "maxHedges": -2}}`)
+		"failover": {"endpoints": ["ftp://h", "h", "h/x"]}, "hedge": {"quantile": 1, "maxHedges": -2},
+		"locationMode": "primaryOnly"}`)
 	var fields []string
 	for _, e := range unwrapAll(err) {
 		var fe *policy.FieldError
@@ -442,9 +470,9 @@ func TestLoadReportsEveryError(t *testing.T) {
 	}
 	want := []string{"maxAttempts", "maxDelay", "backoff.type", "extra", "maxTotalWait",
 		"penalty.statuses[0]", "penalty.statuses[1]", "penalty.codes[0]", "penalty.for", "penalty.x",
-		"endpoints[0]", "endpoints[2]", "hedge.quantile", "hedge.maxHedges"}
+		"failover.endpoints[0]", "failover.endpoints[2]", "hedge.quantile", "hedge.maxHedges", "locationMode"}
 	if diff := cmp.Diff(want, fields); diff != "" {
-		t.Errorf("Load of fourteen bad values: fields of the errors mismatch (-want +got):\n%s", diff)
+		t.Errorf("Load of fifteen bad values: fields of the errors mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -461,17 +489,22 @@ func TestLoadMalformedJSONWrapsSyntaxError(t *testing.T) {
 }
 
 func TestLoadMakesFreshPointers(t *testing.T) {
-	for _, doc := range []string{
-		`{"quota": {}, "budget": {}, "limiter": {}, "rateLimit": {"rate": 1}}`,
-		`{"quota": {"type": "budget"}, "budget": {}, "limiter": {}, "rateLimit": {"rate": 1}}`,
+	doc := `{"quota": {}, "budget": {}, "limiter": {}, "rateLimit": {"rate": 1},
+		"penalty": {"statuses": [503], "delay": "1s"}, "failover": {"endpoints": ["b"]}, "hedge": {"delay": "1s"}}`
+	a, errA := load(doc)
+	b, errB := load(doc)
+	if errA != nil || errB != nil {
+		t.Fatalf("Load(%s) errors = %v, %v; want nil", doc, errA, errB)
+	}
+	for _, f := range []struct {
+		name string
+		a, b any
+	}{
+		{"Quota", a.Quota, b.Quota}, {"Budget", a.Budget, b.Budget}, {"Limiter", a.Limiter, b.Limiter}, {"RateLimit", a.RateLimit, b.RateLimit},
+		{"Penalty", a.Penalty, b.Penalty}, {"Failover", a.Failover, b.Failover}, {"Hedge", a.Hedge, b.Hedge},
 	} {
-		a, errA := load(doc)
-		b, errB := load(doc)
-		if errA != nil || errB != nil {
-			t.Fatalf("Load(%s) errors = %v, %v; want nil", doc, errA, errB)
-		}
-		if a.Quota == b.Quota || a.Budget == b.Budget || a.Limiter == b.Limiter || a.RateLimit == b.RateLimit {
-			t.Errorf("two Loads of %s share pointers: Quota %t, Budget %t, Limiter %t, RateLimit %t; want none shared", doc, a.Quota == b.Quota, a.Budget == b.Budget, a.Limiter == b.Limiter, a.RateLimit == b.RateLimit)
+		if reflect.ValueOf(f.a).IsNil() || f.a == f.b {
+			t.Errorf("two Loads of %s: %s = %p, %p; want two different pointers", doc, f.name, f.a, f.b)
 		}
 	}
 }
@@ -520,4 +553,20 @@ func unwrapAll(err error) []error {
 		return nil
 	}
 	return []error{err}
+}
+
+// TestLoadMovedMembersName their new member: each member of an earlier
+// schema is a *FieldError whose Suggestion is the member it moved to.
+func TestLoadMovedMembersNameTheirNewMember(t *testing.T) {
+	for name, to := range map[string]string{
+		"adaptive": "limiter", "disableQuota": "quota", "delayHeaders": "serverDelay", "ignoreDelayHeaders": "serverDelay",
+		"serverDelayBound": "serverDelay", "endpoints": "failover", "locationMode": "failover", "failoverMethods": "failover",
+	} {
+		doc := `{"` + name + `": null}`
+		_, err := load(doc)
+		var fe *policy.FieldError
+		if !errors.As(err, &fe) || fe.Field != name || fe.Value != "" || fe.Suggestion != to || !strings.HasPrefix(fe.Want, "moved; write \""+to+"\": ") {
+			t.Errorf("Load(%s) error = %#v; want a *policy.FieldError for %s whose Want says to write %q and whose Suggestion is %q", doc, fe, name, to, to)
+		}
+	}
 }

@@ -3,15 +3,13 @@ package policy
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/retrytransport/retrytransport/internal/hostpattern"
 )
 
 // Map holds a policy per host pattern and a default for the other hosts,
@@ -33,7 +31,7 @@ type Map struct {
 	// match in any case, and carry no scheme, port or path: "10.0.0.1"
 	// covers every port of that host. A trailing dot is ignored
 	// ("api.example.com." is the pattern "api.example.com"), as DNS
-	// ignores it. [CheckPattern] says what is wrong with a pattern.
+	// ignores it. [Map.Validate] says what is wrong with a pattern.
 	Hosts map[string]Policy
 }
 
@@ -93,8 +91,8 @@ func decodeMap(raw json.RawMessage) (Map, error) {
 			seen := make(map[string]string) // normalised pattern -> pattern
 			for _, h := range ms {
 				path := hostPath(h.name)
-				norm := normalizePattern(h.name)
-				if want := checkHostPattern(norm); want != "" {
+				norm := hostpattern.Normalize(h.name)
+				if want := hostpattern.Check(norm); want != "" {
 					v.d.fail(path, "", want)
 				} else if first, ok := seen[norm]; ok {
 					v.d.fail(path, "", "the same pattern as "+hostPath(first)+"; want each pattern once")
@@ -145,8 +143,8 @@ func (m Map) Validate() error {
 	}
 	seen := make(map[string]string)
 	for _, pattern := range slices.Sorted(maps.Keys(m.Hosts)) {
-		norm := normalizePattern(pattern)
-		if want := checkHostPattern(norm); want != "" {
+		norm := hostpattern.Normalize(pattern)
+		if want := hostpattern.Check(norm); want != "" {
 			errs = append(errs, &FieldError{Field: hostPath(pattern), Want: want})
 		} else if first, ok := seen[norm]; ok {
 			errs = append(errs, &FieldError{Field: hostPath(pattern), Want: "the same pattern as " + hostPath(first) + "; want each pattern once"})
@@ -168,10 +166,10 @@ func (m Map) Validate() error {
 // "*.example.com". Lookup scans Hosts on every call; a transport builds an
 // index instead.
 func (m Map) Lookup(hostname string) Policy {
-	hostname = normalizePattern(hostname)
+	hostname = hostpattern.Normalize(hostname)
 	best, bestLen := "", 0
 	for _, pattern := range slices.Sorted(maps.Keys(m.Hosts)) {
-		norm := normalizePattern(pattern)
+		norm := hostpattern.Normalize(pattern)
 		if norm == hostname {
 			return m.Hosts[pattern]
 		}
@@ -184,132 +182,6 @@ func (m Map) Lookup(hostname string) Policy {
 		return m.Hosts[best]
 	}
 	return m.Default
-}
-
-// normalizePattern returns pattern in lower case, without the brackets of
-// an IPv6 literal and without the trailing dot of a fully qualified name.
-// It keeps the dot when no name comes before it (".", "*.", "a.."), so that
-// checkHostPattern can reject those patterns.
-func normalizePattern(pattern string) string {
-	pattern = strings.ToLower(pattern)
-	if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
-		pattern = pattern[1 : len(pattern)-1]
-	}
-	if n := len(pattern); n >= 2 && pattern[n-1] == '.' && pattern[n-2] != '.' && pattern[n-2] != '*' {
-		pattern = pattern[:n-1]
-	}
-	return pattern
-}
-
-// CheckPattern reports why pattern is not a host pattern as Map and the
-// transport's WithHostPolicy accept it, or returns nil for a valid one. A
-// pattern is a hostname ("api.example.com"), an IP address (an IPv6 one
-// with or without brackets), or "*." and a domain ("*.example.com"); case
-// does not matter, and one trailing dot is allowed and ignored
-// ("api.example.com." is "api.example.com"). A pattern matches hostnames
-// only, so it has no scheme, port, path or user information: the error of
-// "127.0.0.1:8080" says it has a port. A hostname is made of letters,
-// digits, '-', '_' and non-ASCII letters, in labels separated by single
-// dots; a leading dot, a lone "." and a pattern that ends in ".." are
-// invalid.
-//
-// Code that takes patterns from configuration checks them with
-// CheckPattern first, since WithHostPolicy panics on an invalid one.
-func CheckPattern(pattern string) error {
-	if why := checkHostPattern(normalizePattern(pattern)); why != "" {
-		return fmt.Errorf("policy: host pattern %q: %s", pattern, why)
-	}
-	return nil
-}
-
-// checkHostPattern returns why a normalised pattern is not a hostname, an
-// IP address or "*.domain", or "" if it is one. A normalised pattern ends
-// in "." only when no name comes before its last dot (see
-// normalizePattern).
-func checkHostPattern(pattern string) string {
-	rest, wild := strings.CutPrefix(pattern, "*.")
-	switch {
-	case pattern == "":
-		return `empty pattern; want a hostname or "*." and a domain`
-	case strings.Contains(rest, "*"):
-		return `'*' in a pattern; want it only as a leading "*."`
-	case rest == "":
-		return `nothing after "*."; want a domain`
-	case pattern == ".":
-		return `a lone "."; want a hostname or "*." and a domain`
-	case strings.HasSuffix(pattern, ".."):
-		return `".." at the end; want at most one trailing "."`
-	}
-	if _, err := netip.ParseAddr(rest); err == nil {
-		if wild {
-			return `"*." before an IP address; want "*." only before a domain`
-		}
-		return ""
-	}
-	if strings.Contains(rest, "://") {
-		return "has a scheme; patterns match hostnames only, for every scheme"
-	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		return fmt.Sprintf("has %s (%q); patterns match hostnames only", urlPart(rest[i]), rest[i:])
-	}
-	if strings.Contains(rest, "@") {
-		return "has user information; patterns match hostnames only"
-	}
-	if i := strings.LastIndex(rest, ":"); i >= 0 && isHostPort(rest[:i], rest[i+1:]) {
-		return "has a port; patterns match hostnames only, on every port"
-	}
-	if c, ok := badHostnameRune(rest); ok {
-		return fmt.Sprintf("has %q, which no hostname has; want %s", c, wantHostnameRunes)
-	}
-	switch {
-	case strings.HasPrefix(pattern, "."):
-		return fmt.Sprintf("a leading \".\"; want %q for the names below %s", "*"+pattern, pattern[1:])
-	case strings.Contains(rest, ".."), strings.HasPrefix(rest, "."):
-		return `an empty label; want labels separated by one "."`
-	}
-	return ""
-}
-
-// isHostPort reports whether host and port, the parts of a pattern around
-// its last ':', look like a host and a port: port is decimal or empty, and
-// host has no ':' but in brackets.
-func isHostPort(host, port string) bool {
-	bracketed := strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]")
-	return strings.Trim(port, "0123456789") == "" && (bracketed || !strings.Contains(host, ":"))
-}
-
-// wantHostnameRunes says what badHostnameRune allows.
-const wantHostnameRunes = "letters, digits, '-', '_' and '.'"
-
-// badHostnameRune returns the first rune of s that no hostname has, and
-// true; or false when s has none. A hostname has ASCII letters and digits,
-// '-', '_', '.' and non-ASCII letters (a name before IDNA encoding), not
-// spaces, controls or punctuation. An invalid UTF-8 sequence, and
-// utf8.RuneError itself, which strings.ToLower makes of one, are
-// utf8.RuneError.
-func badHostnameRune(s string) (rune, bool) {
-	for _, c := range s {
-		switch {
-		case c == utf8.RuneError:
-			return c, true
-		case c >= utf8.RuneSelf && unicode.IsPrint(c) && !unicode.IsSpace(c),
-			'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
-		default:
-			return c, true
-		}
-	}
-	return 0, false
-}
-
-// urlPart names the part of a URL that c, one of '/', '?' and '#', starts.
-func urlPart(c byte) string {
-	switch c {
-	case '?':
-		return "a query"
-	case '#':
-		return "a fragment"
-	}
-	return "a path"
 }
 
 // hostPath returns the path of pattern's policy in a Map document.

@@ -69,30 +69,6 @@ func TestMapLookupIgnoresTrailingDot(t *testing.T) {
 	}
 }
 
-func TestCheckPatternTrailingDot(t *testing.T) {
-	tests := []struct {
-		pattern string
-		want    string // the error; "" for a valid pattern
-	}{
-		{"api.example.com.", ""},
-		{"API.Example.COM.", ""},
-		{"*.example.com.", ""},
-		{"localhost.", ""},
-		{".", `policy: host pattern ".": a lone "."; want a hostname or "*." and a domain`},
-		{"..", `policy: host pattern "..": ".." at the end; want at most one trailing "."`},
-		{"api.example.com..", `policy: host pattern "api.example.com..": ".." at the end; want at most one trailing "."`},
-		{"*.example.com..", `policy: host pattern "*.example.com..": ".." at the end; want at most one trailing "."`},
-		{"*..", `policy: host pattern "*..": ".." at the end; want at most one trailing "."`},
-		{"*.", `policy: host pattern "*.": nothing after "*."; want a domain`},
-	}
-	for _, tt := range tests {
-		err := policy.CheckPattern(tt.pattern)
-		if got := errorString(err); got != tt.want {
-			t.Errorf("CheckPattern(%q) = %s; want %s", tt.pattern, orNil(got), orNil(tt.want))
-		}
-	}
-}
-
 func TestLoadMapTrailingDotErrors(t *testing.T) {
 	tests := []struct {
 		name string

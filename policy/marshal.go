@@ -8,20 +8,18 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
-
-	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // MarshalJSON writes p in the schema that [Load] reads, so that Load gives
 // back a Policy equal to p: the same values, and new pointers in place of
-// Quota, Budget, Limiter and RateLimit holding the same settings. Zero
-// fields are left out, the members come in the order of the Policy fields,
-// and no preset is written: every setting is spelled out. An empty but
-// non-nil Endpoints, FailoverMethods, Penalty.Codes or Penalty.Statuses is
-// written as [], since an empty FailoverMethods lets no request fail over
-// where a nil one means GET and HEAD. A *ratelimit.Quota in Quota is
-// written without a type member, as before budgets existed, and a
-// *ratelimit.Budget with "type": "budget".
+// Quota, Budget, Limiter, RateLimit, Penalty, Failover and Hedge holding
+// the same settings. Zero fields and nil pointers are left out, the
+// members come in the order of the Policy fields, and no preset is
+// written: every setting is spelled out. An empty but non-nil
+// Failover.Endpoints, Failover.Methods, Penalty.Codes or Penalty.Statuses
+// is written as [], since an empty Failover.Methods lets no request fail
+// over where a nil one means GET and HEAD. ratelimit.NoQuota in Quota is
+// written as "none", and retryafter.None in ServerDelay.Headers as "none".
 //
 // A func cannot be written, so MarshalJSON returns an error naming the
 // field when one is set: Classify, Scope, a Rand of a strategy, or a Now of
@@ -29,18 +27,20 @@ import (
 // which sets Classify. It also returns an error for a Backoff or
 // ThrottleBackoff that is not one of the strategy values of package
 // backoff (a backoff.Func, a pointer, a type of your own); for a Quota,
-// Budget, Limiter or RateLimit that is not an in-process type of package
-// ratelimit (*ratelimit.Quota or *ratelimit.Budget in Quota,
-// *ratelimit.Budget in Budget, *ratelimit.Adaptive, *ratelimit.Fixed), or
-// that is a nil pointer of one; for a number that JSON cannot hold (NaN, an
-// infinity); for a string that is not valid UTF-8; for DelayHeaders bits
-// that name no retryafter.Source; and for a LocationMode with no name. The
-// errors are joined with errors.Join; each reads "policy: cannot write
-// <path> as JSON: <why>", with path in the names of the schema.
+// Budget, Limiter or RateLimit that is not an in-process value of package
+// ratelimit (*ratelimit.Quota or ratelimit.NoQuota in Quota,
+// *ratelimit.Budget in Budget, *ratelimit.Adaptive in Limiter,
+// *ratelimit.Fixed in RateLimit), or that is a nil pointer of one; for a
+// number that JSON cannot hold (NaN, an infinity); for a string that is
+// not valid UTF-8; for ServerDelay.Headers bits that name no
+// retryafter.Source, or that mix retryafter.None with others; and for a
+// Failover.Mode with no name. The errors are joined with errors.Join; each
+// reads "policy: cannot write <path> as JSON: <why>", with path in the
+// names of the schema.
 //
-// A value that Load would reject, such as a negative MaxAttempts or an
-// endpoint that ParseEndpoint rejects, is written as it is, so MarshalJSON
-// never changes a setting silently.
+// A value that Load would reject, such as a negative MaxAttempts, an
+// endpoint that ParseEndpoint rejects or a Hedge that hedges nothing, is
+// written as it is, so MarshalJSON never changes a setting silently.
 func (p Policy) MarshalJSON() ([]byte, error) {
 	e := &encoder{}
 	b := e.policy("", p)
@@ -61,29 +61,25 @@ func (e *encoder) policy(path string, p Policy) []byte {
 		o.member("throttleBackoff", e.strategy(join(path, "throttleBackoff"), p.ThrottleBackoff))
 	}
 	o.dur("maxDelay", p.MaxDelay)
-	if p.DelayHeaders != 0 {
-		o.member("delayHeaders", e.sources(join(path, "delayHeaders"), p.DelayHeaders))
+	if p.ServerDelay != (ServerDelay{}) {
+		o.member("serverDelay", e.serverDelay(join(path, "serverDelay"), p.ServerDelay))
 	}
-	o.dur("serverDelayBound", p.ServerDelayBound)
-	o.bool("ignoreDelayHeaders", p.IgnoreDelayHeaders)
 	o.dur("attemptTimeout", p.AttemptTimeout)
 	o.dur("maxTotalTime", p.MaxTotalTime)
 	o.dur("maxTotalWait", p.MaxTotalWait)
 	o.dur("terminationBuffer", p.TerminationBuffer)
-	if !zeroPenalty(p.Penalty) {
+	if p.Penalty != nil {
 		o.member("penalty", e.penalty(join(path, "penalty"), p.Penalty))
 	}
 	o.fn("classify", p.Classify != nil)
 	if p.Quota != nil {
 		o.member("quota", e.quota(join(path, "quota"), p.Quota))
 	}
-	o.bool("disableQuota", p.DisableQuota)
 	if p.Budget != nil {
 		o.member("budget", e.budget(join(path, "budget"), p.Budget))
 	}
 	o.bool("retryNonIdempotent", p.RetryNonIdempotent)
 	o.int("maxBodyBuffer", p.MaxBodyBuffer)
-	o.bool("adaptive", p.Adaptive)
 	if p.Limiter != nil {
 		o.member("limiter", e.limiter(join(path, "limiter"), p.Limiter))
 	}
@@ -91,12 +87,10 @@ func (e *encoder) policy(path string, p Policy) []byte {
 		o.member("rateLimit", e.rateLimit(join(path, "rateLimit"), p.RateLimit))
 	}
 	o.fn("scope", p.Scope != nil)
-	o.strs("endpoints", p.Endpoints)
-	if p.LocationMode != PrimaryThenSecondary {
-		o.member("locationMode", e.locationMode(join(path, "locationMode"), p.LocationMode))
+	if p.Failover != nil {
+		o.member("failover", e.failover(join(path, "failover"), p.Failover))
 	}
-	o.strs("failoverMethods", p.FailoverMethods)
-	if p.Hedge != (Hedge{}) {
+	if p.Hedge != nil {
 		o.member("hedge", e.hedge(join(path, "hedge"), p.Hedge))
 	}
 	o.int("maxDrain", p.MaxDrain)
@@ -104,25 +98,6 @@ func (e *encoder) policy(path string, p Policy) []byte {
 	o.str("attemptHeader", p.AttemptHeader)
 	o.bool("ignoreSDKAttempts", p.IgnoreSDKAttempts)
 	return o.bytes()
-}
-
-// sources encodes a non-empty DelayHeaders set: "all", or its names.
-func (e *encoder) sources(path string, set retryafter.Source) []byte {
-	if rest := set &^ retryafter.AllSources; rest != 0 {
-		e.fail(path, "it holds "+rest.String()+", which names no retryafter.Source")
-		return []byte("null")
-	}
-	if set == retryafter.AllSources {
-		return []byte(`"all"`)
-	}
-	var names []string
-	for _, s := range sourceList() {
-		if set&s != 0 {
-			names = append(names, s.String())
-		}
-	}
-	b, _ := json.Marshal(names) // a []string always marshals
-	return b
 }
 
 // encoder collects the errors of one MarshalJSON call.

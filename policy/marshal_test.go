@@ -57,26 +57,20 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 	p := policy.Policy{
 		MaxAttempts:        5,
 		MaxDelay:           20 * time.Second,
-		DelayHeaders:       retryafter.RetryAfter | retryafter.AmzRetryAfter,
-		ServerDelayBound:   5 * time.Second,
-		IgnoreDelayHeaders: true,
+		ServerDelay:        policy.ServerDelay{Headers: retryafter.RetryAfter | retryafter.AmzRetryAfter, Bound: 5 * time.Second},
 		AttemptTimeout:     2 * time.Second,
 		MaxTotalTime:       time.Minute,
 		MaxTotalWait:       90 * time.Second,
 		TerminationBuffer:  1500 * time.Millisecond,
-		Penalty:            policy.Penalty{Codes: []string{"ServerBusy", "Throttled"}, Statuses: []int{503, 429}, Delay: 10 * time.Second, For: 12500 * time.Millisecond},
+		Penalty:            &policy.Penalty{Codes: []string{"ServerBusy", "Throttled"}, Statuses: []int{503, 429}, Delay: 10 * time.Second, For: 12500 * time.Millisecond},
 		Quota:              &ratelimit.Quota{Capacity: 500, RetryCost: 5, TimeoutCost: 10, ThrottleCost: 5, SuccessIncrement: 1, RefillPerSecond: 0.5, Wait: true, MaxScopes: 100},
-		DisableQuota:       true,
 		Budget:             &ratelimit.Budget{Ratio: 0.15, MinPerSecond: 2.5, Window: 30 * time.Second, MaxScopes: 20},
 		RetryNonIdempotent: true,
 		MaxBodyBuffer:      1 << 20,
-		Adaptive:           true,
 		Limiter:            &ratelimit.Adaptive{Beta: 0.7, Scale: 0.4, Smoothing: 0.8, MinFillRate: 0.5, Additive: 10, Reference: true, FailFast: true, MaxWait: time.Second, MaxScopes: 10},
 		RateLimit:          &ratelimit.Fixed{Rate: 10, Burst: 2, FailFast: true, MaxWait: 1500 * time.Millisecond, MaxScopes: 3},
-		Endpoints:          []string{"eu.example.com", "eu.example.com:8080", "https://us.example.com:8443", "HTTP://[::1]:80"},
-		LocationMode:       policy.SecondaryOnly,
-		FailoverMethods:    []string{"GET", "PUT"},
-		Hedge:              policy.Hedge{Delay: 100 * time.Millisecond, Quantile: 0.99, MinDelay: 5 * time.Millisecond, MaxHedges: 3},
+		Failover:           &policy.Failover{Endpoints: []string{"eu.example.com", "eu.example.com:8080", "https://us.example.com:8443", "HTTP://[::1]:80"}, Mode: policy.SecondaryOnly, Methods: []string{"GET", "PUT"}},
+		Hedge:              &policy.Hedge{Delay: 100 * time.Millisecond, Quantile: 0.99, MinDelay: 5 * time.Millisecond, MaxHedges: 3},
 		MaxDrain:           64 << 10,
 		ReadTimeout:        250 * time.Millisecond,
 		AttemptHeader:      "X-Attempt",
@@ -95,35 +89,66 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 			t.Errorf("Load(MarshalJSON(p with Backoff %#v)) mismatch (-want +got):\n%s", s, diff)
 		}
 	}
-	for _, set := range []retryafter.Source{retryafter.AllSources, retryafter.MSRetryAfterMS, retryafter.RetryAfterMS | retryafter.RateLimitReset} {
-		p.DelayHeaders = set
-		if got := roundTrip(t, p).DelayHeaders; got != set {
-			t.Errorf("Load(MarshalJSON(p with DelayHeaders %v)).DelayHeaders = %v; want it back", set, got)
+	for _, sd := range []policy.ServerDelay{
+		{}, {Headers: retryafter.AllSources}, {Headers: retryafter.None}, {Headers: retryafter.MSRetryAfterMS},
+		{Headers: retryafter.RetryAfterMS | retryafter.RateLimitReset, Bound: time.Nanosecond}, {Bound: time.Hour},
+	} {
+		p.ServerDelay = sd
+		if got := roundTrip(t, p).ServerDelay; got != sd {
+			t.Errorf("Load(MarshalJSON(p with ServerDelay %+v)).ServerDelay = %+v; want it back", sd, got)
 		}
 	}
 	for _, q := range []ratelimit.RetryQuota{
-		&ratelimit.Budget{}, &ratelimit.Budget{Ratio: -1, MinPerSecond: -0.5}, &ratelimit.Budget{Ratio: 1e-9, Window: time.Millisecond, MaxScopes: 1},
+		nil, ratelimit.NoQuota, &ratelimit.Quota{}, &ratelimit.Quota{Capacity: 1, RefillPerSecond: 1e-9, Wait: true},
 	} {
-		p.Quota, p.Budget = q, q
+		p.Quota = q
+		got := roundTrip(t, p)
+		if diff := cmp.Diff(p, got, policyOpts); diff != "" {
+			t.Errorf("Load(MarshalJSON(p with Quota %#v)) mismatch (-want +got):\n%s", q, diff)
+		}
+		if (q == ratelimit.NoQuota) != (got.Quota == ratelimit.NoQuota) {
+			t.Errorf("Load(MarshalJSON(p with Quota %#v)).Quota = %#v; want ratelimit.NoQuota exactly when p has it", q, got.Quota)
+		}
+	}
+	for _, b := range []ratelimit.RetryQuota{
+		nil, &ratelimit.Budget{}, &ratelimit.Budget{Ratio: -1, MinPerSecond: -0.5}, &ratelimit.Budget{Ratio: 1e-9, Window: time.Millisecond, MaxScopes: 1},
+	} {
+		p.Budget = b
 		if diff := cmp.Diff(p, roundTrip(t, p), policyOpts); diff != "" {
-			t.Errorf("Load(MarshalJSON(p with Quota and Budget %+v)) mismatch (-want +got):\n%s", q, diff)
+			t.Errorf("Load(MarshalJSON(p with Budget %+v)) mismatch (-want +got):\n%s", b, diff)
 		}
 	}
-	for _, m := range []policy.LocationMode{policy.PrimaryThenSecondary, policy.PrimaryOnly, policy.SecondaryOnly, policy.SecondaryThenPrimary} {
-		p.LocationMode = m
-		if got := roundTrip(t, p).LocationMode; got != m {
-			t.Errorf("Load(MarshalJSON(p with LocationMode %v)).LocationMode = %v; want it back", m, got)
+	for _, l := range []ratelimit.Limiter{nil, &ratelimit.Adaptive{}, &ratelimit.Adaptive{MinFillRate: 1, Smoothing: 0.75}} {
+		p.Limiter = l
+		if diff := cmp.Diff(p, roundTrip(t, p), policyOpts); diff != "" {
+			t.Errorf("Load(MarshalJSON(p with Limiter %+v)) mismatch (-want +got):\n%s", l, diff)
 		}
 	}
-	for _, h := range []policy.Hedge{{}, {Delay: time.Second}, {Quantile: 0.5}, {MinDelay: time.Millisecond}, {MaxHedges: 1}} {
+	for _, f := range []*policy.Failover{
+		nil, {Endpoints: []string{"b"}}, {Endpoints: []string{"b"}, Methods: []string{}},
+		{Endpoints: []string{"b", "c:8443"}, Mode: policy.SecondaryThenPrimary, Methods: []string{"PUT"}},
+	} {
+		for _, m := range []policy.LocationMode{policy.PrimaryThenSecondary, policy.PrimaryOnly, policy.SecondaryOnly, policy.SecondaryThenPrimary} {
+			if f != nil {
+				c := *f
+				c.Mode = m
+				f = &c
+			}
+			p.Failover = f
+			if diff := cmp.Diff(f, roundTrip(t, p).Failover); diff != "" {
+				t.Errorf("Load(MarshalJSON(p with Failover %+v)).Failover mismatch (-want +got):\n%s", f, diff)
+			}
+		}
+	}
+	for _, h := range []*policy.Hedge{nil, {Delay: time.Second}, {Quantile: 0.5}, {Delay: time.Nanosecond, MinDelay: time.Millisecond}, {Quantile: 0.25, MaxHedges: 1}} {
 		p.Hedge = h
-		if got := roundTrip(t, p).Hedge; got != h {
-			t.Errorf("Load(MarshalJSON(p with Hedge %+v)).Hedge = %+v; want it back", h, got)
+		if diff := cmp.Diff(h, roundTrip(t, p).Hedge); diff != "" {
+			t.Errorf("Load(MarshalJSON(p with Hedge %+v)).Hedge mismatch (-want +got):\n%s", h, diff)
 		}
 	}
-	for _, pen := range []policy.Penalty{
-		{}, {Codes: []string{"a"}}, {Statuses: []int{100, 599}}, {Delay: time.Nanosecond, Statuses: []int{503}},
-		{For: time.Hour}, {Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
+	for _, pen := range []*policy.Penalty{
+		nil, {Codes: []string{"a"}, Delay: time.Second}, {Statuses: []int{100, 599}, Delay: time.Hour}, {Delay: time.Nanosecond, Statuses: []int{503}},
+		{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
 	} {
 		p.Penalty = pen
 		if diff := cmp.Diff(pen, roundTrip(t, p).Penalty); diff != "" {
@@ -139,26 +164,25 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 }
 
 // TestMarshalJSONKeepsEmptyLists checks that an empty list comes back
-// empty and a nil one nil: an empty FailoverMethods lets no request fail
+// empty and a nil one nil: an empty Failover.Methods lets no request fail
 // over, where nil means GET and HEAD.
 func TestMarshalJSONKeepsEmptyLists(t *testing.T) {
 	for _, p := range []policy.Policy{
 		{},
-		{Endpoints: []string{}, FailoverMethods: []string{}},
-		{Endpoints: []string{"b.example.com"}, FailoverMethods: []string{}},
-		{Endpoints: []string{}},
-		{Penalty: policy.Penalty{Codes: []string{}, Statuses: []int{}}},
-		{Penalty: policy.Penalty{Codes: []string{}}},
-		{Penalty: policy.Penalty{Statuses: []int{}, Delay: time.Second, Codes: []string{"ServerBusy"}}},
+		{Failover: &policy.Failover{Endpoints: []string{"b.example.com"}, Methods: []string{}}},
+		{Failover: &policy.Failover{Endpoints: []string{"b.example.com"}}},
+		{Penalty: &policy.Penalty{Codes: []string{}, Statuses: []int{503}, Delay: time.Second}},
+		{Penalty: &policy.Penalty{Statuses: []int{}, Delay: time.Second, Codes: []string{"ServerBusy"}}},
+		{Penalty: &policy.Penalty{Delay: time.Second, Codes: []string{"ServerBusy"}}},
 	} {
 		got := roundTrip(t, p)
 		if diff := cmp.Diff(p, got, policyOpts); diff != "" {
 			t.Errorf("Load(MarshalJSON(%#v)) mismatch (-want +got):\n%s", p, diff)
 		}
-		if (got.Endpoints == nil) != (p.Endpoints == nil) || (got.FailoverMethods == nil) != (p.FailoverMethods == nil) {
-			t.Errorf("Load(MarshalJSON(%#v)) = Endpoints %#v, FailoverMethods %#v; want nil exactly where p has nil", p, got.Endpoints, got.FailoverMethods)
+		if f := p.Failover; f != nil && (got.Failover.Methods == nil) != (f.Methods == nil) {
+			t.Errorf("Load(MarshalJSON(%#v)) = Failover.Methods %#v; want nil exactly where p has nil", p, got.Failover.Methods)
 		}
-		if (got.Penalty.Codes == nil) != (p.Penalty.Codes == nil) || (got.Penalty.Statuses == nil) != (p.Penalty.Statuses == nil) {
+		if pen := p.Penalty; pen != nil && ((got.Penalty.Codes == nil) != (pen.Codes == nil) || (got.Penalty.Statuses == nil) != (pen.Statuses == nil)) {
 			t.Errorf("Load(MarshalJSON(%#v)) = Penalty.Codes %#v, Penalty.Statuses %#v; want nil exactly where p has nil", p, got.Penalty.Codes, got.Penalty.Statuses)
 		}
 	}
@@ -171,23 +195,28 @@ func TestMarshalJSONWritesExactDocument(t *testing.T) {
 	}{
 		{policy.Policy{}, `{}`},
 		{policy.None(), `{"maxAttempts":1}`},
-		{policy.StandardV2(), `{"maxAttempts":3,"backoff":{"type":"fullJitter","base":"50ms"},"throttleBackoff":{"type":"fullJitter","base":"1s"},"serverDelayBound":"5s","quota":{"retryCost":14,"throttleCost":5}}`},
-		{policy.SNSCustomerManaged(), `{"maxAttempts":51,"backoff":{"type":"schedule","minDelay":"10s","maxDelay":"10m0s","numRetries":50,"numMinDelayRetries":2,"numMaxDelayRetries":38,"backoffFunction":"exponential","jitter":0.1},"maxDelay":"10m0s","disableQuota":true,"retryNonIdempotent":true}`},
-		{policy.Policy{MaxAttempts: -1, MaxDelay: -time.Second, DelayHeaders: retryafter.AllSources}, `{"maxAttempts":-1,"maxDelay":"-1s","delayHeaders":"all"}`},
+		{policy.StandardV2(), `{"maxAttempts":3,"backoff":{"type":"fullJitter","base":"50ms"},"throttleBackoff":{"type":"fullJitter","base":"1s"},"serverDelay":{"bound":"5s"},"quota":{"retryCost":14,"throttleCost":5}}`},
+		{policy.Adaptive(), `{"maxAttempts":3,"backoff":{"type":"fullJitter"},"limiter":{}}`},
+		{policy.KotlinAdaptive(), `{"maxAttempts":10,"backoff":{"type":"scaledJitter","initialDelay":"10ms","maxBackoff":"20s","scaleFactor":1.5,"jitter":1},"limiter":{"smoothing":0.75,"minFillRate":1}}`},
+		{policy.SNSCustomerManaged(), `{"maxAttempts":51,"backoff":{"type":"schedule","minDelay":"10s","maxDelay":"10m0s","numRetries":50,"numMinDelayRetries":2,"numMaxDelayRetries":38,"backoffFunction":"exponential","jitter":0.1},"maxDelay":"10m0s","quota":"none","retryNonIdempotent":true}`},
+		{policy.Policy{MaxAttempts: -1, MaxDelay: -time.Second, ServerDelay: policy.ServerDelay{Headers: retryafter.AllSources}}, `{"maxAttempts":-1,"maxDelay":"-1s","serverDelay":{"headers":"all"}}`},
+		{policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.None, Bound: -time.Second}}, `{"serverDelay":{"headers":"none","bound":"-1s"}}`},
+		{policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.RetryAfter | retryafter.AmzRetryAfter}}, `{"serverDelay":{"headers":["Retry-After","x-amz-retry-after"]}}`},
 		{policy.Policy{Quota: &ratelimit.Quota{}, RateLimit: &ratelimit.Fixed{Rate: 0.25}}, `{"quota":{},"rateLimit":{"rate":0.25}}`},
-		{policy.Policy{Quota: &ratelimit.Budget{}}, `{"quota":{"type":"budget"}}`},
-		{policy.Policy{Quota: &ratelimit.Budget{Ratio: 0.1, MinPerSecond: -1, Window: time.Minute, MaxScopes: 4}}, `{"quota":{"type":"budget","ratio":0.1,"minPerSecond":-1,"window":"1m0s","maxScopes":4}}`},
-		{policy.Policy{Quota: &ratelimit.Quota{Capacity: 5}, DisableQuota: true, Budget: &ratelimit.Budget{Ratio: 0.5}, RetryNonIdempotent: true}, `{"quota":{"capacity":5},"disableQuota":true,"budget":{"ratio":0.5},"retryNonIdempotent":true}`},
+		{policy.Policy{Quota: ratelimit.NoQuota, Budget: &ratelimit.Budget{Ratio: 0.5}, RetryNonIdempotent: true}, `{"quota":"none","budget":{"ratio":0.5},"retryNonIdempotent":true}`},
 		{policy.Policy{Budget: &ratelimit.Budget{}}, `{"budget":{}}`},
-		{policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1}, Endpoints: []string{"b", "https://c:8443"}, LocationMode: policy.PrimaryOnly, FailoverMethods: []string{"GET", "PUT"}, Hedge: policy.Hedge{Delay: 50 * time.Millisecond, Quantile: 0.9, MinDelay: time.Millisecond, MaxHedges: 2}, MaxDrain: 1},
-			`{"rateLimit":{"rate":1},"endpoints":["b","https://c:8443"],"locationMode":"PrimaryOnly","failoverMethods":["GET","PUT"],"hedge":{"delay":"50ms","quantile":0.9,"minDelay":"1ms","maxHedges":2},"maxDrain":1}`},
-		{policy.Policy{Endpoints: []string{}, LocationMode: policy.PrimaryThenSecondary, FailoverMethods: []string{}, Hedge: policy.Hedge{}}, `{"endpoints":[],"failoverMethods":[]}`},
-		{policy.Policy{Endpoints: []string{"ftp://h"}, Hedge: policy.Hedge{Delay: -time.Second, Quantile: 1, MaxHedges: -1}}, `{"endpoints":["ftp://h"],"hedge":{"delay":"-1s","quantile":1,"maxHedges":-1}}`},
-		{policy.Policy{MaxAttempts: 10, AttemptTimeout: time.Second, MaxTotalTime: time.Minute, MaxTotalWait: 30 * time.Second, TerminationBuffer: time.Second, Penalty: policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503}, Delay: 10 * time.Second, For: 10 * time.Second}, Quota: &ratelimit.Quota{}},
+		{policy.Policy{Budget: &ratelimit.Budget{Ratio: 0.1, MinPerSecond: -1, Window: time.Minute, MaxScopes: 4}}, `{"budget":{"ratio":0.1,"minPerSecond":-1,"window":"1m0s","maxScopes":4}}`},
+		{policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1}, Failover: &policy.Failover{Endpoints: []string{"b", "https://c:8443"}, Mode: policy.PrimaryOnly, Methods: []string{"GET", "PUT"}}, Hedge: &policy.Hedge{Delay: 50 * time.Millisecond, Quantile: 0.9, MinDelay: time.Millisecond, MaxHedges: 2}, MaxDrain: 1},
+			`{"rateLimit":{"rate":1},"failover":{"endpoints":["b","https://c:8443"],"mode":"PrimaryOnly","methods":["GET","PUT"]},"hedge":{"delay":"50ms","quantile":0.9,"minDelay":"1ms","maxHedges":2},"maxDrain":1}`},
+		{policy.Policy{Failover: &policy.Failover{Endpoints: []string{}, Mode: policy.PrimaryThenSecondary, Methods: []string{}}, Hedge: &policy.Hedge{}}, `{"failover":{"endpoints":[],"methods":[]},"hedge":{}}`},
+		{policy.Policy{Failover: &policy.Failover{}}, `{"failover":{}}`},
+		{policy.Policy{Failover: &policy.Failover{Endpoints: []string{"ftp://h"}}, Hedge: &policy.Hedge{Delay: -time.Second, Quantile: 1, MaxHedges: -1}}, `{"failover":{"endpoints":["ftp://h"]},"hedge":{"delay":"-1s","quantile":1,"maxHedges":-1}}`},
+		{policy.Policy{MaxAttempts: 10, AttemptTimeout: time.Second, MaxTotalTime: time.Minute, MaxTotalWait: 30 * time.Second, TerminationBuffer: time.Second, Penalty: &policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503}, Delay: 10 * time.Second, For: 10 * time.Second}, Quota: &ratelimit.Quota{}},
 			`{"maxAttempts":10,"attemptTimeout":"1s","maxTotalTime":"1m0s","maxTotalWait":"30s","terminationBuffer":"1s","penalty":{"codes":["ServerBusy"],"statuses":[503],"delay":"10s","for":"10s"},"quota":{}}`},
-		{policy.Policy{Penalty: policy.Penalty{Codes: []string{}, Statuses: []int{}}}, `{"penalty":{"codes":[],"statuses":[]}}`},
-		{policy.Policy{Penalty: policy.Penalty{For: time.Second}}, `{"penalty":{"for":"1s"}}`},
-		{policy.Policy{MaxTotalWait: -time.Second, TerminationBuffer: -time.Millisecond, Penalty: policy.Penalty{Codes: []string{""}, Statuses: []int{99, 600}, Delay: -time.Second, For: -time.Second}},
+		{policy.Policy{Penalty: &policy.Penalty{Codes: []string{}, Statuses: []int{}}}, `{"penalty":{"codes":[],"statuses":[]}}`},
+		{policy.Policy{Penalty: &policy.Penalty{}}, `{"penalty":{}}`},
+		{policy.Policy{Penalty: &policy.Penalty{For: time.Second}}, `{"penalty":{"for":"1s"}}`},
+		{policy.Policy{MaxTotalWait: -time.Second, TerminationBuffer: -time.Millisecond, Penalty: &policy.Penalty{Codes: []string{""}, Statuses: []int{99, 600}, Delay: -time.Second, For: -time.Second}},
 			`{"maxTotalWait":"-1s","terminationBuffer":"-1ms","penalty":{"codes":[""],"statuses":[99,600],"delay":"-1s","for":"-1s"}}`},
 	}
 	for _, tt := range tests {
@@ -230,30 +259,31 @@ func TestMarshalJSONRejectsWhatJSONCannotHold(t *testing.T) {
 		{"Func", policy.Policy{Backoff: backoff.Func(func(int) time.Duration { return 0 })}, "policy: cannot write backoff as JSON: it is a backoff.Func; only the strategy values of package backoff have a JSON form"},
 		{"Pointer", policy.Policy{Backoff: &backoff.Constant{}}, "policy: cannot write backoff as JSON: it is a *backoff.Constant; only the strategy values of package backoff have a JSON form"},
 		{"QuotaNow", policy.Policy{Quota: &ratelimit.Quota{Now: time.Now}}, "policy: cannot write quota.now as JSON: it is a func"},
-		{"QuotaBudgetNow", policy.Policy{Quota: &ratelimit.Budget{Now: time.Now}}, "policy: cannot write quota.now as JSON: it is a func"},
 		{"BudgetNow", policy.Policy{Budget: &ratelimit.Budget{Ratio: 0.1, Now: time.Now}}, "policy: cannot write budget.now as JSON: it is a func"},
 		{"BudgetNaN", policy.Policy{Budget: &ratelimit.Budget{Ratio: math.NaN()}}, "policy: cannot write budget.ratio as JSON: it is NaN"},
-		{"QuotaBudgetInf", policy.Policy{Quota: &ratelimit.Budget{MinPerSecond: math.Inf(-1)}}, "policy: cannot write quota.minPerSecond as JSON: it is -Inf"},
-		{"HedgeNaN", policy.Policy{Hedge: policy.Hedge{Quantile: math.NaN()}}, "policy: cannot write hedge.quantile as JSON: it is NaN"},
-		{"UnnamedLocationMode", policy.Policy{LocationMode: 7}, "policy: cannot write locationMode as JSON: it is LocationMode(7)"},
-		{"NegativeLocationMode", policy.Policy{LocationMode: -1}, "policy: cannot write locationMode as JSON: it is LocationMode(-1)"},
-		{"EndpointNotUTF8", policy.Policy{Endpoints: []string{"a", "b\xff"}}, `policy: cannot write endpoints[1] as JSON: it is not valid UTF-8: "b\xff"`},
-		{"MethodNotUTF8", policy.Policy{FailoverMethods: []string{"G\xffT"}}, `policy: cannot write failoverMethods[0] as JSON: it is not valid UTF-8: "G\xffT"`},
-		{"PenaltyCodeNotUTF8", policy.Policy{Penalty: policy.Penalty{Codes: []string{"ServerBusy", "\xffBusy"}, Delay: time.Second}}, `policy: cannot write penalty.codes[1] as JSON: it is not valid UTF-8: "\xffBusy"`},
+		{"QuotaBudget", policy.Policy{Quota: &ratelimit.Budget{}}, "policy: cannot write quota as JSON: it is a *ratelimit.Budget, which counts requests and goes in budget"},
+		{"HedgeNaN", policy.Policy{Hedge: &policy.Hedge{Quantile: math.NaN()}}, "policy: cannot write hedge.quantile as JSON: it is NaN"},
+		{"UnnamedLocationMode", policy.Policy{Failover: &policy.Failover{Endpoints: []string{"b"}, Mode: 7}}, "policy: cannot write failover.mode as JSON: it is LocationMode(7)"},
+		{"NegativeLocationMode", policy.Policy{Failover: &policy.Failover{Mode: -1}}, "policy: cannot write failover.mode as JSON: it is LocationMode(-1)"},
+		{"EndpointNotUTF8", policy.Policy{Failover: &policy.Failover{Endpoints: []string{"a", "b\xff"}}}, `policy: cannot write failover.endpoints[1] as JSON: it is not valid UTF-8: "b\xff"`},
+		{"MethodNotUTF8", policy.Policy{Failover: &policy.Failover{Endpoints: []string{"b"}, Methods: []string{"G\xffT"}}}, `policy: cannot write failover.methods[0] as JSON: it is not valid UTF-8: "G\xffT"`},
+		{"PenaltyCodeNotUTF8", policy.Policy{Penalty: &policy.Penalty{Codes: []string{"ServerBusy", "\xffBusy"}, Delay: time.Second}}, `policy: cannot write penalty.codes[1] as JSON: it is not valid UTF-8: "\xffBusy"`},
 		{"HeaderNotUTF8", policy.Policy{AttemptHeader: "X-\xff"}, `policy: cannot write attemptHeader as JSON: it is not valid UTF-8: "X-\xff"`},
 		{"NilQuota", policy.Policy{Quota: (*ratelimit.Quota)(nil)}, "policy: cannot write quota as JSON: it is a nil *ratelimit.Quota"},
-		{"NilQuotaBudget", policy.Policy{Quota: (*ratelimit.Budget)(nil)}, "policy: cannot write quota as JSON: it is a nil *ratelimit.Budget"},
+		{"NilQuotaBudget", policy.Policy{Quota: (*ratelimit.Budget)(nil)}, "policy: cannot write quota as JSON: it is a *ratelimit.Budget, which counts requests and goes in budget"},
 		{"NilBudget", policy.Policy{Budget: (*ratelimit.Budget)(nil)}, "policy: cannot write budget as JSON: it is a nil *ratelimit.Budget"},
 		{"NilLimiter", policy.Policy{Limiter: (*ratelimit.Adaptive)(nil)}, "policy: cannot write limiter as JSON: it is a nil *ratelimit.Adaptive"},
 		{"NilRateLimit", policy.Policy{RateLimit: (*ratelimit.Fixed)(nil)}, "policy: cannot write rateLimit as JSON: it is a nil *ratelimit.Fixed"},
 		{"LimiterNaN", policy.Policy{Limiter: &ratelimit.Adaptive{Beta: math.NaN()}}, "policy: cannot write limiter.beta as JSON: it is NaN"},
 		{"RateInf", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: math.Inf(1)}}, "policy: cannot write rateLimit.rate as JSON: it is +Inf"},
-		{"OtherQuota", policy.Policy{Quota: &otherQuota{}}, "policy: cannot write quota as JSON: it is a *policy_test.otherQuota; only a *ratelimit.Quota or a *ratelimit.Budget has a JSON form"},
+		{"OtherQuota", policy.Policy{Quota: &otherQuota{}}, "policy: cannot write quota as JSON: it is a *policy_test.otherQuota; only a *ratelimit.Quota or ratelimit.NoQuota has a JSON form"},
+		{"OtherLimiterType", policy.Policy{Limiter: &ratelimit.Fixed{Rate: 1}}, "policy: cannot write limiter as JSON: it is a *ratelimit.Fixed; only a *ratelimit.Adaptive has a JSON form"},
 		{"OtherBudget", policy.Policy{Budget: &ratelimit.Quota{}}, "policy: cannot write budget as JSON: it is a *ratelimit.Quota; only a *ratelimit.Budget has a JSON form"},
 		{"OtherBudgetType", policy.Policy{Budget: &otherQuota{}}, "policy: cannot write budget as JSON: it is a *policy_test.otherQuota; only a *ratelimit.Budget has a JSON form"},
 		{"OtherLimiter", policy.Policy{Limiter: otherLimiter{}}, "policy: cannot write limiter as JSON: it is a policy_test.otherLimiter; only a *ratelimit.Adaptive has a JSON form"},
 		{"OtherRateLimit", policy.Policy{RateLimit: &ratelimit.Adaptive{}}, "policy: cannot write rateLimit as JSON: it is a *ratelimit.Adaptive; only a *ratelimit.Fixed has a JSON form"},
-		{"UnknownSource", policy.Policy{DelayHeaders: retryafter.RetryAfter | 1<<12}, "policy: cannot write delayHeaders as JSON: it holds 0x1000, which names no retryafter.Source"},
+		{"UnknownSource", policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.RetryAfter | 1<<12}}, "policy: cannot write serverDelay.headers as JSON: it holds 0x1000, which names no retryafter.Source"},
+		{"NoneWithOthers", policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.None | retryafter.RetryAfter}}, "policy: cannot write serverDelay.headers as JSON: it holds retryafter.None with other headers, Retry-After; want None alone"},
 		{"BadCurve", policy.Policy{Backoff: backoff.Schedule{BackoffFunction: 9}}, "policy: cannot write backoff.backoffFunction as JSON: it is Curve(9)"},
 	}
 	for _, tt := range tests {

@@ -15,12 +15,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 func TestOutOfRangeValuesAgreeWithTheDocs(t *testing.T) {
 	const huge = time.Duration(math.MaxInt64)
 	below1 := math.Nextafter(1, 0)
 	signal := []string{"ServerBusy"}
+	b := []string{"b.example"}
 	tests := []struct {
 		name  string
 		p     policy.Policy
@@ -38,10 +40,14 @@ func TestOutOfRangeValuesAgreeWithTheDocs(t *testing.T) {
 		{"MaxDelayZero", policy.Policy{}, "", maxDelay, 20 * time.Second},
 		{"MaxDelayNegative", policy.Policy{MaxDelay: -time.Second}, "", maxDelay, 20 * time.Second},
 		{"MaxDelayHuge", policy.Policy{MaxDelay: huge}, "", maxDelay, huge},
-		// "Zero means the server's delay is used as given. Validate rejects a negative value, which New treats as zero."
+		// ServerDelay.Bound: "Zero means the server's delay is used as given. Validate rejects a negative value, which New treats as zero."
 		{"ServerDelayBoundZero", policy.Policy{}, "", serverDelayBound, time.Duration(0)},
-		{"ServerDelayBoundNegative", policy.Policy{ServerDelayBound: -time.Second}, "ServerDelayBound", serverDelayBound, time.Duration(0)},
-		{"ServerDelayBoundHuge", policy.Policy{ServerDelayBound: huge}, "", serverDelayBound, huge},
+		{"ServerDelayBoundNegative", policy.Policy{ServerDelay: policy.ServerDelay{Bound: -time.Second}}, "ServerDelay.Bound", serverDelayBound, time.Duration(0)},
+		{"ServerDelayBoundHuge", policy.Policy{ServerDelay: policy.ServerDelay{Bound: huge}}, "", serverDelayBound, huge},
+		// ServerDelay.Headers: "Zero means retryafter.DefaultSources; retryafter.None trusts none. Validate rejects None together with other headers, which New treats as those headers alone."
+		{"ServerDelayHeadersZero", policy.Policy{}, "", serverDelayHeaders, retryafter.DefaultSources},
+		{"ServerDelayHeadersNone", policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.None}}, "", serverDelayHeaders, retryafter.None},
+		{"ServerDelayHeadersNoneAndOthers", policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.None | retryafter.RetryAfter}}, "ServerDelay.Headers", serverDelayHeaders, retryafter.RetryAfter},
 		// "Zero means no per-attempt timeout. Validate rejects a negative value, which New treats as zero, and one longer than a non-zero MaxTotalTime."
 		{"AttemptTimeoutNegative", policy.Policy{AttemptTimeout: -1}, "AttemptTimeout", attemptTimeout, time.Duration(0)},
 		{"AttemptTimeoutHuge", policy.Policy{AttemptTimeout: huge}, "", attemptTimeout, huge},
@@ -65,21 +71,28 @@ func TestOutOfRangeValuesAgreeWithTheDocs(t *testing.T) {
 		// "Zero or negative means DefaultReadTimeout (1 s)."
 		{"ReadTimeoutNegative", policy.Policy{ReadTimeout: -time.Second}, "", readTimeout, time.Second},
 		{"ReadTimeoutHuge", policy.Policy{ReadTimeout: huge}, "", readTimeout, huge},
-		// "Validate rejects a value that is not one of the four modes", kept as it is: New then fails the requests of a policy with Endpoints.
-		{"LocationModeNegative", policy.Policy{LocationMode: -1}, "LocationMode", locationMode, policy.LocationMode(-1)},
-		{"LocationModeAbove", policy.Policy{LocationMode: 4, Endpoints: []string{"b.example"}}, "LocationMode", locationMode, policy.LocationMode(4)},
-		// Hedge: "Validate rejects a negative one, which the transport treats as zero", and so on.
-		{"HedgeDelayNegative", policy.Policy{Hedge: policy.Hedge{Delay: -1}}, "Hedge.Delay", hedge, policy.Hedge{}},
-		{"HedgeQuantileNegative", policy.Policy{Hedge: policy.Hedge{Quantile: -0.5}}, "Hedge.Quantile", hedge, policy.Hedge{}},
-		{"HedgeQuantileOne", policy.Policy{Hedge: policy.Hedge{Quantile: 1}}, "Hedge.Quantile", hedge, policy.Hedge{Quantile: below1}},
-		{"HedgeMinDelayNegative", policy.Policy{Hedge: policy.Hedge{Delay: time.Second, MinDelay: -1}}, "Hedge.MinDelay", hedge, policy.Hedge{Delay: time.Second}},
-		{"HedgeMaxHedgesNegative", policy.Policy{Hedge: policy.Hedge{Delay: time.Second, MaxHedges: -1}}, "Hedge.MaxHedges", hedge, policy.Hedge{Delay: time.Second}},
-		{"HedgeMaxHedgesAboveLimit", policy.Policy{Hedge: policy.Hedge{Delay: time.Second, MaxHedges: 5}}, "Hedge.MaxHedges", hedge, policy.Hedge{Delay: time.Second, MaxHedges: policy.HedgeLimit}},
-		// Penalty: "Validate rejects ... a negative Delay or For, which New treats as zero".
-		{"PenaltyDelayNegative", policy.Policy{Penalty: policy.Penalty{Codes: signal, Delay: -time.Second}}, "Penalty.Delay", penaltyTimes, [2]time.Duration{0, 0}},
-		{"PenaltyForNegative", policy.Policy{Penalty: policy.Penalty{Codes: signal, Delay: time.Second, For: -time.Second}}, "Penalty.For", penaltyTimes, [2]time.Duration{time.Second, 0}},
-		{"PenaltyDelayWithoutSignal", policy.Policy{Penalty: policy.Penalty{Delay: time.Second}}, "Penalty.Delay", penaltyTimes, [2]time.Duration{time.Second, 0}},
-		{"PenaltyStatusOutOfRange", policy.Policy{Penalty: policy.Penalty{Statuses: []int{600}, Delay: time.Second}}, "Penalty.Statuses[0]", penaltyTimes, [2]time.Duration{time.Second, 0}},
+		// Failover: "Validate rejects a Failover without Endpoints", which fails nothing over: nil. Mode: "Validate rejects a value that is not one of the four modes", kept as it is: New then fails the requests of the policy.
+		{"FailoverWithoutEndpoints", policy.Policy{Failover: &policy.Failover{Methods: []string{"GET"}}}, "Failover.Endpoints", failoverOf, (*policy.Failover)(nil)},
+		{"FailoverModeNegative", policy.Policy{Failover: &policy.Failover{Endpoints: b, Mode: -1}}, "Failover.Mode", failoverOf, &policy.Failover{Endpoints: b, Mode: -1}},
+		{"FailoverModeAbove", policy.Policy{Failover: &policy.Failover{Endpoints: b, Mode: 4}}, "Failover.Mode", failoverOf, &policy.Failover{Endpoints: b, Mode: 4}},
+		{"FailoverModeAboveWithoutEndpoints", policy.Policy{Failover: &policy.Failover{Mode: 4}}, "Failover.Mode", failoverOf, (*policy.Failover)(nil)},
+		// Hedge: "Validate rejects a negative one, which the transport treats as zero", and so on; a Hedge with neither a Delay nor a Quantile is treated as nil.
+		{"HedgeNothing", policy.Policy{Hedge: &policy.Hedge{MinDelay: time.Second, MaxHedges: 2}}, "Hedge", hedge, (*policy.Hedge)(nil)},
+		{"HedgeDelayNegative", policy.Policy{Hedge: &policy.Hedge{Delay: -1}}, "Hedge.Delay", hedge, (*policy.Hedge)(nil)},
+		{"HedgeDelayNegativeWithQuantile", policy.Policy{Hedge: &policy.Hedge{Delay: -1, Quantile: 0.5}}, "Hedge.Delay", hedge, &policy.Hedge{Quantile: 0.5}},
+		{"HedgeQuantileNegative", policy.Policy{Hedge: &policy.Hedge{Quantile: -0.5}}, "Hedge.Quantile", hedge, (*policy.Hedge)(nil)},
+		{"HedgeQuantileNegativeWithDelay", policy.Policy{Hedge: &policy.Hedge{Delay: time.Second, Quantile: -0.5}}, "Hedge.Quantile", hedge, &policy.Hedge{Delay: time.Second}},
+		{"HedgeQuantileOne", policy.Policy{Hedge: &policy.Hedge{Quantile: 1}}, "Hedge.Quantile", hedge, &policy.Hedge{Quantile: below1}},
+		{"HedgeMinDelayNegative", policy.Policy{Hedge: &policy.Hedge{Delay: time.Second, MinDelay: -1}}, "Hedge.MinDelay", hedge, &policy.Hedge{Delay: time.Second}},
+		{"HedgeMaxHedgesNegative", policy.Policy{Hedge: &policy.Hedge{Delay: time.Second, MaxHedges: -1}}, "Hedge.MaxHedges", hedge, &policy.Hedge{Delay: time.Second}},
+		{"HedgeMaxHedgesAboveLimit", policy.Policy{Hedge: &policy.Hedge{Delay: time.Second, MaxHedges: 5}}, "Hedge.MaxHedges", hedge, &policy.Hedge{Delay: time.Second, MaxHedges: policy.HedgeLimit}},
+		// Penalty: "Validate rejects one without either [a positive Delay and a signal], which never applies and which New treats as nil, a negative For, which New treats as zero".
+		{"PenaltyDelayNegative", policy.Policy{Penalty: &policy.Penalty{Codes: signal, Delay: -time.Second}}, "Penalty.Delay", penalty, (*policy.Penalty)(nil)},
+		{"PenaltyDelayZero", policy.Policy{Penalty: &policy.Penalty{Codes: signal, For: time.Second}}, "Penalty.Delay", penalty, (*policy.Penalty)(nil)},
+		{"PenaltyForNegative", policy.Policy{Penalty: &policy.Penalty{Codes: signal, Delay: time.Second, For: -time.Second}}, "Penalty.For", penalty, &policy.Penalty{Codes: signal, Delay: time.Second}},
+		{"PenaltyDelayWithoutSignal", policy.Policy{Penalty: &policy.Penalty{Delay: time.Second}}, "Penalty.Codes", penalty, (*policy.Penalty)(nil)},
+		{"PenaltyEmptyLists", policy.Policy{Penalty: &policy.Penalty{Codes: []string{}, Statuses: []int{}, Delay: time.Second}}, "Penalty.Codes", penalty, (*policy.Penalty)(nil)},
+		{"PenaltyStatusOutOfRange", policy.Policy{Penalty: &policy.Penalty{Statuses: []int{600}, Delay: time.Second}}, "Penalty.Statuses[0]", penalty, &policy.Penalty{Statuses: []int{600}, Delay: time.Second}},
 		// package ratelimit: "A negative int field, or a negative or NaN RefillPerSecond, is treated as zero", and Wait "needs RefillPerSecond > 0".
 		{"QuotaNegativeInts", policy.Policy{Quota: &ratelimit.Quota{Capacity: -1, RetryCost: -1, TimeoutCost: -1, ThrottleCost: -1, SuccessIncrement: -1, MaxScopes: -1}}, "", nil, nil},
 		{"QuotaRefillNegative", policy.Policy{Quota: &ratelimit.Quota{RefillPerSecond: -1}}, "", nil, nil},
@@ -87,7 +100,9 @@ func TestOutOfRangeValuesAgreeWithTheDocs(t *testing.T) {
 		{"QuotaWaitWithoutRefill", policy.Policy{Quota: &ratelimit.Quota{Wait: true}}, "Quota.Wait", nil, nil},
 		{"QuotaWaitNegativeRefill", policy.Policy{Quota: &ratelimit.Quota{Wait: true, RefillPerSecond: -1}}, "Quota.Wait", nil, nil},
 		{"QuotaWaitNaNRefill", policy.Policy{Quota: &ratelimit.Quota{Wait: true, RefillPerSecond: math.NaN()}}, "Quota.Wait", nil, nil},
-		{"QuotaWaitDisabled", policy.Policy{Quota: &ratelimit.Quota{Wait: true}, DisableQuota: true}, "", nil, nil},
+		// Quota: "ratelimit.NoQuota turns it off"; "Validate rejects a quota that counts requests (a *ratelimit.Budget)".
+		{"QuotaNone", policy.Policy{Quota: ratelimit.NoQuota}, "", nil, nil},
+		{"QuotaBudget", policy.Policy{Quota: &ratelimit.Budget{}}, "Quota", nil, nil},
 		// Budget, Adaptive and Fixed give every value a meaning.
 		{"BudgetNegatives", policy.Policy{Budget: &ratelimit.Budget{Ratio: -1, MinPerSecond: -1, Window: -1, MaxScopes: -1}}, "", nil, nil},
 		{"LimiterOutOfRange", policy.Policy{Limiter: &ratelimit.Adaptive{Beta: 2, Scale: -1, Smoothing: 5, MinFillRate: math.NaN(), Additive: -1}}, "", nil, nil},
@@ -113,16 +128,17 @@ func TestOutOfRangeValuesAgreeWithTheDocs(t *testing.T) {
 }
 
 // The getters of TestOutOfRangeValuesAgreeWithTheDocs.
-func attempts(p policy.Policy) any          { return p.MaxAttempts }
-func maxDelay(p policy.Policy) any          { return p.MaxDelay }
-func serverDelayBound(p policy.Policy) any  { return p.ServerDelayBound }
-func attemptTimeout(p policy.Policy) any    { return p.AttemptTimeout }
-func maxTotalTime(p policy.Policy) any      { return p.MaxTotalTime }
-func maxTotalWait(p policy.Policy) any      { return p.MaxTotalWait }
-func terminationBuffer(p policy.Policy) any { return p.TerminationBuffer }
-func maxBodyBuffer(p policy.Policy) any     { return p.MaxBodyBuffer }
-func maxDrain(p policy.Policy) any          { return p.MaxDrain }
-func readTimeout(p policy.Policy) any       { return p.ReadTimeout }
-func locationMode(p policy.Policy) any      { return p.LocationMode }
-func hedge(p policy.Policy) any             { return p.Hedge }
-func penaltyTimes(p policy.Policy) any      { return [2]time.Duration{p.Penalty.Delay, p.Penalty.For} }
+func attempts(p policy.Policy) any           { return p.MaxAttempts }
+func maxDelay(p policy.Policy) any           { return p.MaxDelay }
+func serverDelayBound(p policy.Policy) any   { return p.ServerDelay.Bound }
+func serverDelayHeaders(p policy.Policy) any { return p.ServerDelay.Headers }
+func attemptTimeout(p policy.Policy) any     { return p.AttemptTimeout }
+func maxTotalTime(p policy.Policy) any       { return p.MaxTotalTime }
+func maxTotalWait(p policy.Policy) any       { return p.MaxTotalWait }
+func terminationBuffer(p policy.Policy) any  { return p.TerminationBuffer }
+func maxBodyBuffer(p policy.Policy) any      { return p.MaxBodyBuffer }
+func maxDrain(p policy.Policy) any           { return p.MaxDrain }
+func readTimeout(p policy.Policy) any        { return p.ReadTimeout }
+func failoverOf(p policy.Policy) any         { return p.Failover }
+func hedge(p policy.Policy) any              { return p.Hedge }
+func penalty(p policy.Policy) any            { return p.Penalty }

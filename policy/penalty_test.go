@@ -1,69 +1,19 @@
 package policy_test
 
 import (
-	"io"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/policy"
 )
 
-func TestPenaltySignals(t *testing.T) {
-	const busy = `{"code": "ServerBusy"}`
-	byStatus := policy.Penalty{Statuses: []int{503}, Delay: time.Second}
-	byCode := policy.Penalty{Codes: []string{"ServerBusy"}, Delay: time.Second}
-	tests := []struct {
-		name   string
-		p      policy.Penalty
-		status int
-		body   string
-		want   bool
-	}{
-		{"StatusListed", byStatus, 503, "", true},
-		{"StatusNotListed", byStatus, 500, busy, false},
-		{"CodeListed", byCode, 500, busy, true},
-		{"CodeNotListed", byCode, 503, `{"code": "Other"}`, false},
-		{"EitherSignal", policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{429}, Delay: time.Second}, 429, "", true},
-		{"NoDelay", policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503}}, 503, busy, false},
-		{"Zero", policy.Penalty{}, 503, busy, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, resp := newResp(t, tt.status, tt.body)
-			if got := tt.p.Signals(resp); got != tt.want {
-				t.Errorf("%+v.Signals(%d, %q) = %t; want %t", tt.p, tt.status, tt.body, got, tt.want)
-			}
-			if b, _ := io.ReadAll(resp.Body); string(b) != tt.body {
-				t.Errorf("after %+v.Signals(%d, %q) the body reads %q; want it whole", tt.p, tt.status, tt.body, b)
-			}
-		})
-	}
-	if byStatus.Signals(nil) {
-		t.Errorf("%+v.Signals(nil) = true; want false", byStatus)
-	}
-}
-
-func TestPenaltyPeriodDefaultsToDelay(t *testing.T) {
-	for _, tt := range []struct {
-		p    policy.Penalty
-		want time.Duration
-	}{
-		{policy.Penalty{Delay: 10 * time.Second}, 10 * time.Second},
-		{policy.Penalty{Delay: 10 * time.Second, For: time.Minute}, time.Minute},
-		{policy.Penalty{Delay: 10 * time.Second, For: time.Second}, time.Second},
-	} {
-		if got := tt.p.Period(); got != tt.want {
-			t.Errorf("%+v.Period() = %v; want %v", tt.p, got, tt.want)
-		}
-	}
-}
-
 func TestValidateAcceptsPenalty(t *testing.T) {
-	for _, pen := range []policy.Penalty{
-		{},
+	for _, pen := range []*policy.Penalty{
+		nil,
 		{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second},
 		{Statuses: []int{100, 599}, Delay: time.Second, For: time.Hour},
-		{Codes: []string{}, Statuses: []int{}},
+		{Codes: []string{}, Statuses: []int{503}, Delay: time.Nanosecond},
 	} {
 		if err := (policy.Policy{Penalty: pen}).Validate(); err != nil {
 			t.Errorf("Policy{Penalty: %+v}.Validate() = %v; want nil", pen, err)
@@ -71,19 +21,25 @@ func TestValidateAcceptsPenalty(t *testing.T) {
 	}
 }
 
+// neverApplies is Validate's error for a Penalty without Codes or
+// Statuses.
+const neverApplies = "policy: Penalty.Codes and Penalty.Statuses are empty; want a code or a status that starts the penalty, or a nil Penalty for none: without one it never applies"
+
 func TestValidateRejectsPenalty(t *testing.T) {
+	busy := []string{"ServerBusy"}
 	tests := []struct {
 		name string
-		p    policy.Penalty
+		p    *policy.Penalty
 		want string // the whole message of the only error
 	}{
-		{"NegativeDelay", policy.Penalty{Codes: []string{"ServerBusy"}, Delay: -time.Second}, "policy: Penalty.Delay = -1s; want >= 0 (0: no penalty)"},
-		{"NegativeFor", policy.Penalty{For: -time.Second}, "policy: Penalty.For = -1s; want >= 0 (0: as long as Delay)"},
-		{"Status99", policy.Penalty{Statuses: []int{503, 99}, Delay: time.Second}, "policy: Penalty.Statuses[1] = 99; want a status 100..599"},
-		{"Status600", policy.Penalty{Statuses: []int{600}}, "policy: Penalty.Statuses[0] = 600; want a status 100..599"},
-		{"EmptyCode", policy.Penalty{Codes: []string{"ServerBusy", ""}, Delay: time.Second}, "policy: Penalty.Codes[1] is empty; want an error code"},
-		{"DelayWithoutSignal", policy.Penalty{Delay: 10 * time.Second}, "policy: Penalty.Delay = 10s but no Codes or Statuses start it"},
-		{"DelayWithEmptyLists", policy.Penalty{Codes: []string{}, Statuses: []int{}, Delay: time.Second}, "policy: Penalty.Delay = 1s but no Codes or Statuses start it"},
+		{"NegativeDelay", &policy.Penalty{Codes: busy, Delay: -time.Second}, "policy: Penalty.Delay = -1s; want > 0, or a nil Penalty for none: without a Delay it never applies"},
+		{"ZeroDelay", &policy.Penalty{Codes: busy, For: time.Second}, "policy: Penalty.Delay = 0s; want > 0, or a nil Penalty for none: without a Delay it never applies"},
+		{"NegativeFor", &policy.Penalty{Codes: busy, Delay: time.Second, For: -time.Second}, "policy: Penalty.For = -1s; want >= 0 (0: as long as Delay)"},
+		{"Status99", &policy.Penalty{Statuses: []int{503, 99}, Delay: time.Second}, "policy: Penalty.Statuses[1] = 99; want a status 100..599"},
+		{"Status600", &policy.Penalty{Statuses: []int{600}, Delay: time.Second}, "policy: Penalty.Statuses[0] = 600; want a status 100..599"},
+		{"EmptyCode", &policy.Penalty{Codes: []string{"ServerBusy", ""}, Delay: time.Second}, "policy: Penalty.Codes[1] is empty; want an error code"},
+		{"DelayWithoutSignal", &policy.Penalty{Delay: 10 * time.Second}, neverApplies},
+		{"DelayWithEmptyLists", &policy.Penalty{Codes: []string{}, Statuses: []int{}, Delay: time.Second}, neverApplies},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,5 +48,43 @@ func TestValidateRejectsPenalty(t *testing.T) {
 				t.Errorf("Policy{Penalty: %+v}.Validate() = %v; want %s", tt.p, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestValidateRejectsEmptyPenalty: a non-nil Penalty with nothing set can
+// never apply, and says both what it lacks.
+func TestValidateRejectsEmptyPenalty(t *testing.T) {
+	errs := unwrapAll(policy.Policy{Penalty: &policy.Penalty{}}.Validate())
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	want := []string{"policy: Penalty.Delay = 0s; want > 0, or a nil Penalty for none: without a Delay it never applies", neverApplies}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Policy{Penalty: &Penalty{}}.Validate() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestWithDefaultsNormalisesPenalty: a Penalty that can never apply is
+// nil, as the transport treats it, and a negative For is zero.
+func TestWithDefaultsNormalisesPenalty(t *testing.T) {
+	busy := []string{"ServerBusy"}
+	for _, tt := range []struct{ in, want *policy.Penalty }{
+		{nil, nil},
+		{&policy.Penalty{}, nil},
+		{&policy.Penalty{Codes: busy}, nil},
+		{&policy.Penalty{Codes: busy, Delay: -time.Second}, nil},
+		{&policy.Penalty{Delay: time.Second, For: time.Minute}, nil},
+		{&policy.Penalty{Codes: []string{}, Statuses: []int{}, Delay: time.Second}, nil},
+		{&policy.Penalty{Codes: busy, Delay: time.Second, For: -time.Second}, &policy.Penalty{Codes: busy, Delay: time.Second}},
+		{&policy.Penalty{Statuses: []int{503}, Codes: []string{}, Delay: time.Second, For: time.Minute}, &policy.Penalty{Statuses: []int{503}, Codes: []string{}, Delay: time.Second, For: time.Minute}},
+	} {
+		got := policy.Policy{Penalty: tt.in}.WithDefaults().Penalty
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Policy{Penalty: %+v}.WithDefaults().Penalty mismatch (-want +got):\n%s", tt.in, diff)
+		}
+		if got != nil && got.Codes != nil && len(got.Codes) == 0 && tt.in.Codes == nil {
+			t.Errorf("Policy{Penalty: %+v}.WithDefaults().Penalty.Codes = []; want nil kept nil", tt.in)
+		}
 	}
 }

@@ -4,16 +4,26 @@ package policy
 // Load) and back, with the lists of statuses and codes that the classifier
 // object shares.
 
-// penalty decodes a penalty object. An empty codes or statuses list gives
-// an empty, non-nil slice, so that the policy written back is the same.
-func (v value) penalty() Penalty {
-	var p Penalty
-	v.d.object(v.path, v.raw, "a penalty object",
-		field{"codes", func(v value) { p.Codes = v.codes() }},
-		field{"statuses", func(v value) { p.Statuses = v.statuses() }},
-		field{"delay", setDuration(&p.Delay)},
-		field{"for", setDuration(&p.For)},
-	)
+// penalty decodes a penalty object into a new Penalty. An empty codes or
+// statuses list gives an empty, non-nil slice, so that the policy written
+// back is the same. A penalty that can never apply, without a delay or
+// without codes and statuses, is reported.
+func (v value) penalty() *Penalty {
+	p := new(Penalty)
+	errs := len(v.d.errs)
+	ms, ok := v.d.members(v.path, v.raw, "a penalty object")
+	if !ok {
+		return p
+	}
+	v.d.apply(v.path, ms, []field{
+		{"codes", func(v value) { p.Codes = v.codes() }},
+		{"statuses", func(v value) { p.Statuses = v.statuses() }},
+		{"delay", setDuration(&p.Delay)},
+		{"for", setDuration(&p.For)},
+	})
+	if len(v.d.errs) == errs && (p.Delay <= 0 || len(p.Codes) == 0 && len(p.Statuses) == 0) {
+		v.fail("a penalty object with a delay > 0 and codes or statuses; without them it never applies")
+	}
 	return p
 }
 
@@ -37,14 +47,8 @@ func (v value) statuses() []int {
 	return list
 }
 
-// zeroPenalty reports whether p is the zero Penalty, which has no member:
-// an empty but non-nil list is not zero.
-func zeroPenalty(p Penalty) bool {
-	return p.Codes == nil && p.Statuses == nil && p.Delay == 0 && p.For == 0
-}
-
 // penalty encodes p as a penalty object, the inverse of value.penalty.
-func (e *encoder) penalty(path string, p Penalty) []byte {
+func (e *encoder) penalty(path string, p *Penalty) []byte {
 	o := e.object(path)
 	o.strs("codes", p.Codes)
 	o.ints("statuses", p.Statuses)

@@ -10,7 +10,6 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/ratelimit"
-	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // Defaults that a zero Policy field stands for.
@@ -38,8 +37,23 @@ const (
 // cost. It is a plain value; copy it freely.
 //
 // The zero Policy is AWS standard retry mode, the same as [Standard]: every
-// zero field means the default its comment names. Switching a feature off
-// takes an explicit value (MaxAttempts 1, DisableQuota).
+// zero field means the default its comment names. Each optional feature is
+// one field, off when it is nil or zero: ServerDelay, Failover, Hedge,
+// Penalty, Limiter, RateLimit, Budget. A pointer to a feature's settings
+// (Failover, Hedge, Penalty) turns the feature on, so a non-nil one must be
+// able to act: Validate rejects one that never could. The two things a
+// zero Policy does that take an explicit value to switch off are retries,
+// with MaxAttempts 1, and the retry quota, with Quota ratelimit.NoQuota.
+//
+// # Which scope pays
+//
+// The transport keeps its quotas and limiters per scope (see Scope), and
+// with Failover a request's attempts may go to several. Quota is paid in
+// the scope each retry or hedge is sent to, so that a dead endpoint does
+// not drain a healthy one's bucket. Budget is paid in the request's own
+// scope, whichever endpoint a retry goes to, since it bounds what the
+// caller's requests cost in all. Limiter and RateLimit pace each attempt in
+// the scope it is sent to.
 //
 // # Out-of-range values
 //
@@ -68,33 +82,18 @@ type Policy struct {
 	ThrottleBackoff backoff.Strategy
 
 	// MaxDelay caps every wait before a retry. A computed backoff longer
-	// than MaxDelay is cut to it; a server's Retry-After longer than
-	// MaxDelay is not slept at all: the response is returned to the caller
-	// at once. With Endpoints, a server's delay binds only a retry that
-	// goes back to the endpoint that asked for it; a retry that fails over
-	// to another endpoint waits its backoff. Zero or negative means
-	// DefaultMaxDelay (20 s).
+	// than MaxDelay is cut to it; a server's delay longer than MaxDelay is
+	// not slept at all: the response is returned to the caller at once.
+	// With Failover, a server's delay binds only a retry that goes back to
+	// the endpoint that asked for it; a retry that fails over to another
+	// endpoint waits its backoff. Zero or negative means DefaultMaxDelay
+	// (20 s).
 	MaxDelay time.Duration
 
-	// DelayHeaders is the set of response headers trusted to carry a
-	// server-requested delay (Retry-After, retry-after-ms,
-	// x-ms-retry-after-ms, x-amz-retry-after, X-RateLimit-Reset, the IETF
-	// RateLimit fields); the first one present, in retryafter.ParseSources'
-	// order, replaces the backoff for that retry. A server's delay is never
-	// shortened by jitter; one longer than MaxDelay is not slept at all.
-	// Zero means retryafter.DefaultSources (all of them).
-	DelayHeaders retryafter.Source
-
-	// ServerDelayBound, when positive, bounds a server-requested delay by
-	// the backoff: the wait is max(backoff, min(server, backoff +
-	// ServerDelayBound)), as the newer AWS SDKs treat x-amz-retry-after
-	// (docs/aws.md, with 5 s). Zero means the server's delay is used as given.
-	// Validate rejects a negative value, which New treats as zero.
-	ServerDelayBound time.Duration
-
-	// IgnoreDelayHeaders makes the transport ignore every server-requested
-	// delay and always use Backoff.
-	IgnoreDelayHeaders bool
+	// ServerDelay says which response headers may ask for a delay before a
+	// retry (Retry-After and its kin), and how far that delay is trusted.
+	// The zero ServerDelay trusts every header retryafter knows, as given.
+	ServerDelay ServerDelay
 
 	// AttemptTimeout bounds each attempt until its response headers arrive;
 	// an attempt that takes longer is abandoned, classified as a Timeout,
@@ -137,37 +136,33 @@ type Policy struct {
 
 	// Penalty slows a scope down for a while after the server signals that
 	// it is overloaded, as Service Bus's clients do after a ServerBusy
-	// error. The zero Penalty never applies.
-	Penalty Penalty
+	// error. Nil means none.
+	Penalty *Penalty
 
 	// Classify decides each attempt's outcome. Nil means classify.Standard.
 	Classify classify.Func
 
-	// Quota is the retry quota (circuit breaker) whose per-host buckets pay
-	// for retries (docs/aws.md). Nil means a *ratelimit.Quota with the AWS
-	// defaults that belongs to the Transport built with this policy: each
-	// New has its own. A non-nil Quota is used as given, so putting one
-	// value in several policies or transports shares its buckets on
-	// purpose; an implementation kept in a shared store (module redisretry)
-	// shares them across processes. A *ratelimit.Budget bounds retries by
-	// the traffic instead: a share of the requests of a sliding window. The
-	// quota is kept per scope: with Endpoints, the scope each retry goes
-	// to, except for a quota that counts requests (a *ratelimit.Budget),
-	// which, like Budget, stays in the request's own scope.
+	// Quota is the retry quota (a circuit breaker) whose per-scope buckets
+	// pay for retries and hedges: each is paid in the scope it is sent to,
+	// so with Failover a dead primary does not drain the bucket of a
+	// healthy secondary (docs/aws.md). Nil means a *ratelimit.Quota with
+	// the AWS defaults that belongs to the Transport built with this
+	// policy: each New has its own. ratelimit.NoQuota turns it off: retries
+	// are then limited by MaxAttempts, Budget and time alone. Any other
+	// value is used as given, so putting one value in several policies or
+	// transports shares its buckets on purpose; an implementation kept in a
+	// shared store (module redisretry) shares them across processes.
+	// Validate rejects a quota that counts requests (a *ratelimit.Budget),
+	// whose place is Budget.
 	Quota ratelimit.RetryQuota
 
-	// DisableQuota turns the retry quota off: retries are then limited
-	// only by MaxAttempts, Budget and the caller's context.
-	DisableQuota bool
-
-	// Budget is a second retry quota that every retry and hedge must pay
-	// as well as Quota: usually a *ratelimit.Budget, which holds retries to
-	// a share of the requests at every moment, beside Quota's bucket, which
-	// stops them once an outage has drained it. Each keeps its own cost. A
-	// Budget is kept per the request's own scope, even for attempts that
-	// fail over to another endpoint (see Endpoints), since it bounds what
+	// Budget is a retry budget that every retry and hedge must pay as well
+	// as Quota: usually a *ratelimit.Budget, which holds retries to a share
+	// of the requests of a sliding window, beside Quota's bucket, which
+	// stops them once an outage has drained it. It is kept in the request's
+	// own scope, whichever endpoint a retry goes to, since it bounds what
 	// the caller's requests cost in all. Nil means none. Like Quota, it is
-	// used as given; DisableQuota does not turn it off.
+	// used as given.
 	Budget ratelimit.RetryQuota
 
 	// RetryNonIdempotent treats every request as idempotent, so a POST or
@@ -182,28 +177,19 @@ type Policy struct {
 	// Zero or negative means DefaultMaxBodyBuffer (1 MiB).
 	MaxBodyBuffer int64
 
-	// Adaptive turns on AWS adaptive retry mode's client-side rate limiter
-	// (docs/aws.md): every attempt of a scope, the first included, waits for
-	// a send token whose rate follows the throttles the scope receives, so a
-	// client offered more load than the server admits slows to the server's
-	// capacity instead of collecting 429s. The Transport creates a
-	// ratelimit.Adaptive with the default parameters for each policy unless
-	// Limiter is set. While the limiter paces a scope, a retry after a
-	// throttle costs nothing from the retry quota: the limiter already bounds
-	// the scope's load, and a replica of a fleet charged for every 429 would
-	// fail requests the server admits a moment later. A Limiter in reference
-	// mode charges throttles as the AWS SDKs do.
-	Adaptive bool
-
-	// Limiter is the adaptive rate limiter to use, usually a
-	// *ratelimit.Adaptive with its parameters (FailFast, MaxWait, Reference
-	// behaviour, ...) or one whose state a fleet shares (module redisretry).
-	// Setting it implies Adaptive. It is used as given: the same value in
-	// several policies or transports shares its per-scope state on purpose.
-	// If it implements ratelimit.Recorder it hears every attempt's outcome,
-	// and a retry after a throttle is then free of the quota, unless its
-	// ChargesThrottles method says otherwise, as a *ratelimit.Adaptive's
-	// does in reference mode.
+	// Limiter paces every attempt of a scope, the first included, and
+	// learns from their outcomes: AWS adaptive retry mode's client-side rate
+	// limiter (docs/aws.md), a *ratelimit.Adaptive, whose send rate follows
+	// the throttles the scope receives, so a client offered more load than
+	// the server admits slows to the server's capacity instead of
+	// collecting 429s. [Adaptive] sets a new one. Nil means no such pacing.
+	// It is used as given: the same value in several policies or transports
+	// shares its per-scope state on purpose, and one kept in a shared store
+	// (module redisretry) paces a fleet. If it implements ratelimit.Recorder
+	// it hears every attempt's outcome, and a retry after a throttle is then
+	// free of the quota, since the limiter already bounds the scope's load,
+	// unless its ChargesThrottles method says otherwise, as a
+	// *ratelimit.Adaptive's does in reference mode.
 	Limiter ratelimit.Limiter
 
 	// RateLimit paces every attempt of a scope at a fixed rate with a burst,
@@ -226,37 +212,14 @@ type Policy struct {
 	// concurrent use.
 	Scope func(req *http.Request) string
 
-	// Endpoints are alternate hosts of the same API (a read-only secondary,
-	// regional mirrors) that attempts may fail over to, each written as
-	// "host", "host:port" or "scheme://host:port". The request URL's own
-	// host is the primary; LocationMode orders the others around it. A
-	// retry goes to the next endpoint in that order that the request has
-	// not seen fail yet. Only requests that FailoverMethods allows leave
-	// the primary; the others are sent to it alone. Each attempt's URL is
-	// rewritten, never the caller's request, and each endpoint is its own
-	// scope for Quota and the limiters, so a dead primary does not drain
-	// the quota of a healthy secondary: a retry pays in the scope it is
-	// sent to. A 404 from a secondary, whose copy of the data may lag,
-	// sends the request's next attempts to the primary. Reads from a
-	// secondary may be stale (docs/failover.md). Nil means none.
-	Endpoints []string
-
-	// LocationMode orders the primary and the Endpoints for each request,
-	// as Azure's clients do. The zero mode is PrimaryThenSecondary.
-	// Validate rejects a value that is not one of the four modes, which
-	// makes New fail every request of a policy with Endpoints before its
-	// first attempt, and SecondaryOnly or SecondaryThenPrimary without
-	// Endpoints, which then send every attempt to the primary.
-	LocationMode LocationMode
-
-	// FailoverMethods are the request methods that may be sent to the
-	// Endpoints. Nil means GET and HEAD, which a read-only secondary can
-	// serve; a writable mirror may take more.
-	FailoverMethods []string
+	// Failover sends retries to alternate hosts of the same API (a
+	// read-only secondary, regional mirrors). Nil means every attempt goes
+	// to the request's own host.
+	Failover *Failover
 
 	// Hedge sends a copy of a safe request whose attempt is slow to
-	// answer, and takes the first response. The zero Hedge sends none.
-	Hedge Hedge
+	// answer, and takes the first response. Nil means no hedging.
+	Hedge *Hedge
 
 	// MaxDrain is how many bytes of a failed response's body are read and
 	// discarded before it is closed, so that its connection is reused.
@@ -295,10 +258,15 @@ type Policy struct {
 }
 
 // WithDefaults returns p with every zero field replaced by the default its
-// comment names, and negative values (and a Hedge's out-of-range ones) as
-// the comments say the transport treats them: the default, or zero. Quota
-// stays nil when unset: the transport creates it, so that it is never
-// shared by accident. A LocationMode that is not a mode, and a Penalty's
+// comment names, and out-of-range values as the comments say the
+// transport treats them: the default, or zero. Quota stays nil when unset:
+// the transport creates it, so that it is never shared by accident. A
+// non-nil Hedge, Penalty or Failover is replaced by a normalised copy, its
+// lists copied too, so that the result shares nothing with p's pointed-to
+// values and the caller's are never changed; one that can never act (a
+// Hedge without a positive Delay or Quantile, a Penalty without a positive
+// Delay or a signal, a Failover without Endpoints) becomes nil, as the
+// transport treats it. A Failover.Mode that is not a mode, and a Penalty's
 // statuses and codes, are kept as they are.
 func (p Policy) WithDefaults() Policy {
 	if p.MaxAttempts <= 0 {
@@ -322,9 +290,7 @@ func (p Policy) WithDefaults() Policy {
 	if p.ReadTimeout <= 0 {
 		p.ReadTimeout = DefaultReadTimeout
 	}
-	if p.DelayHeaders == 0 {
-		p.DelayHeaders = retryafter.DefaultSources
-	}
+	p.ServerDelay = p.ServerDelay.normalised()
 	if p.AttemptTimeout < 0 {
 		p.AttemptTimeout = 0
 	}
@@ -337,11 +303,9 @@ func (p Policy) WithDefaults() Policy {
 	if p.TerminationBuffer < 0 {
 		p.TerminationBuffer = 0
 	}
-	if p.ServerDelayBound < 0 {
-		p.ServerDelayBound = 0
-	}
-	p.Penalty.Delay, p.Penalty.For = max(p.Penalty.Delay, 0), max(p.Penalty.For, 0)
 	p.Hedge = p.Hedge.normalised()
+	p.Penalty = p.Penalty.normalised()
+	p.Failover = p.Failover.normalised()
 	return p
 }
 
@@ -383,9 +347,7 @@ func (p Policy) Validate() error {
 	// checked: their comments give every value a meaning, a negative one
 	// the default.
 	var errs []error
-	if p.ServerDelayBound < 0 {
-		errs = append(errs, fmt.Errorf("policy: ServerDelayBound = %v; want >= 0 (0: the server's delay as given)", p.ServerDelayBound))
-	}
+	errs = append(errs, p.ServerDelay.validate()...)
 	if p.AttemptTimeout < 0 {
 		errs = append(errs, fmt.Errorf("policy: AttemptTimeout = %v; want >= 0 (0: none)", p.AttemptTimeout))
 	}
@@ -403,22 +365,7 @@ func (p Policy) Validate() error {
 	if h := p.AttemptHeader; h != "" && !validHeaderName(h) {
 		errs = append(errs, fmt.Errorf("policy: AttemptHeader = %q; want a header name (letters, digits and !#$%%&'*+-.^_`|~)", h))
 	}
-	for i, e := range p.Endpoints {
-		if _, err := ParseEndpoint(e); err != nil {
-			errs = append(errs, within(fmt.Sprintf("Endpoints[%d]", i), err))
-		}
-	}
-	if m := p.LocationMode; m < PrimaryThenSecondary || m > SecondaryThenPrimary {
-		errs = append(errs, fmt.Errorf("policy: LocationMode = %d; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary", int(m)))
-	}
-	if m := p.LocationMode; (m == SecondaryOnly || m == SecondaryThenPrimary) && len(p.Endpoints) == 0 {
-		errs = append(errs, fmt.Errorf("policy: LocationMode = %v but Endpoints is empty; want at least one secondary", m))
-	}
-	for i, m := range p.FailoverMethods {
-		if !validHeaderName(m) {
-			errs = append(errs, fmt.Errorf("policy: FailoverMethods[%d] = %q; want a method name such as GET", i, m))
-		}
-	}
+	errs = append(errs, p.Failover.validate()...)
 	errs = append(errs, p.Hedge.validate()...)
 	errs = append(errs, p.Penalty.validate()...)
 	if p.MaxTotalWait < 0 {
@@ -430,15 +377,28 @@ func (p Policy) Validate() error {
 	if p.MaxTotalTime > 0 && p.TerminationBuffer >= p.MaxTotalTime {
 		errs = append(errs, fmt.Errorf("policy: TerminationBuffer = %v is not shorter than MaxTotalTime = %v; no retry could start", p.TerminationBuffer, p.MaxTotalTime))
 	}
-	// A Quota's other fields, and every field of a Budget or a limiter,
-	// have a meaning for every value (see package ratelimit): a negative
-	// or NaN RefillPerSecond is no refill. Wait alone needs a rate.
-	if q, ok := p.Quota.(*ratelimit.Quota); ok && q != nil && !p.DisableQuota {
+	errs = append(errs, validateQuota(p.Quota)...)
+	return errors.Join(errs...)
+}
+
+// validateQuota reports a quota that does not belong in Policy.Quota, and
+// the settings of a *ratelimit.Quota that are out of range. A Quota's
+// other fields, and every field of a Budget or a limiter, have a meaning
+// for every value (see package ratelimit): a negative or NaN
+// RefillPerSecond is no refill. Wait alone needs a rate.
+func validateQuota(rq ratelimit.RetryQuota) []error {
+	if _, counts := rq.(ratelimit.RequestCounter); counts {
+		// Quota is paid in the scope each retry is sent to; a quota that
+		// counts requests counts them in the request's own scope, where
+		// Budget is paid.
+		return []error{fmt.Errorf("policy: Quota is a %T, which counts requests; want it in Budget, which is paid in the request's own scope", rq)}
+	}
+	if q, ok := rq.(*ratelimit.Quota); ok && q != nil {
 		if q.Wait && !(q.RefillPerSecond > 0) {
-			errs = append(errs, fmt.Errorf("policy: Quota.Wait is set but Quota.RefillPerSecond = %v; waiting mode needs a refill rate > 0", q.RefillPerSecond))
+			return []error{fmt.Errorf("policy: Quota.Wait is set but Quota.RefillPerSecond = %v; waiting mode needs a refill rate > 0", q.RefillPerSecond)}
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // validHeaderName reports whether s is a field name as RFC 9110 defines

@@ -30,7 +30,7 @@ var defaults = policy.Policy{
 	MaxDelay:      20 * time.Second,
 	MaxBodyBuffer: 1 << 20,
 	MaxDrain:      64 << 10,
-	DelayHeaders:  retryafter.DefaultSources,
+	ServerDelay:   policy.ServerDelay{Headers: retryafter.DefaultSources},
 	ReadTimeout:   time.Second,
 }
 
@@ -101,18 +101,24 @@ func TestWithDefaultsNormalisesNegatives(t *testing.T) {
 }
 
 // TestWithDefaultsNormalisesHedge: the Hedge values Validate rejects are
-// given the meaning its field comments state.
+// given the meaning its field comments state, and a Hedge that would hedge
+// nothing becomes nil.
 func TestWithDefaultsNormalisesHedge(t *testing.T) {
 	below1 := math.Nextafter(1, 0)
-	for _, tt := range []struct{ in, want policy.Hedge }{
-		{policy.Hedge{Delay: -time.Second, MinDelay: -1, Quantile: -0.5, MaxHedges: -1}, policy.Hedge{}},
-		{policy.Hedge{Quantile: math.NaN(), MaxHedges: math.MinInt}, policy.Hedge{}},
-		{policy.Hedge{Quantile: 1, MaxHedges: policy.HedgeLimit + 1}, policy.Hedge{Quantile: below1, MaxHedges: policy.HedgeLimit}},
-		{policy.Hedge{Quantile: math.Inf(1), MaxHedges: math.MaxInt}, policy.Hedge{Quantile: below1, MaxHedges: policy.HedgeLimit}},
-		{policy.Hedge{Delay: time.Second, Quantile: 0.95, MinDelay: time.Millisecond, MaxHedges: 2}, policy.Hedge{Delay: time.Second, Quantile: 0.95, MinDelay: time.Millisecond, MaxHedges: 2}},
+	for _, tt := range []struct{ in, want *policy.Hedge }{
+		{nil, nil},
+		{&policy.Hedge{}, nil},
+		{&policy.Hedge{Delay: -time.Second, MinDelay: -1, Quantile: -0.5, MaxHedges: -1}, nil},
+		{&policy.Hedge{Quantile: math.NaN(), MaxHedges: math.MinInt}, nil},
+		{&policy.Hedge{Delay: time.Second, Quantile: math.NaN(), MinDelay: -1, MaxHedges: math.MinInt}, &policy.Hedge{Delay: time.Second}},
+		{&policy.Hedge{Delay: -time.Second, Quantile: 0.5}, &policy.Hedge{Quantile: 0.5}},
+		{&policy.Hedge{Quantile: 1, MaxHedges: policy.HedgeLimit + 1}, &policy.Hedge{Quantile: below1, MaxHedges: policy.HedgeLimit}},
+		{&policy.Hedge{Quantile: math.Inf(1), MaxHedges: math.MaxInt}, &policy.Hedge{Quantile: below1, MaxHedges: policy.HedgeLimit}},
+		{&policy.Hedge{Delay: time.Second, Quantile: 0.95, MinDelay: time.Millisecond, MaxHedges: 2}, &policy.Hedge{Delay: time.Second, Quantile: 0.95, MinDelay: time.Millisecond, MaxHedges: 2}},
 	} {
-		if got := (policy.Policy{Hedge: tt.in}).WithDefaults().Hedge; got != tt.want {
-			t.Errorf("Policy{Hedge: %+v}.WithDefaults().Hedge = %+v; want %+v", tt.in, got, tt.want)
+		got := (policy.Policy{Hedge: tt.in}).WithDefaults().Hedge
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("Policy{Hedge: %+v}.WithDefaults().Hedge mismatch (-want +got):\n%s", tt.in, diff)
 		}
 	}
 }
@@ -131,12 +137,13 @@ func TestWithDefaultsKeepsSetFields(t *testing.T) {
 		MaxDelay:           5 * time.Second,
 		Classify:           custom,
 		Quota:              q,
-		DisableQuota:       true,
 		RetryNonIdempotent: true,
 		MaxBodyBuffer:      10,
 		MaxDrain:           1,
-		DelayHeaders:       retryafter.RetryAfter,
-		IgnoreDelayHeaders: true,
+		ServerDelay:        policy.ServerDelay{Headers: retryafter.RetryAfter, Bound: time.Second},
+		Penalty:            &policy.Penalty{Statuses: []int{503}, Delay: time.Second, For: 2 * time.Second},
+		Failover:           &policy.Failover{Endpoints: []string{"b.example"}, Mode: policy.SecondaryOnly, Methods: []string{}},
+		Hedge:              &policy.Hedge{Delay: time.Second, Quantile: 0.9, MinDelay: time.Millisecond, MaxHedges: 2},
 		AttemptTimeout:     time.Second,
 		MaxTotalTime:       time.Minute,
 		ReadTimeout:        time.Millisecond,
@@ -168,8 +175,8 @@ func TestStandardIsAWSStandardMode(t *testing.T) {
 	if _, ok := p.Backoff.(backoff.FullJitter); !ok {
 		t.Errorf("Standard().Backoff = %#v; want a backoff.FullJitter", p.Backoff)
 	}
-	if p.Quota != nil || p.DisableQuota || p.RetryNonIdempotent {
-		t.Errorf("Standard() = {Quota: %p, DisableQuota: %t, RetryNonIdempotent: %t}; want {nil, false, false}", p.Quota, p.DisableQuota, p.RetryNonIdempotent)
+	if p.Quota != nil || p.Limiter != nil || p.RetryNonIdempotent {
+		t.Errorf("Standard() = {Quota: %v, Limiter: %v, RetryNonIdempotent: %t}; want {nil, nil, false}", p.Quota, p.Limiter, p.RetryNonIdempotent)
 	}
 	got := p.WithDefaults()
 	if diff := cmp.Diff(defaults, got, ignoreClassify); diff != "" {
@@ -180,15 +187,22 @@ func TestStandardIsAWSStandardMode(t *testing.T) {
 	}
 }
 
-// Until the adaptive limiter lands, Adaptive is documented to behave as
-// Standard.
+// Adaptive is Standard with a new *ratelimit.Adaptive of default
+// parameters in Limiter, a different one on every call.
 func TestAdaptiveIsStandardPlusLimiter(t *testing.T) {
 	got, want := policy.Adaptive().WithDefaults(), policy.Standard().WithDefaults()
-	want.Adaptive = true
-	if got.Limiter != nil {
-		t.Errorf("Adaptive().Limiter = %p; want nil, so that each Transport creates its own", got.Limiter)
+	a, ok := got.Limiter.(*ratelimit.Adaptive)
+	if !ok || a == nil {
+		t.Fatalf("Adaptive().Limiter = %#v; want a *ratelimit.Adaptive", got.Limiter)
 	}
-	if diff := cmp.Diff(want, got, ignoreClassify); diff != "" {
+	if diff := cmp.Diff(&ratelimit.Adaptive{}, a, cmpopts.IgnoreUnexported(ratelimit.Adaptive{})); diff != "" {
+		t.Errorf("Adaptive().Limiter mismatch with the default parameters (-want +got):\n%s", diff)
+	}
+	if other := policy.Adaptive().Limiter; other == got.Limiter {
+		t.Errorf("Adaptive().Limiter = %p twice; want a new limiter on every call", a)
+	}
+	want.Limiter = got.Limiter
+	if diff := cmp.Diff(want, got, ignoreClassify, cmp.Comparer(func(a, b *ratelimit.Adaptive) bool { return a == b })); diff != "" {
 		t.Errorf("Adaptive().WithDefaults() mismatch with Standard() (-want +got):\n%s", diff)
 	}
 	if d := sameAsStandard(t, got.Classify); d != "" {
@@ -228,7 +242,8 @@ func TestValidateAcceptsPresetsAndZero(t *testing.T) {
 		{"Policy{}.WithDefaults()", policy.Policy{}.WithDefaults()},
 		{"Quota with Wait and refill", policy.Policy{Quota: &ratelimit.Quota{Wait: true, RefillPerSecond: 0.5}}},
 		{"Quota without Wait", policy.Policy{Quota: &ratelimit.Quota{}}},
-		{"Quota with Wait but DisableQuota", policy.Policy{Quota: &ratelimit.Quota{Wait: true}, DisableQuota: true}},
+		{"NoQuota", policy.Policy{Quota: ratelimit.NoQuota}},
+		{"Budget with NoQuota", policy.Policy{Quota: ratelimit.NoQuota, Budget: &ratelimit.Budget{}}},
 	} {
 		if err := tt.p.Validate(); err != nil {
 			t.Errorf("%s.Validate() = %v; want nil", tt.name, err)
@@ -246,7 +261,7 @@ func TestValidateNamesNegativeFieldAndValue(t *testing.T) {
 		{policy.Policy{MaxTotalTime: -1500 * time.Millisecond}, "MaxTotalTime", "-1.5s"},
 		{policy.Policy{MaxTotalWait: -time.Second}, "MaxTotalWait", "-1s"},
 		{policy.Policy{TerminationBuffer: -time.Second}, "TerminationBuffer", "-1s"},
-		{policy.Policy{ServerDelayBound: -time.Second}, "ServerDelayBound", "-1s"},
+		{policy.Policy{ServerDelay: policy.ServerDelay{Bound: -time.Second}}, "ServerDelay.Bound", "-1s"},
 		{policy.Policy{AttemptHeader: "X Attempt"}, "AttemptHeader", `"X Attempt"`},
 		{policy.Policy{AttemptHeader: "X-Attempt:"}, "AttemptHeader", `"X-Attempt:"`},
 	}
@@ -296,7 +311,7 @@ func TestValidateJoinsEveryError(t *testing.T) {
 		AttemptTimeout:    -1,
 		MaxTotalWait:      -time.Second,
 		TerminationBuffer: -2,
-		ServerDelayBound:  -3,
+		ServerDelay:       policy.ServerDelay{Bound: -3},
 		Quota:             &ratelimit.Quota{Wait: true},
 	}
 	err := p.Validate()
@@ -310,7 +325,7 @@ func TestValidateJoinsEveryError(t *testing.T) {
 	if got := len(joined.Unwrap()); got != 5 {
 		t.Errorf("Validate() of five bad settings joined %d errors; want 5:\n%v", got, err)
 	}
-	for _, field := range []string{"AttemptTimeout", "MaxTotalWait", "TerminationBuffer", "ServerDelayBound", "Quota.Wait"} {
+	for _, field := range []string{"AttemptTimeout", "MaxTotalWait", "TerminationBuffer", "ServerDelay.Bound", "Quota.Wait"} {
 		found := false
 		for _, e := range joined.Unwrap() {
 			found = found || strings.Contains(e.Error(), field)
@@ -324,8 +339,11 @@ func TestValidateJoinsEveryError(t *testing.T) {
 // A policy that fails Validate still works: WithDefaults normalises it.
 func TestInvalidPolicyStillNormalises(t *testing.T) {
 	p := policy.Policy{
-		AttemptTimeout: -1, MaxTotalTime: -1, MaxTotalWait: -1, TerminationBuffer: -1, ServerDelayBound: -1,
-		Penalty: policy.Penalty{Delay: -1, For: -1}, Hedge: policy.Hedge{Delay: -1, Quantile: 2, MinDelay: -1, MaxHedges: -1},
+		AttemptTimeout: -1, MaxTotalTime: -1, MaxTotalWait: -1, TerminationBuffer: -1,
+		ServerDelay: policy.ServerDelay{Headers: retryafter.None | retryafter.RetryAfter, Bound: -1},
+		Penalty:     &policy.Penalty{Delay: -1, For: -1},
+		Hedge:       &policy.Hedge{Delay: -1, Quantile: 2, MinDelay: -1, MaxHedges: -1},
+		Failover:    &policy.Failover{Mode: policy.SecondaryOnly},
 	}
 	if p.Validate() == nil {
 		t.Fatalf("Validate() of negative settings = nil; want an error")
@@ -362,5 +380,84 @@ func TestValidateBudgets(t *testing.T) {
 				t.Errorf("Validate() = %v; want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// requestCounter is a retry quota that counts requests, as a Budget does,
+// of a type Validate does not know.
+type requestCounter struct{ ratelimit.Quota }
+
+func (*requestCounter) Request(string) {}
+
+func TestValidateRejectsQuotaThatCountsRequests(t *testing.T) {
+	tests := []struct {
+		name string
+		q    ratelimit.RetryQuota
+		want string
+	}{
+		{"Budget", &ratelimit.Budget{Ratio: 0.1}, "policy: Quota is a *ratelimit.Budget, which counts requests; want it in Budget, which is paid in the request's own scope"},
+		{"NilBudget", (*ratelimit.Budget)(nil), "policy: Quota is a *ratelimit.Budget, which counts requests; want it in Budget, which is paid in the request's own scope"},
+		{"OtherCounter", &requestCounter{}, "policy: Quota is a *policy_test.requestCounter, which counts requests; want it in Budget, which is paid in the request's own scope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := (policy.Policy{Quota: tt.q}).Validate(); err == nil || err.Error() != tt.want {
+				t.Errorf("Policy{Quota: %T}.Validate() = %v; want %s", tt.q, err, tt.want)
+			}
+			if err := (policy.Policy{Budget: tt.q}).Validate(); err != nil {
+				t.Errorf("Policy{Budget: %T}.Validate() = %v; want nil: a budget goes there", tt.q, err)
+			}
+		})
+	}
+}
+
+// TestWithDefaultsNeverChangesTheCallersValues: the Hedge, Penalty and
+// Failover that WithDefaults returns are new values, their lists too, and
+// the ones p points to keep their out-of-range values.
+func TestWithDefaultsNeverChangesTheCallersValues(t *testing.T) {
+	hedge := &policy.Hedge{Delay: time.Second, Quantile: 2, MinDelay: -1, MaxHedges: 99}
+	penalty := &policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503}, Delay: time.Second, For: -time.Second}
+	failover := &policy.Failover{Endpoints: []string{"b.example.com"}, Mode: policy.LocationMode(9), Methods: []string{"GET"}}
+	p := policy.Policy{Hedge: hedge, Penalty: penalty, Failover: failover}
+	before := policy.Policy{
+		Hedge:    &policy.Hedge{Delay: time.Second, Quantile: 2, MinDelay: -1, MaxHedges: 99},
+		Penalty:  &policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503}, Delay: time.Second, For: -time.Second},
+		Failover: &policy.Failover{Endpoints: []string{"b.example.com"}, Mode: policy.LocationMode(9), Methods: []string{"GET"}},
+	}
+
+	got := p.WithDefaults()
+	if got.Hedge == hedge || got.Penalty == penalty || got.Failover == failover {
+		t.Fatalf("WithDefaults() = Hedge %p, Penalty %p, Failover %p; want none of the caller's %p, %p, %p", got.Hedge, got.Penalty, got.Failover, hedge, penalty, failover)
+	}
+	if got.Hedge.MaxHedges != policy.HedgeLimit || got.Penalty.For != 0 {
+		t.Errorf("WithDefaults() = Hedge.MaxHedges %d, Penalty.For %v; want them normalised to %d, 0", got.Hedge.MaxHedges, got.Penalty.For, policy.HedgeLimit)
+	}
+	// Writing through the result's lists must not reach the caller's.
+	got.Penalty.Codes[0], got.Penalty.Statuses[0] = "x", 1
+	got.Failover.Endpoints[0], got.Failover.Methods[0] = "x", "x"
+	if diff := cmp.Diff(before, p, cmpopts.IgnoreFields(policy.Policy{}, "Classify")); diff != "" {
+		t.Errorf("WithDefaults() changed the caller's values (-before +after):\n%s", diff)
+	}
+}
+
+// TestWithDefaultsKeepsNilAndEmptyMethods: a Failover's nil Methods, GET
+// and HEAD, and its empty Methods, none, stay apart.
+func TestWithDefaultsKeepsNilAndEmptyMethods(t *testing.T) {
+	for _, methods := range [][]string{nil, {}} {
+		p := policy.Policy{Failover: &policy.Failover{Endpoints: []string{"b"}, Methods: methods}}
+		got := p.WithDefaults().Failover.Methods
+		if (got == nil) != (methods == nil) || len(got) != 0 {
+			t.Errorf("Policy{Failover: {Methods: %#v}}.WithDefaults().Failover.Methods = %#v; want %#v", methods, got, methods)
+		}
+	}
+}
+
+// TestWithDefaultsDropsFailoverWithoutEndpoints: a Failover without
+// Endpoints fails nothing over; the transport treats it as nil.
+func TestWithDefaultsDropsFailoverWithoutEndpoints(t *testing.T) {
+	for _, f := range []*policy.Failover{nil, {}, {Endpoints: []string{}}, {Mode: policy.SecondaryOnly, Methods: []string{"PUT"}}} {
+		if got := (policy.Policy{Failover: f}).WithDefaults().Failover; got != nil {
+			t.Errorf("Policy{Failover: %+v}.WithDefaults().Failover = %+v; want nil", f, got)
+		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // preset's name; preset_azure_services.go holds the Azure service presets
 // and sns.go the SNS ones. Each is a function that returns a new value on
 // every call. Most leave Quota nil, so that every transport creates its
-// own; the few that need a quota or a limiter with other settings return a
+// own; those that need a quota with other settings, or a limiter, return a
 // new one on every call, which transports given the same returned value
 // share, as Policy.Quota and Policy.Limiter say.
 
@@ -28,13 +28,18 @@ func Standard() Policy {
 }
 
 // Adaptive returns AWS adaptive retry mode (docs/aws.md): Standard plus a
-// client-side rate limiter per scope that paces every attempt, the first
-// included, from the throttles the scope receives. Each Transport built
-// with it creates its own ratelimit.Adaptive with the default parameters,
-// which fix the SDKs' cold start (see ratelimit.Adaptive).
+// client-side rate limiter that paces every attempt of a scope, the first
+// included, from the throttles the scope receives: Limiter is a
+// &ratelimit.Adaptive{} with the default parameters, which fix the SDKs'
+// cold start (see ratelimit.Adaptive).
+//
+// It returns a new *ratelimit.Adaptive on every call. A transport uses it
+// as given: two transports built with the same returned Policy share its
+// send rates, per scope, so call Adaptive once per transport unless that
+// is what you want.
 func Adaptive() Policy {
 	p := Standard()
-	p.Adaptive = true
+	p.Limiter = &ratelimit.Adaptive{}
 	return p
 }
 
@@ -56,13 +61,13 @@ func None() Policy { return Policy{MaxAttempts: 1} }
 //	                  500 tokens, 14 per retry after a Transient outcome,
 //	                  5 after a Throttle; docs/aws.md gives no timeout cost, so
 //	                  a Timeout keeps standard mode's 10
-//	ServerDelayBound  5s: a server's delay d is used as
+//	ServerDelay       ServerDelay{Bound: 5s}: a server's delay d is used as
 //	                  max(backoff, min(d, backoff + 5s)), as the SDKs
 //	                  treat x-amz-retry-after
 //
 // The SDKs read only x-amz-retry-after; StandardV2 trusts every delay header
-// (DelayHeaders zero) and bounds each the same way, which for AWS responses
-// comes to the same.
+// (ServerDelay.Headers zero) and bounds each the same way, which for AWS
+// responses comes to the same.
 //
 // Since its costs are not the defaults, StandardV2 returns a new
 // *ratelimit.Quota on every call. A transport uses it as given: two
@@ -70,11 +75,11 @@ func None() Policy { return Policy{MaxAttempts: 1} }
 // StandardV2 once per transport unless that is what you want.
 func StandardV2() Policy {
 	return Policy{
-		MaxAttempts:      DefaultMaxAttempts,
-		Backoff:          backoff.FullJitter{Base: 50 * time.Millisecond},
-		ThrottleBackoff:  backoff.FullJitter{Base: time.Second},
-		Quota:            &ratelimit.Quota{RetryCost: 14, ThrottleCost: 5},
-		ServerDelayBound: 5 * time.Second,
+		MaxAttempts:     DefaultMaxAttempts,
+		Backoff:         backoff.FullJitter{Base: 50 * time.Millisecond},
+		ThrottleBackoff: backoff.FullJitter{Base: time.Second},
+		Quota:           &ratelimit.Quota{RetryCost: 14, ThrottleCost: 5},
+		ServerDelay:     ServerDelay{Bound: 5 * time.Second},
 	}
 }
 
@@ -115,7 +120,6 @@ func KotlinStandard() Policy {
 func KotlinAdaptive() Policy {
 	p := KotlinStandard()
 	p.MaxAttempts = 10
-	p.Adaptive = true
 	p.Limiter = &ratelimit.Adaptive{MinFillRate: 1, Smoothing: 0.75}
 	return p
 }

@@ -55,15 +55,16 @@ type AzureCosmosDBOptions struct {
 // Policy returns the Policy that o describes, with the SDK's defaults for
 // its zero fields (shown in parentheses):
 //
-//	MaxAttempts   MaxRetryAttemptsOnThrottledRequests + 1 (10)
-//	MaxTotalWait  MaxRetryWaitTimeInSeconds (30s): no wait starts that
-//	              would take the request's waits past it
-//	MaxDelay      the same, so that one wait may use all of it
-//	DelayHeaders  retryafter.MSRetryAfterMS: each 429 asks for its wait
-//	              in x-ms-retry-after-ms, and no other field is read
-//	Backoff       backoff.Constant{Interval: 5s}: the SDK's wait when a
-//	              429 asks for none
-//	Classify      429 is retried; every other status is final
+//	MaxAttempts          MaxRetryAttemptsOnThrottledRequests + 1 (10)
+//	MaxTotalWait         MaxRetryWaitTimeInSeconds (30s): no wait starts
+//	                     that would take the request's waits past it
+//	MaxDelay             the same, so that one wait may use all of it
+//	ServerDelay.Headers  retryafter.MSRetryAfterMS: each 429 asks for its
+//	                     wait in x-ms-retry-after-ms, and no other field
+//	                     is read
+//	Backoff              backoff.Constant{Interval: 5s}: the SDK's wait
+//	                     when a 429 asks for none
+//	Classify             429 is retried; every other status is final
 //
 // With the defaults, 429s that ask for 1 s each are retried 9 times; 429s
 // that ask for 4 s are retried 7 times (28 s), since an eighth wait would
@@ -84,7 +85,7 @@ func (o AzureCosmosDBOptions) Policy() Policy {
 		MaxAttempts:  attemptsFor(retries),
 		Backoff:      backoff.Constant{Interval: cosmosDBNoRetryAfter},
 		MaxDelay:     wait,
-		DelayHeaders: retryafter.MSRetryAfterMS,
+		ServerDelay:  ServerDelay{Headers: retryafter.MSRetryAfterMS},
 		MaxTotalWait: wait,
 		Classify:     retryStatuses(func(s int) bool { return s == http.StatusTooManyRequests }),
 	}
@@ -128,7 +129,7 @@ func AzureServiceBus() Policy {
 		Backoff:           backoff.Exponential{MinBackoff: 100 * time.Millisecond, MaxBackoff: 30 * time.Second, DeltaBackoff: 3 * time.Second},
 		MaxDelay:          30 * time.Second,
 		TerminationBuffer: 5 * time.Second,
-		Penalty:           Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
+		Penalty:           &Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -160,8 +161,14 @@ func TestAzureServiceBusServerBusyIsUnprocessedThrottle(t *testing.T) {
 	}
 }
 
-func TestAzureServiceBusPenaltySignals(t *testing.T) {
+// TestAzureServiceBusPenaltyCode: the penalty's code is the one that
+// classify.Code finds in Service Bus's error bodies, JSON or XML, matched
+// exactly, and the penalty lasts 10 s.
+func TestAzureServiceBusPenaltyCode(t *testing.T) {
 	p := policy.AzureServiceBus().Penalty
+	if p == nil || p.Delay != 10*time.Second || p.For != 10*time.Second || len(p.Statuses) != 0 {
+		t.Fatalf("AzureServiceBus().Penalty = %+v; want codes only, 10s for 10s", p)
+	}
 	tests := []struct {
 		status int
 		body   string
@@ -176,12 +183,10 @@ func TestAzureServiceBusPenaltySignals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, resp := newResp(t, tt.status, tt.body)
-		if got := p.Signals(resp); got != tt.want {
-			t.Errorf("AzureServiceBus().Penalty.Signals(%d, %q) = %t; want %t", tt.status, tt.body, got, tt.want)
+		code := classify.Code(resp)
+		if got := slices.Contains(p.Codes, code); got != tt.want {
+			t.Errorf("AzureServiceBus().Penalty.Codes %q contains classify.Code(%d, %q) = %q: %t; want %t", p.Codes, tt.status, tt.body, code, got, tt.want)
 		}
-	}
-	if p.Period() != 10*time.Second || !p.Enabled() {
-		t.Errorf("AzureServiceBus().Penalty = %+v; want enabled for 10s", p)
 	}
 }
 
@@ -223,6 +228,6 @@ func ExampleAzureCosmosDBOptions_Policy() {
 		MaxRetryAttemptsOnThrottledRequests: 5,
 		MaxRetryWaitTimeInSeconds:           15,
 	}.Policy()
-	fmt.Println(p.MaxAttempts, p.MaxTotalWait, p.DelayHeaders)
+	fmt.Println(p.MaxAttempts, p.MaxTotalWait, p.ServerDelay.Headers)
 	// Output: 6 15s x-ms-retry-after-ms
 }

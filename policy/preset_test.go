@@ -21,14 +21,14 @@ var presetWants = []struct {
 	want policy.Policy
 }{
 	{"standard", policy.Standard, policy.Policy{MaxAttempts: 3, Backoff: backoff.FullJitter{}}},
-	{"adaptive", policy.Adaptive, policy.Policy{MaxAttempts: 3, Backoff: backoff.FullJitter{}, Adaptive: true}},
+	{"adaptive", policy.Adaptive, policy.Policy{MaxAttempts: 3, Backoff: backoff.FullJitter{}, Limiter: &ratelimit.Adaptive{}}},
 	{"none", policy.None, policy.Policy{MaxAttempts: 1}},
 	{"standard-v2", policy.StandardV2, policy.Policy{
-		MaxAttempts:      3,
-		Backoff:          backoff.FullJitter{Base: 50 * time.Millisecond},
-		ThrottleBackoff:  backoff.FullJitter{Base: time.Second},
-		Quota:            &ratelimit.Quota{RetryCost: 14, ThrottleCost: 5},
-		ServerDelayBound: 5 * time.Second,
+		MaxAttempts:     3,
+		Backoff:         backoff.FullJitter{Base: 50 * time.Millisecond},
+		ThrottleBackoff: backoff.FullJitter{Base: time.Second},
+		Quota:           &ratelimit.Quota{RetryCost: 14, ThrottleCost: 5},
+		ServerDelay:     policy.ServerDelay{Bound: 5 * time.Second},
 	}},
 	{"kotlin-standard", policy.KotlinStandard, policy.Policy{
 		MaxAttempts: 3,
@@ -37,7 +37,6 @@ var presetWants = []struct {
 	{"kotlin-adaptive", policy.KotlinAdaptive, policy.Policy{
 		MaxAttempts: 10,
 		Backoff:     backoff.ScaledJitter{InitialDelay: 10 * time.Millisecond, ScaleFactor: 1.5, MaxBackoff: 20 * time.Second, Jitter: 1},
-		Adaptive:    true,
 		Limiter:     &ratelimit.Adaptive{MinFillRate: 1, Smoothing: 0.75},
 	}},
 	{"sns-aws-managed", policy.SNSAWSManaged, policy.Policy{
@@ -45,7 +44,7 @@ var presetWants = []struct {
 		Backoff: backoff.Schedule{MinDelay: time.Second, MaxDelay: 20 * time.Second, NumRetries: 100_015,
 			NumNoDelayRetries: 3, NumMinDelayRetries: 2, NumMaxDelayRetries: 100_000, BackoffFunction: backoff.CurveExponential, Jitter: 0.1},
 		MaxDelay:           20 * time.Second,
-		DisableQuota:       true,
+		Quota:              ratelimit.NoQuota,
 		RetryNonIdempotent: true,
 	}},
 	{"sns-customer-managed", policy.SNSCustomerManaged, policy.Policy{
@@ -53,7 +52,7 @@ var presetWants = []struct {
 		Backoff: backoff.Schedule{MinDelay: 10 * time.Second, MaxDelay: 600 * time.Second, NumRetries: 50,
 			NumMinDelayRetries: 2, NumMaxDelayRetries: 38, BackoffFunction: backoff.CurveExponential, Jitter: 0.1},
 		MaxDelay:           600 * time.Second,
-		DisableQuota:       true,
+		Quota:              ratelimit.NoQuota,
 		RetryNonIdempotent: true,
 	}},
 	{"azure-storage-exponential", policy.AzureStorageExponential, policy.Policy{
@@ -95,7 +94,7 @@ var presetWants = []struct {
 		MaxAttempts:  10,
 		Backoff:      backoff.Constant{Interval: 5 * time.Second},
 		MaxDelay:     30 * time.Second,
-		DelayHeaders: retryafter.MSRetryAfterMS,
+		ServerDelay:  policy.ServerDelay{Headers: retryafter.MSRetryAfterMS},
 		MaxTotalWait: 30 * time.Second,
 	}},
 	{"azure-service-bus", policy.AzureServiceBus, policy.Policy{
@@ -103,7 +102,7 @@ var presetWants = []struct {
 		Backoff:           backoff.Exponential{MinBackoff: 100 * time.Millisecond, MaxBackoff: 30 * time.Second, DeltaBackoff: 3 * time.Second},
 		MaxDelay:          30 * time.Second,
 		TerminationBuffer: 5 * time.Second,
-		Penalty:           policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
+		Penalty:           &policy.Penalty{Codes: []string{"ServerBusy"}, Delay: 10 * time.Second, For: 10 * time.Second},
 	}},
 	{"azure-search", policy.AzureSearch, policy.Policy{
 		MaxAttempts: 4,
@@ -378,5 +377,48 @@ func TestKotlinAdaptiveReturnsFreshLimiter(t *testing.T) {
 	a.Limiter.(*ratelimit.Adaptive).MinFillRate = 5
 	if c, _ := policy.Preset("kotlin-adaptive"); c.Limiter.(*ratelimit.Adaptive).MinFillRate != 1 || c.Limiter == a.Limiter {
 		t.Errorf("Preset(kotlin-adaptive).Limiter after changing an earlier one = %+v; want a new limiter with MinFillRate 1", c.Limiter)
+	}
+}
+
+// Every preset returns new values behind its pointers on every call: a
+// limiter, a quota with state, and the Penalty, Failover and Hedge a
+// caller may change.
+func TestPresetsReturnFreshPointers(t *testing.T) {
+	for _, tt := range presetWants {
+		a, b := tt.fn(), tt.fn()
+		type ptr struct {
+			field string
+			a, b  any
+		}
+		ptrs := []ptr{{"Limiter", a.Limiter, b.Limiter}, {"RateLimit", a.RateLimit, b.RateLimit}, {"Budget", a.Budget, b.Budget}}
+		if a.Quota != ratelimit.NoQuota {
+			ptrs = append(ptrs, ptr{"Quota", a.Quota, b.Quota})
+		}
+		if a.Penalty != nil {
+			ptrs = append(ptrs, ptr{"Penalty", a.Penalty, b.Penalty})
+		}
+		if a.Failover != nil {
+			ptrs = append(ptrs, ptr{"Failover", a.Failover, b.Failover})
+		}
+		if a.Hedge != nil {
+			ptrs = append(ptrs, ptr{"Hedge", a.Hedge, b.Hedge})
+		}
+		for _, p := range ptrs {
+			if p.a != nil && p.a == p.b {
+				t.Errorf("preset %s: %s = %p on two calls; want a new one on each", tt.name, p.field, p.a)
+			}
+		}
+	}
+}
+
+// Adaptive, like KotlinAdaptive, returns a new limiter on every call.
+func TestAdaptiveReturnsFreshLimiter(t *testing.T) {
+	a, b := policy.Adaptive(), policy.Adaptive()
+	if a.Limiter == nil || a.Limiter == b.Limiter {
+		t.Fatalf("Adaptive().Limiter = %p, %p; want two different non-nil pointers", a.Limiter, b.Limiter)
+	}
+	a.Limiter.(*ratelimit.Adaptive).Beta = 0.5
+	if c, _ := policy.Preset("adaptive"); c.Limiter.(*ratelimit.Adaptive).Beta != 0 || c.Limiter == a.Limiter {
+		t.Errorf("Preset(adaptive).Limiter after changing an earlier one = %+v; want a new limiter with the defaults", c.Limiter)
 	}
 }

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -8,48 +10,43 @@ import (
 )
 
 // This file maps the quotas and the limiters of package ratelimit to the
-// quota, budget, limiter and rateLimit objects of the JSON schema (see
+// quota, budget, limiter and rateLimit members of the JSON schema (see
 // Load) and back. Each decode makes a new value, so that no two loads
 // share one; the Now hooks have no member.
 
-// wantQuotaType lists the types a quota object may name.
-const wantQuotaType = "quota or budget"
+// wantQuota is what the quota member accepts.
+const wantQuota = `"none" or a quota object`
 
-// retryQuota decodes a quota object: a new Quota, or a new Budget when its
-// type member says "budget". A missing type is "quota", so that the
-// documents written before budgets existed keep their meaning.
+// retryQuota decodes the quota member: the string "none", in any case, as
+// ratelimit.NoQuota, or a quota object as a new Quota. A quota object
+// whose "type" is "budget" (or close to it), the form of a budget in an
+// earlier schema, is reported with where a budget goes; any other "type"
+// is an unknown field.
 func (v value) retryQuota() ratelimit.RetryQuota {
-	ms, ok := v.d.members(v.path, v.raw, "a quota object")
+	if bytes.HasPrefix(bytes.TrimSpace(v.raw), []byte(`"`)) {
+		if s, ok := v.string(wantQuota); ok && strings.EqualFold(s, "none") {
+			return ratelimit.NoQuota
+		}
+		v.fail(wantQuota)
+		return nil
+	}
+	ms, ok := v.d.members(v.path, v.raw, wantQuota)
 	if !ok {
 		return nil
 	}
-	typ := "quota"
 	for _, m := range ms {
-		if m.name == "type" && !isNull(m.raw) {
-			tv := value{v.d, join(v.path, m.name), m.raw}
-			s, ok := tv.string(wantQuotaType)
-			if !ok {
-				return nil
-			}
-			typ = strings.ToLower(s)
-			if typ != "quota" && typ != "budget" {
-				tv.failName(s, []string{"quota", "budget"}, wantQuotaType)
-				return nil
-			}
+		var typ string
+		if m.name == "type" && json.Unmarshal(m.raw, &typ) == nil && closest(typ, []string{"budget"}) != "" {
+			v.d.fail(join(v.path, m.name), show(m.raw), `a quota object without "type"; a budget counts requests and goes in "budget": {...}`)
+			return nil
 		}
 	}
-	typeField := field{"type", func(value) {}}
-	if typ == "budget" {
-		b := new(ratelimit.Budget)
-		v.d.apply(v.path, ms, append([]field{typeField}, budgetFields(b)...))
-		return b
-	}
 	q := new(ratelimit.Quota)
-	v.d.apply(v.path, ms, append([]field{typeField}, quotaFields(q)...))
+	v.d.apply(v.path, ms, quotaFields(q))
 	return q
 }
 
-// quotaFields are the members of a quota object of type quota, stored in q.
+// quotaFields are the members of a quota object, stored in q.
 func quotaFields(q *ratelimit.Quota) []field {
 	return []field{
 		{"capacity", setCount(&q.Capacity)},
@@ -112,25 +109,23 @@ func (v value) rateLimit() *ratelimit.Fixed {
 	return f
 }
 
-// quota encodes rq as a quota object, the inverse of value.retryQuota: a
-// Quota without a type member, as before budgets existed, and a Budget
-// with type "budget".
+// quota encodes rq, the inverse of value.retryQuota: "none" for
+// ratelimit.NoQuota, a quota object for a *ratelimit.Quota.
 func (e *encoder) quota(path string, rq ratelimit.RetryQuota) []byte {
+	if rq == ratelimit.NoQuota {
+		return []byte(`"none"`)
+	}
 	switch q := rq.(type) {
 	case *ratelimit.Quota:
 		if q != nil {
 			return e.quotaObject(path, q)
 		}
+		e.fail(path, "it is a nil *ratelimit.Quota")
 	case *ratelimit.Budget:
-		if q != nil {
-			return e.budgetObject(path, q, true)
-		}
+		e.fail(path, "it is a *ratelimit.Budget, which counts requests and goes in budget")
 	default:
-		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Quota or a *ratelimit.Budget has a JSON form", rq))
-		return []byte("null")
+		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Quota or ratelimit.NoQuota has a JSON form", rq))
 	}
-	// A nil pointer of either type, which has no settings to write.
-	e.fail(path, fmt.Sprintf("it is a nil %T", rq))
 	return []byte("null")
 }
 
@@ -154,15 +149,7 @@ func (e *encoder) budget(path string, rq ratelimit.RetryQuota) []byte {
 	if b == nil {
 		return []byte("null")
 	}
-	return e.budgetObject(path, b, false)
-}
-
-// budgetObject encodes b, with a type member if typed.
-func (e *encoder) budgetObject(path string, b *ratelimit.Budget, typed bool) []byte {
 	o := e.object(path)
-	if typed {
-		o.str("type", "budget")
-	}
 	o.float("ratio", b.Ratio)
 	o.float("minPerSecond", b.MinPerSecond)
 	o.dur("window", b.Window)
@@ -171,7 +158,7 @@ func (e *encoder) budgetObject(path string, b *ratelimit.Budget, typed bool) []b
 	return o.bytes()
 }
 
-// quotaObject encodes q, which has no type member.
+// quotaObject encodes q as a quota object.
 func (e *encoder) quotaObject(path string, q *ratelimit.Quota) []byte {
 	o := e.object(path)
 	o.int("capacity", int64(q.Capacity))

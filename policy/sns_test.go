@@ -26,7 +26,7 @@ func snsExamplePolicy() policy.Policy {
 		Backoff: backoff.Schedule{MinDelay: time.Second, MaxDelay: time.Minute, NumRetries: 50, NumNoDelayRetries: 3,
 			NumMinDelayRetries: 2, NumMaxDelayRetries: 35, BackoffFunction: backoff.CurveExponential, Jitter: 0.1},
 		MaxDelay:           time.Minute,
-		DisableQuota:       true,
+		Quota:              ratelimit.NoQuota,
 		RetryNonIdempotent: true,
 		RateLimit:          &ratelimit.Fixed{Rate: 10, Burst: 1},
 	}
@@ -72,7 +72,7 @@ func TestLoadSNSDefaults(t *testing.T) {
 		MaxAttempts:        4,
 		Backoff:            backoff.Schedule{MinDelay: 20 * time.Second, MaxDelay: 20 * time.Second, NumRetries: 3, Jitter: 0.1},
 		MaxDelay:           20 * time.Second,
-		DisableQuota:       true,
+		Quota:              ratelimit.NoQuota,
 		RetryNonIdempotent: true,
 	}
 	for _, doc := range []string{`{}`, `{"healthyRetryPolicy": {}}`, `{"http": {}}`, `{"throttlePolicy": {"maxReceivesPerSecond": null}}`,
@@ -135,10 +135,10 @@ func TestSNSPresetsFromJSON(t *testing.T) {
 		doc  string
 		want policy.Policy
 	}{
-		{`{"maxAttempts": 100016, "maxDelay": "20s", "disableQuota": true, "retryNonIdempotent": true,
+		{`{"maxAttempts": 100016, "maxDelay": "20s", "quota": "none", "retryNonIdempotent": true,
 		   "backoff": {"type": "schedule", "minDelay": "1s", "maxDelay": "20s", "numRetries": 100015, "numNoDelayRetries": 3,
 		   "numMinDelayRetries": 2, "numMaxDelayRetries": 100000, "backoffFunction": "exponential", "jitter": 0.1}}`, policy.SNSAWSManaged()},
-		{`{"maxAttempts": 51, "maxDelay": "10m", "disableQuota": true, "retryNonIdempotent": true,
+		{`{"maxAttempts": 51, "maxDelay": "10m", "quota": "none", "retryNonIdempotent": true,
 		   "backoff": {"type": "schedule", "minDelay": "10s", "maxDelay": "600s", "numRetries": 50,
 		   "numMinDelayRetries": 2, "numMaxDelayRetries": 38, "backoffFunction": "exponential", "jitter": 0.1}}`, policy.SNSCustomerManaged()},
 	} {

@@ -114,3 +114,15 @@ var (
 	_ Limiter        = (*Fixed)(nil)
 	_ Queue          = (*Fixed)(nil)
 )
+
+// NoQuota is the retry quota of a policy that wants none: it grants every
+// retry at no cost, and the transport treats it as no quota at all. It is
+// a value, not a nil, because a nil quota in a policy means the default.
+var NoQuota RetryQuota = noQuota{}
+
+type noQuota struct{}
+
+func (noQuota) Acquire(string, classify.Kind) (int, time.Duration, bool) { return 0, 0, true }
+func (noQuota) Refund(string, int)                                       {}
+func (noQuota) Success(string)                                           {}
+func (noQuota) Level(string) float64                                     { return -1 }

@@ -44,6 +44,12 @@ const (
 	IETFRateLimit
 )
 
+// None is the set of a caller that trusts no field: it is not empty, so
+// that a policy field whose zero value means [DefaultSources] can say
+// "none", and ParseSources finds no delay in it. It holds a bit that names
+// no field, and is meant to be used alone.
+const None Source = 1 << 15
+
 // AllSources is the set of every Source.
 const AllSources = RetryAfter | RetryAfterMS | MSRetryAfterMS | AmzRetryAfter | RateLimitReset | IETFRateLimit
 
@@ -71,11 +77,14 @@ var sourceNames = [...]string{
 // String returns the names of the fields in s, as their senders spell
 // them, in bit order and joined by "|": for example
 // "Retry-After|x-amz-retry-after". IETFRateLimit prints as "RateLimit".
-// Bits that name no Source print as one hexadecimal number, and the empty
-// set prints as "0".
+// None prints as "none". Other bits that name no Source print as one
+// hexadecimal number, and the empty set prints as "0".
 func (s Source) String() string {
-	if s == 0 {
+	switch s {
+	case 0:
 		return "0"
+	case None:
+		return "none"
 	}
 	var b strings.Builder
 	for i, name := range sourceNames {

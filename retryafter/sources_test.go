@@ -141,6 +141,16 @@ func TestDefaultSourcesIsAllSources(t *testing.T) {
 	}
 }
 
+func TestNoneTrustsNoField(t *testing.T) {
+	h := http.Header{"Retry-After": {"5"}, "X-Amz-Retry-After": {"100"}, "Ratelimit": {`"a";r=0;t=3`}}
+	if d, from, ok := retryafter.ParseSources(h, time.Unix(0, 0), retryafter.None); ok {
+		t.Errorf("ParseSources(None) = %v from %v; want no delay", d, from)
+	}
+	if retryafter.None&retryafter.AllSources != 0 {
+		t.Errorf("None = %#x shares a bit with AllSources", uint16(retryafter.None))
+	}
+}
+
 func TestSourceString(t *testing.T) {
 	tests := []struct {
 		s    retryafter.Source
@@ -155,6 +165,7 @@ func TestSourceString(t *testing.T) {
 		{retryafter.IETFRateLimit, "RateLimit"},
 		{retryafter.RetryAfter | retryafter.AmzRetryAfter, "Retry-After|x-amz-retry-after"},
 		{retryafter.AllSources, "Retry-After|retry-after-ms|x-ms-retry-after-ms|x-amz-retry-after|X-RateLimit-Reset|RateLimit"},
+		{retryafter.None, "none"},
 		{1 << 6, "0x40"},
 		{retryafter.RetryAfter | 1<<15 | 1<<6, "Retry-After|0x8040"},
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/otelretry"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
 	"go.uber.org/goleak"
 )
 
@@ -209,7 +210,9 @@ func TestAdaptiveGauges(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var ticks time.Duration
 	now := func() time.Time { ticks += 10 * time.Millisecond; return start.Add(ticks) }
-	r := newRig(t, policy.Adaptive(), now, 200, 429, 200)
+	p := policy.Adaptive()
+	p.Limiter.(*ratelimit.Adaptive).Now = now // a limiter keeps its own clock
+	r := newRig(t, p, now, 200, 429, 200)
 	r.send(t, 2, map[int]int{200: 2})
 
 	scope := "127.0.0.1:" + r.port(t)

@@ -8,14 +8,14 @@ import (
 	"github.com/retrytransport/retrytransport/policy"
 )
 
-// budgetMark says how an attempt stands with the policy's limit on time
+// limitMark says how an attempt stands with the policy's limit on time
 // (see cutoff).
-type budgetMark int
+type limitMark int
 
 const (
-	withinBudget budgetMark = iota
-	mayOverrun              // the longest waits reach the limit
-	overBudget              // even the shortest waits reach it: never attempted
+	withinLimit limitMark = iota
+	mayOverrun            // the longest waits reach the limit
+	overLimit             // even the shortest waits reach it: never attempted
 )
 
 // cutoff is the limit that ends a schedule early: the smallest sum of the
@@ -62,29 +62,25 @@ func cutoffOf(p policy.Policy) cutoff {
 }
 
 // mark places an attempt that starts after total of waiting against c.
-func (c cutoff) mark(total span) budgetMark {
+func (c cutoff) mark(total span) limitMark {
 	switch {
 	case c.at <= 0 || total.hi < c.at:
-		return withinBudget
+		return withinLimit
 	case total.lo < c.at:
 		return mayOverrun
 	default:
-		return overBudget
+		return overLimit
 	}
 }
 
-// note returns the notes column's word for m: the budget of MaxTotalTime,
-// or the field's name.
-func (c cutoff) note(m budgetMark) string {
-	what := "budget"
-	if c.field == "MaxTotalWait" {
-		what = c.field
-	}
+// note returns the notes column's word for m, which names the field that
+// sets the limit.
+func (c cutoff) note(m limitMark) string {
 	switch m {
 	case mayOverrun:
-		return "may exceed " + what
-	case overBudget:
-		return "over " + what + ": not attempted"
+		return "may exceed " + c.field
+	case overLimit:
+		return "over " + c.field + ": not attempted"
 	}
 	return ""
 }

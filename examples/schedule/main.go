@@ -29,7 +29,7 @@
 //	-svg path     write the chart of the four SNS backoff functions to path
 //
 // The times are those of the policy alone: the attempts themselves take
-// time too, which brings a MaxTotalTime budget closer than the table shows,
+// time too, which brings the end of MaxTotalTime closer than the table shows,
 // while MaxTotalWait counts the waits alone, as the table does. Delays a
 // server asks for (Retry-After, x-ms-retry-after-ms, ...) replace the
 // backoff and are not shown. It uses no network.

@@ -255,10 +255,10 @@ func TestRunThrottleBackoffTable(t *testing.T) {
 	}
 }
 
-func TestRunBudgetStopsTheSchedule(t *testing.T) {
+func TestRunTimeLimitStopsTheSchedule(t *testing.T) {
 	out := runOK(t, "-preset", "azure-storage-background")
 	for _, want := range []string{
-		"5        25.4s     30s       47.2s      58.2s      over budget: not attempted",
+		"5        25.4s     30s       47.2s      58.2s      over MaxTotalTime: not attempted",
 		"MaxTotalTime, 30s, is spent before attempt 5: the transport does not start it.",
 		"In all: 4 attempts, waiting 21.8s to 28.2s.",
 	} {
@@ -267,11 +267,11 @@ func TestRunBudgetStopsTheSchedule(t *testing.T) {
 		}
 	}
 	if strings.Contains(out, "\n6 ") {
-		t.Errorf("run(-preset azure-storage-background) lists attempt 6, after the budget is spent:\n%s", out)
+		t.Errorf("run(-preset azure-storage-background) lists attempt 6, after MaxTotalTime is spent:\n%s", out)
 	}
 	out = runOK(t, "-preset", "azure-background")
-	if !strings.Contains(out, "6        24s       36s       41.6s      1m2.4s     may exceed budget") {
-		t.Errorf("run(-preset azure-background) does not mark attempt 6 as possibly over budget:\n%s", out)
+	if !strings.Contains(out, "6        24s       36s       41.6s      1m2.4s     may exceed MaxTotalTime") {
+		t.Errorf("run(-preset azure-background) does not mark attempt 6 as possibly over MaxTotalTime:\n%s", out)
 	}
 }
 
@@ -310,9 +310,9 @@ func TestBuildExtrapolatesHugeAttemptCounts(t *testing.T) {
 		MaxTotalTime: 2000 * time.Second,
 	}.WithDefaults()
 	tb := build(p, p.Backoff, 5)
-	// Attempt n starts after n-1 ms; attempt 2,000,001 at the budget's end.
-	if tb.last.attempt != 2_000_001 || tb.last.budget != overBudget {
-		t.Errorf("build(3e6 attempts, 1ms, 2000s) last = attempt %d, budget %d; want 2,000,001 over budget", tb.last.attempt, tb.last.budget)
+	// Attempt n starts after n-1 ms; attempt 2,000,001 at MaxTotalTime's end.
+	if tb.last.attempt != 2_000_001 || tb.last.mark != overLimit {
+		t.Errorf("build(3e6 attempts, 1ms, 2000s) last = attempt %d, mark %d; want 2,000,001 over MaxTotalTime", tb.last.attempt, tb.last.mark)
 	}
 	if tb.made.attempt != 2_000_000 || tb.made.total != (span{1999999 * time.Millisecond, 1999999 * time.Millisecond}) {
 		t.Errorf("build(3e6 attempts, 1ms, 2000s) made = %+v; want attempt 2,000,000 after 1999.999s", tb.made)
@@ -678,7 +678,7 @@ func TestRunAzureServicePresets(t *testing.T) {
 				"3        1.6s      2.4s      1.6s       2.4s",
 				"4        4.8s      7.2s      6.4s       9.6s",
 				"5        11.2s     16.8s     17.6s      26.4s",
-				"6        24s       36s       41.6s      1m2.4s     may exceed budget",
+				"6        24s       36s       41.6s      1m2.4s     may exceed MaxTotalTime",
 			},
 			total: "In all: 6 attempts, waiting 41.6s to 1m2.4s.",
 		},
@@ -755,7 +755,7 @@ func TestRunKotlinPresets(t *testing.T) {
 	}
 }
 
-func TestRunTerminationBufferCutsTheBudget(t *testing.T) {
+func TestRunTerminationBufferCutsTheTimeLimit(t *testing.T) {
 	p := policy.Policy{
 		MaxAttempts:       5,
 		Backoff:           backoff.Constant{Interval: 10 * time.Second},
@@ -767,7 +767,7 @@ func TestRunTerminationBufferCutsTheBudget(t *testing.T) {
 	for _, want := range []string{
 		"Policy buffered: 5 attempts at most, MaxDelay 20s, MaxTotalTime 35s, TerminationBuffer 10s\n",
 		// Attempt 4 would start at 30 s, with 5 s left: less than 10 s.
-		"4        10s       10s       30s        30s        over budget: not attempted",
+		"4        10s       10s       30s        30s        over MaxTotalTime: not attempted",
 		"MaxTotalTime, 35s, less its TerminationBuffer, 10s, is spent before attempt 4: the transport does not start it.",
 		"In all: 3 attempts, waiting 20s.",
 	} {
@@ -805,19 +805,19 @@ func TestCutoffOf(t *testing.T) {
 	// An attempt after exactly MaxTotalWait of waiting is made; one after
 	// a nanosecond more is not.
 	c := cutoffOf(policy.Policy{MaxTotalWait: 30 * time.Second})
-	if got := c.mark(span{30 * time.Second, 30 * time.Second}); got != withinBudget {
-		t.Errorf("mark(30s) under MaxTotalWait 30s = %d; want withinBudget", got)
+	if got := c.mark(span{30 * time.Second, 30 * time.Second}); got != withinLimit {
+		t.Errorf("mark(30s) under MaxTotalWait 30s = %d; want withinLimit", got)
 	}
 	if got := c.mark(span{29 * time.Second, 31 * time.Second}); got != mayOverrun {
 		t.Errorf("mark(29s..31s) under MaxTotalWait 30s = %d; want mayOverrun", got)
 	}
-	if got := c.mark(span{30*time.Second + 1, 31 * time.Second}); got != overBudget {
-		t.Errorf("mark(30s+1ns..31s) under MaxTotalWait 30s = %d; want overBudget", got)
+	if got := c.mark(span{30*time.Second + 1, 31 * time.Second}); got != overLimit {
+		t.Errorf("mark(30s+1ns..31s) under MaxTotalWait 30s = %d; want overLimit", got)
 	}
 }
 
 func TestSignals(t *testing.T) {
-	pen := policy.Penalty{Codes: []string{"ServerBusy", "Busy"}, Statuses: []int{503}, Delay: time.Second}
+	pen := &policy.Penalty{Codes: []string{"ServerBusy", "Busy"}, Statuses: []int{503}, Delay: time.Second}
 	if got, want := signals(pen), "error code ServerBusy or error code Busy or status 503"; got != want {
 		t.Errorf("signals(%+v) = %q; want %q", pen, got, want)
 	}

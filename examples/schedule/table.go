@@ -32,7 +32,7 @@ type row struct {
 	total   span   // the sum of the waits before the attempt
 	capped  bool   // the backoff exceeds MaxDelay, which cuts it
 	phase   string // the SNS phase of the wait, for a backoff.Schedule
-	budget  budgetMark
+	mark    limitMark
 }
 
 // table is the schedule of one strategy under one policy.
@@ -42,7 +42,7 @@ type table struct {
 	exact bool
 	stop  cutoff // the policy's limit on time, which marks the rows
 	rows  []row  // the first attempts, as many as build's limit lets in
-	last  row    // the final attempt, or the first over budget
+	last  row    // the final attempt, or the first over the time limit
 	made  row    // the last attempt made: last, or the one before it
 	// estimatedAfter, when positive, is the attempt after which the
 	// waits are taken to equal its own (see exactAttempts).
@@ -68,15 +68,15 @@ func buildPenalized(p policy.Policy, s backoff.Strategy, extra time.Duration, li
 	r := row{attempt: 1}
 	t.rows = append(t.rows, r)
 	t.made = r
-	for r.attempt < p.MaxAttempts && r.budget != overBudget {
+	for r.attempt < p.MaxAttempts && r.mark != overLimit {
 		if r.attempt == exactAttempts {
 			r = extrapolate(p, t.stop, s, r)
 			t.estimatedAfter = exactAttempts
-			if r.budget == overBudget {
+			if r.mark == overLimit {
 				// The attempt before it is made: one wait earlier.
 				t.made = row{attempt: r.attempt - 1, wait: r.wait,
 					total: span{r.total.lo - r.wait.lo, r.total.hi - r.wait.hi}}
-				t.made.budget = t.stop.mark(t.made.total)
+				t.made.mark = t.stop.mark(t.made.total)
 			}
 		} else {
 			r = next(p, t.stop, s, b, extra, r)
@@ -84,7 +84,7 @@ func buildPenalized(p policy.Policy, s backoff.Strategy, extra time.Duration, li
 				t.rows = append(t.rows, r)
 			}
 		}
-		if r.budget != overBudget {
+		if r.mark != overLimit {
 			t.made = r
 		}
 	}
@@ -105,7 +105,7 @@ func next(p policy.Policy, stop cutoff, s backoff.Strategy, b bounds, extra time
 	r.capped = r.wait.hi > p.MaxDelay
 	r.wait = span{addSat(min(r.wait.lo, p.MaxDelay), extra), addSat(min(r.wait.hi, p.MaxDelay), extra)}
 	r.total = span{addSat(prev.total.lo, r.wait.lo), addSat(prev.total.hi, r.wait.hi)}
-	r.budget = stop.mark(r.total)
+	r.mark = stop.mark(r.total)
 	return r
 }
 
@@ -122,7 +122,7 @@ func extrapolate(p policy.Policy, stop cutoff, s backoff.Strategy, prev row) row
 	r.attempt += k
 	r.phase = phase(s, r.attempt-1)
 	r.total = span{addSat(prev.total.lo, mulSat(prev.wait.lo, k)), addSat(prev.total.hi, mulSat(prev.wait.hi, k))}
-	r.budget = stop.mark(r.total)
+	r.mark = stop.mark(r.total)
 	return r
 }
 
@@ -146,18 +146,18 @@ func phase(s backoff.Strategy, n int) string {
 // Backoff under the Penalty, each with at most limit rows (0: all).
 func printPolicy(w io.Writer, name string, p policy.Policy, limit int) {
 	p = p.WithDefaults()
-	budget := "no MaxTotalTime"
+	limits := "no MaxTotalTime"
 	if p.MaxTotalTime > 0 {
-		budget = "MaxTotalTime " + fmtDur(p.MaxTotalTime)
+		limits = "MaxTotalTime " + fmtDur(p.MaxTotalTime)
 	}
 	if b := p.TerminationBuffer; b > 0 {
-		budget += ", TerminationBuffer " + fmtDur(b)
+		limits += ", TerminationBuffer " + fmtDur(b)
 		if p.MaxTotalTime <= 0 {
-			budget += " (of a context deadline)"
+			limits += " (of a context deadline)"
 		}
 	}
 	if p.MaxTotalWait > 0 {
-		budget += ", MaxTotalWait " + fmtDur(p.MaxTotalWait)
+		limits += ", MaxTotalWait " + fmtDur(p.MaxTotalWait)
 	}
 	pacing := ""
 	if f, ok := p.RateLimit.(*ratelimit.Fixed); ok && f.Rate > 0 && !math.IsInf(f.Rate, 1) {
@@ -166,16 +166,16 @@ func printPolicy(w io.Writer, name string, p policy.Policy, limit int) {
 		// 1/Rate); that depends on the traffic, not on the policy alone.
 		pacing = fmt.Sprintf(", RateLimit %s/s per scope (can lengthen short waits)", strconv.FormatFloat(f.Rate, 'g', -1, 64))
 	}
-	if p.Adaptive || p.Limiter != nil {
+	if p.Limiter != nil {
 		pacing += ", adaptive rate limiter (can add waits)"
 	}
-	fmt.Fprintf(w, "Policy %s: %s at most, MaxDelay %s, %s%s\n", name, count(p.MaxAttempts, "attempt"), fmtDur(p.MaxDelay), budget, pacing)
+	fmt.Fprintf(w, "Policy %s: %s at most, MaxDelay %s, %s%s\n", name, count(p.MaxAttempts, "attempt"), fmtDur(p.MaxDelay), limits, pacing)
 	fmt.Fprintf(w, "Backoff: %s\n", describe(p.Backoff))
-	switch {
-	case p.IgnoreDelayHeaders:
+	switch h := p.ServerDelay.Headers; {
+	case h == retryafter.None:
 		fmt.Fprintln(w, "Server delays: ignored; the backoff always applies.")
-	case p.DelayHeaders != retryafter.AllSources:
-		fmt.Fprintf(w, "Server delays: only %s, each in place of the backoff, up to MaxDelay.\n", p.DelayHeaders)
+	case h != retryafter.AllSources:
+		fmt.Fprintf(w, "Server delays: only %s, each in place of the backoff, up to MaxDelay.\n", h)
 	}
 	fmt.Fprintln(w)
 	t := build(p, p.Backoff, limit)
@@ -184,7 +184,7 @@ func printPolicy(w io.Writer, name string, p policy.Policy, limit int) {
 		fmt.Fprintf(w, "\nIf every failure is a throttle, ThrottleBackoff: %s\n\n", describe(p.ThrottleBackoff))
 		printTable(w, p, build(p, p.ThrottleBackoff, limit))
 	}
-	if pen := p.Penalty; pen.Enabled() {
+	if pen := p.Penalty; pen != nil { // WithDefaults keeps only one that can apply
 		// A signal in every failure renews the penalty before each wait.
 		fmt.Fprintf(w, "\nIf every failure signals the Penalty (%s), each wait is %s longer:\n\n", signals(pen), fmtDur(pen.Delay))
 		printTable(w, p, buildPenalized(p, p.Backoff, pen.Delay, limit))
@@ -193,7 +193,7 @@ func printPolicy(w io.Writer, name string, p policy.Policy, limit int) {
 }
 
 // printTable prints t's rows with text/tabwriter, then a line on the
-// attempts left out, on the budget and on the whole.
+// attempts left out, on the time limit and on the whole.
 func printTable(w io.Writer, p policy.Policy, t table) {
 	approx := ""
 	if !t.exact {
@@ -239,7 +239,7 @@ func printTable(w io.Writer, p policy.Policy, t table) {
 	if capped {
 		fmt.Fprintf(w, "cap: the backoff exceeds MaxDelay, %s, which cuts it.\n", fmtDur(p.MaxDelay))
 	}
-	if t.last.budget == overBudget {
+	if t.last.mark == overLimit {
 		fmt.Fprintln(w, t.stop.summary(t.last.attempt))
 	}
 	fmt.Fprintf(w, "In all: %s, waiting %s.\n", count(t.made.attempt, "attempt"), longSpanText(t.made.total, approx))
@@ -254,14 +254,14 @@ func notes(r row, stop cutoff) string {
 	if r.capped {
 		n = append(n, "cap")
 	}
-	if b := stop.note(r.budget); b != "" {
+	if b := stop.note(r.mark); b != "" {
 		n = append(n, b)
 	}
 	return strings.Join(n, ", ")
 }
 
 // signals describes what starts pen: its error codes and statuses.
-func signals(pen policy.Penalty) string {
+func signals(pen *policy.Penalty) string {
 	var s []string
 	for _, c := range pen.Codes {
 		s = append(s, "error code "+c)

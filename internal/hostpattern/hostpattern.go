@@ -1,0 +1,125 @@
+// Package hostpattern checks and normalises the host patterns of per-host
+// policies, for package policy's Map and the transport's WithHostPolicy.
+//
+// A pattern is a hostname ("api.example.com"), an IP address (an IPv6 one
+// with or without brackets), or "*." and a domain ("*.example.com"); case
+// does not matter, and one trailing dot is allowed and ignored
+// ("api.example.com." is "api.example.com"). A pattern matches hostnames
+// only, so it has no scheme, port, path or user information. A hostname is
+// made of letters, digits, '-', '_' and non-ASCII letters, in labels
+// separated by single dots; a leading dot, a lone "." and a pattern that
+// ends in ".." are invalid.
+package hostpattern
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Normalize returns pattern in lower case, without the brackets of
+// an IPv6 literal and without the trailing dot of a fully qualified name.
+// It keeps the dot when no name comes before it (".", "*.", "a.."), so that
+// Check can reject those patterns.
+func Normalize(pattern string) string {
+	pattern = strings.ToLower(pattern)
+	if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
+		pattern = pattern[1 : len(pattern)-1]
+	}
+	if n := len(pattern); n >= 2 && pattern[n-1] == '.' && pattern[n-2] != '.' && pattern[n-2] != '*' {
+		pattern = pattern[:n-1]
+	}
+	return pattern
+}
+
+// Check returns why a normalised pattern is not a hostname, an
+// IP address or "*.domain", or "" if it is one. A normalised pattern ends
+// in "." only when no name comes before its last dot (see
+// Normalize).
+func Check(pattern string) string {
+	rest, wild := strings.CutPrefix(pattern, "*.")
+	switch {
+	case pattern == "":
+		return `empty pattern; want a hostname or "*." and a domain`
+	case strings.Contains(rest, "*"):
+		return `'*' in a pattern; want it only as a leading "*."`
+	case rest == "":
+		return `nothing after "*."; want a domain`
+	case pattern == ".":
+		return `a lone "."; want a hostname or "*." and a domain`
+	case strings.HasSuffix(pattern, ".."):
+		return `".." at the end; want at most one trailing "."`
+	}
+	if _, err := netip.ParseAddr(rest); err == nil {
+		if wild {
+			return `"*." before an IP address; want "*." only before a domain`
+		}
+		return ""
+	}
+	if strings.Contains(rest, "://") {
+		return "has a scheme; patterns match hostnames only, for every scheme"
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		return fmt.Sprintf("has %s (%q); patterns match hostnames only", URLPart(rest[i]), rest[i:])
+	}
+	if strings.Contains(rest, "@") {
+		return "has user information; patterns match hostnames only"
+	}
+	if i := strings.LastIndex(rest, ":"); i >= 0 && isHostPort(rest[:i], rest[i+1:]) {
+		return "has a port; patterns match hostnames only, on every port"
+	}
+	if c, ok := BadRune(rest); ok {
+		return fmt.Sprintf("has %q, which no hostname has; want %s", c, WantRunes)
+	}
+	switch {
+	case strings.HasPrefix(pattern, "."):
+		return fmt.Sprintf("a leading \".\"; want %q for the names below %s", "*"+pattern, pattern[1:])
+	case strings.Contains(rest, ".."), strings.HasPrefix(rest, "."):
+		return `an empty label; want labels separated by one "."`
+	}
+	return ""
+}
+
+// isHostPort reports whether host and port, the parts of a pattern around
+// its last ':', look like a host and a port: port is decimal or empty, and
+// host has no ':' but in brackets.
+func isHostPort(host, port string) bool {
+	bracketed := strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]")
+	return strings.Trim(port, "0123456789") == "" && (bracketed || !strings.Contains(host, ":"))
+}
+
+// WantRunes says what BadRune allows.
+const WantRunes = "letters, digits, '-', '_' and '.'"
+
+// BadRune returns the first rune of s that no hostname has, and
+// true; or false when s has none. A hostname has ASCII letters and digits,
+// '-', '_', '.' and non-ASCII letters (a name before IDNA encoding), not
+// spaces, controls or punctuation. An invalid UTF-8 sequence, and
+// utf8.RuneError itself, which strings.ToLower makes of one, are
+// utf8.RuneError.
+func BadRune(s string) (rune, bool) {
+	for _, c := range s {
+		switch {
+		case c == utf8.RuneError:
+			return c, true
+		case c >= utf8.RuneSelf && unicode.IsPrint(c) && !unicode.IsSpace(c),
+			'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+		default:
+			return c, true
+		}
+	}
+	return 0, false
+}
+
+// URLPart names the part of a URL that c, one of '/', '?' and '#', starts.
+func URLPart(c byte) string {
+	switch c {
+	case '?':
+		return "a query"
+	case '#':
+		return "a fragment"
+	}
+	return "a path"
+}
