@@ -59,7 +59,7 @@ func retryModes() []string { return []string{"standard", "adaptive", "legacy", "
 //
 // The mode adjusts p rather than replacing it, so that what the
 // environment cannot express (a classifier, time budgets, the quotas,
-// endpoints, hedging) survives:
+// failover, hedging) survives:
 //
 //	standard       Limiter nil: standard mode has no client-side pacing,
 //	               so it clears any limiter p holds, a *ratelimit.Adaptive

@@ -217,3 +217,19 @@ func TestFromEnvironErrors(t *testing.T) {
 		})
 	}
 }
+
+// The adaptive mode's limiter is new on every call, so that two policies
+// read from the same environment pace their transports apart.
+func TestFromEnvAdaptiveMakesANewLimiter(t *testing.T) {
+	vars := env(map[string]string{"AWS_RETRY_MODE": "adaptive"})
+	a, errA := policy.FromEnv(policy.Standard(), vars)
+	b, errB := policy.FromEnv(policy.Standard(), vars)
+	if errA != nil || errB != nil {
+		t.Fatalf("FromEnv(adaptive) errors = %v, %v; want nil", errA, errB)
+	}
+	la, okA := a.Limiter.(*ratelimit.Adaptive)
+	lb, okB := b.Limiter.(*ratelimit.Adaptive)
+	if !okA || !okB || la == nil || la == lb {
+		t.Errorf("FromEnv(adaptive).Limiter = %p, %p; want two different *ratelimit.Adaptive", a.Limiter, b.Limiter)
+	}
+}
