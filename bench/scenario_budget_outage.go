@@ -42,13 +42,15 @@ type budgetPolicy struct {
 }
 
 // budgetPolicies returns the rows of the budget outage: the AWS bucket
-// alone, the bucket and a budget, and a budget in the bucket's place, all
+// alone, the bucket and a budget, and a budget without the bucket, all
 // with the waits scaled as everywhere else.
 func budgetPolicies() []budgetPolicy {
 	return []budgetPolicy{
 		{"standard: AWS bucket", false, func() policy.Policy { return scaled(policy.Standard()) }},
 		{"bucket + Budget", true, func() policy.Policy { return scaled(policy.Policy{Budget: &ratelimit.Budget{}}) }},
-		{"Budget as Quota", true, func() policy.Policy { return scaled(policy.Policy{Quota: &ratelimit.Budget{}}) }},
+		{"Budget, no bucket", true, func() policy.Policy {
+			return scaled(policy.Policy{Quota: ratelimit.NoQuota, Budget: &ratelimit.Budget{}})
+		}},
 	}
 }
 

@@ -62,8 +62,8 @@ func runFailover(w io.Writer, cfg config, _ []contender) {
 	t := &table{
 		title: fmt.Sprintf("failover: the primary answers every request 503, the secondary 200 (%d workers, %d logical requests, GET:PUT:POST 3:1:1)",
 			failoverWorkers, cfg.failoverRequests),
-		notes: []string{fmt.Sprintf("Each row is retrytransport standard with Endpoints: the secondary's host, and the LocationMode named; "+
-			"FailoverMethods is nil (GET and HEAD). PUTs and POSTs carry a body. attempts/read: from retrytransport.ResponseAttempts, "+
+		notes: []string{fmt.Sprintf("Each row is retrytransport standard with Failover: the secondary's host as its endpoint, and the Mode named; "+
+			"Methods is nil (GET and HEAD). PUTs and POSTs carry a body. attempts/read: from retrytransport.ResponseAttempts, "+
 			"mean and most. Server counts are reads / writes received. %d reads are more than one 500-token bucket pays retries for (100). "+
 			"No peer library fails over to another host, so there are no peer rows.", runs[0].reads), waitsNote},
 		cols: []string{"mode", "reads", "reads 200", "attempts/read", "most", "writes", "writes 200", "primary", "secondary", "time"},
@@ -94,8 +94,7 @@ func failover(cfg config, m policy.LocationMode) failoverRun {
 	base := newBase()
 	defer base.CloseIdleConnections()
 	p := scaled(policy.Standard())
-	p.Endpoints = []string{ssrv.Listener.Addr().String()}
-	p.LocationMode = m
+	p.Failover = &policy.Failover{Endpoints: []string{ssrv.Listener.Addr().String()}, Mode: m}
 	client := &http.Client{Transport: retrytransport.New(base, retrytransport.WithPolicy(p))}
 
 	n := cfg.failoverRequests
