@@ -1,4 +1,4 @@
-package ratelimit_test
+package quota_test
 
 import (
 	"math"

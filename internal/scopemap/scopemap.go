@@ -1,4 +1,4 @@
-package ratelimit
+package scopemap
 
 // scopeMap holds one value per scope, at most a given number at once, and
 // evicts the least recently used scope to make room for a new one. Lookup,
