@@ -1,25 +1,29 @@
+// Package scopemap holds one value per scope with a bound on how many are
+// kept, for the per-scope state of package quota's Budget and package
+// ratelimit's Adaptive and Fixed.
 package scopemap
 
-// scopeMap holds one value per scope, at most a given number at once, and
+// Map holds one value per scope, at most a given number at once, and
 // evicts the least recently used scope to make room for a new one. Lookup,
 // insertion and eviction cost O(1): the entries also form a circular list in
 // order of use. The zero value is empty and ready; it must not be copied
-// after first use, and its owner serialises the calls.
-type scopeMap[V any] struct {
-	m    map[string]*scopeEntry[V]
-	root scopeEntry[V] // sentinel: root.next is the most recently used entry, root.prev the least
+// after first use, and it is not safe for concurrent use: its owner
+// serialises the calls.
+type Map[V any] struct {
+	m    map[string]*entry[V]
+	root entry[V] // sentinel: root.next is the most recently used entry, root.prev the least
 }
 
-// scopeEntry is one scope's value and its place in the order of use.
-type scopeEntry[V any] struct {
+// entry is one scope's value and its place in the order of use.
+type entry[V any] struct {
 	val        V
 	key        string
-	prev, next *scopeEntry[V]
+	prev, next *entry[V]
 }
 
-// get returns a pointer to key's value, marking it the most recently used,
+// Get returns a pointer to key's value, marking it the most recently used,
 // or nil if key is not stored. It does not allocate.
-func (s *scopeMap[V]) get(key string) *V {
+func (s *Map[V]) Get(key string) *V {
 	e := s.m[key]
 	if e == nil {
 		return nil
@@ -31,43 +35,45 @@ func (s *scopeMap[V]) get(key string) *V {
 	return &e.val
 }
 
-// peek returns a pointer to key's value without marking it used, or nil.
-func (s *scopeMap[V]) peek(key string) *V {
+// Peek returns a pointer to key's value without marking it used, or nil if
+// key is not stored.
+func (s *Map[V]) Peek(key string) *V {
 	if e := s.m[key]; e != nil {
 		return &e.val
 	}
 	return nil
 }
 
-// add stores a zero value for key, which must not be stored, and returns a
-// pointer to it. When limit values are stored already it first evicts the
-// least recently used ones, reusing an evicted entry's memory.
-func (s *scopeMap[V]) add(key string, limit int) *V {
+// Add stores a zero value for key, which must not be stored, and returns a
+// pointer to it, the most recently used. When limit values are stored
+// already it first evicts the least recently used ones, reusing an evicted
+// entry's memory; a limit below 1 counts as 1.
+func (s *Map[V]) Add(key string, limit int) *V {
 	if s.m == nil {
-		s.m = make(map[string]*scopeEntry[V])
+		s.m = make(map[string]*entry[V])
 		s.root.next, s.root.prev = &s.root, &s.root
 	}
-	var e *scopeEntry[V]
+	var e *entry[V]
 	for len(s.m) > 0 && len(s.m) >= limit {
 		e = s.root.prev
 		e.unlink()
 		delete(s.m, e.key)
 	}
 	if e == nil {
-		e = new(scopeEntry[V])
+		e = new(entry[V])
 	}
-	*e = scopeEntry[V]{key: key}
+	*e = entry[V]{key: key}
 	s.m[key] = e
 	s.pushFront(e)
 	return &e.val
 }
 
-func (s *scopeMap[V]) pushFront(e *scopeEntry[V]) {
+func (s *Map[V]) pushFront(e *entry[V]) {
 	e.prev, e.next = &s.root, s.root.next
 	e.prev.next, e.next.prev = e, e
 }
 
-func (e *scopeEntry[V]) unlink() {
+func (e *entry[V]) unlink() {
 	e.prev.next, e.next.prev = e.next, e.prev
 	e.prev, e.next = nil, nil
 }
