@@ -12,23 +12,23 @@ import (
 // resp.Body but must leave the body readable from the start (Code does).
 type Rule func(req *http.Request, resp *http.Response, err error) (o Outcome, ok bool)
 
-// Classifier is Standard extended with a caller's own rules, error codes
+// Classifier is Default extended with a caller's own rules, error codes
 // and status codes, without re-implementing the default. Its zero value
-// classifies exactly as Standard. Use its Classify method as a Func, for
+// classifies exactly as Default. Use its Classify method as a Func, for
 // example as policy.Policy.Classify:
 //
 //	Classify: classify.Classifier{ThrottlingCodes: []string{"Busy"}}.Classify
 //
 // The order is: Rules, first definite answer wins; then the extra status
 // codes; then the extra error codes, found by Code in any response of 400
-// or more; then Standard. A Classifier is a plain value; do not modify its
+// or more; then Default. A Classifier is a plain value; do not modify its
 // slices while it is in use.
 type Classifier struct {
 	// Rules are consulted first, in order.
 	Rules []Rule
 	// ThrottlingStatuses and TransientStatuses are extra status codes that
 	// are a Throttle (the server did not process the request) or
-	// Transient; FatalStatuses are never retried, even those Standard
+	// Transient; FatalStatuses are never retried, even those Default
 	// retries (a 500 from an API known to fail for good, say).
 	ThrottlingStatuses, TransientStatuses, FatalStatuses []int
 	// ThrottlingCodes and TransientCodes are extra service error codes, in
@@ -45,7 +45,7 @@ func (c Classifier) Classify(req *http.Request, resp *http.Response, err error) 
 		}
 	}
 	if err != nil || resp == nil {
-		return Standard(req, resp, err)
+		return Default(req, resp, err)
 	}
 	s := resp.StatusCode
 	switch {
@@ -66,6 +66,6 @@ func (c Classifier) Classify(req *http.Request, resp *http.Response, err error) 
 			return Outcome{Kind: Transient, Reason: "error code " + code}
 		}
 	}
-	return verdicts(&lc) // Standard, reusing the code already found
+	return verdicts(&lc) // Default, reusing the code already found
 
 }

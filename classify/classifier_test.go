@@ -17,13 +17,13 @@ func response(status int, header http.Header, body string) *http.Response {
 	return &http.Response{StatusCode: status, Header: header, Body: io.NopCloser(strings.NewReader(body))}
 }
 
-func TestClassifierZeroValueIsStandard(t *testing.T) {
+func TestClassifierZeroValueIsDefault(t *testing.T) {
 	req, _ := http.NewRequest("GET", "http://x.example/", nil)
 	for _, status := range []int{200, 400, 404, 429, 500, 503} {
 		got := classify.Classifier{}.Classify(req, response(status, nil, `{"__type":"SlowDown"}`), nil)
-		want := classify.Standard(req, response(status, nil, `{"__type":"SlowDown"}`), nil)
+		want := classify.Default(req, response(status, nil, `{"__type":"SlowDown"}`), nil)
 		if got != want {
-			t.Errorf("Classifier{}.Classify(%d) = %+v; want Standard's %+v", status, got, want)
+			t.Errorf("Classifier{}.Classify(%d) = %+v; want Default's %+v", status, got, want)
 		}
 	}
 }
@@ -53,10 +53,10 @@ func TestClassifierExtensions(t *testing.T) {
 		{"RuleAbstains", response(404, nil, ""), classify.Fatal},
 		{"ExtraThrottlingStatus", response(420, nil, ""), classify.Throttle},
 		{"ExtraTransientStatus", response(409, nil, ""), classify.Transient},
-		{"FatalStatusOverridesStandard", response(500, nil, ""), classify.Fatal},
+		{"FatalStatusOverridesDefault", response(500, nil, ""), classify.Fatal},
 		{"ExtraThrottlingCodeOnAny4xx", response(422, nil, `{"code":"TooBusy"}`), classify.Throttle},
 		{"ExtraTransientCodeIn5xx", response(501, nil, `<Error><Code>LockTimeout</Code></Error>`), classify.Transient},
-		{"StandardStill", response(503, nil, ""), classify.Transient},
+		{"DefaultStill", response(503, nil, ""), classify.Transient},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,7 +65,7 @@ func TestClassifierExtensions(t *testing.T) {
 			}
 		})
 	}
-	// Errors go to the rules, then to Standard.
+	// Errors go to the rules, then to Default.
 	if got := c.Classify(req, nil, errors.New("boom")); got.Kind != classify.Transient {
 		t.Errorf("Classify(error) = %v; want transient", got.Kind)
 	}

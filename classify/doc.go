@@ -2,7 +2,7 @@
 // retrying client: Success, Transient, Throttle, Timeout or Fatal, why, and
 // whether the server provably did not process the request.
 //
-// [Standard] holds the rules of AWS standard retry mode (status codes, the
+// [Default] holds the rules of AWS standard retry mode (status codes, the
 // service error codes of docs/aws.md found in a bounded prefix of the body, and
 // connection errors), and makes Fatal the error of a request that net/http
 // refuses to send because it is malformed. [IsIdempotent] tells which

@@ -9,7 +9,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 )
 
-func ExampleStandard() {
+func ExampleDefault() {
 	req, _ := http.NewRequest("GET", "https://bucket.s3.amazonaws.com/key", nil)
 	body := `<?xml version="1.0" encoding="UTF-8"?>
 <Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`
@@ -19,7 +19,7 @@ func ExampleStandard() {
 		Body:       io.NopCloser(strings.NewReader(body)),
 	}
 
-	out := classify.Standard(req, resp, nil)
+	out := classify.Default(req, resp, nil)
 	fmt.Println(out.Kind, out.Reason, out.Unprocessed, out.Retryable())
 
 	// The body is still whole for the caller.

@@ -64,5 +64,5 @@ func (o Outcome) Retryable() bool { return o.Kind.Retryable() }
 // it received or the transport error (exactly one of resp and err is non-nil,
 // as the http.RoundTripper contract says). A Func may read a bounded prefix
 // of resp.Body but must leave the body readable from the start for the
-// caller, as Standard does.
+// caller, as Default does.
 type Func func(req *http.Request, resp *http.Response, err error) Outcome

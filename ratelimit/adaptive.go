@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/scopemap"
 )
 
 // The adaptive limiter's defaults, from docs/aws.md; botocore and aws-sdk-go-v2
@@ -234,8 +235,8 @@ type Adaptive struct {
 	Now       func() time.Time // clock of the methods without an At suffix; nil means time.Now
 
 	mu     sync.Mutex
-	scopes scopeMap[adaptiveScope] // guarded by mu
-	gens   uint64                  // scopes created; guarded by mu
+	scopes scopemap.Map[adaptiveScope] // guarded by mu
+	gens   uint64                      // scopes created; guarded by mu
 }
 
 // adaptiveScope is one scope's state and the instant its time counts from.
@@ -252,7 +253,8 @@ func (s *adaptiveScope) at(now time.Time) float64 {
 }
 
 // AdaptiveState is a snapshot of one scope of an [Adaptive]. Rates are
-// requests per second.
+// requests per second. The zero AdaptiveState is that of a scope not
+// stored: never throttled, so not limited.
 type AdaptiveState struct {
 	Enabled      bool      // a throttle has been recorded, so sends are limited
 	FillRate     float64   // send tokens added per second
@@ -318,7 +320,7 @@ func (a *Adaptive) StateAt(now time.Time, scope string) AdaptiveState {
 	p := a.params()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s := a.scopes.peek(scope)
+	s := a.scopes.Peek(scope)
 	if s == nil {
 		return AdaptiveState{}
 	}
@@ -345,10 +347,10 @@ func (a *Adaptive) State(scope string) AdaptiveState { return a.StateAt(a.now(),
 // scopeLocked returns scope's state, marked most recently used, creating it
 // with its origin at now if needed. The caller holds a.mu.
 func (a *Adaptive) scopeLocked(now time.Time, scope string, p *params) *adaptiveScope {
-	if s := a.scopes.get(scope); s != nil {
+	if s := a.scopes.Get(scope); s != nil {
 		return s
 	}
-	s := a.scopes.add(scope, orDefault(a.MaxScopes, DefaultMaxScopes))
+	s := a.scopes.Add(scope, orDefault(a.MaxScopes, DefaultMaxScopes))
 	a.gens++
 	s.origin, s.gen = now, a.gens
 	s.fill, s.capacity = p.minFill, minCapacity // the formulas' values for a rate of 0

@@ -59,7 +59,7 @@ func (a *Adaptive) ChargesThrottles() bool { return a.Reference }
 // evicted since (a scope of the same name created later has another
 // generation). a.mu must be held.
 func (a *Adaptive) reservedLocked(r Reservation) *adaptiveScope {
-	if s := a.scopes.peek(r.scope); s != nil && s.gen == r.ticket.Gen {
+	if s := a.scopes.Peek(r.scope); s != nil && s.gen == r.ticket.Gen {
 		return s
 	}
 	return nil

@@ -1,12 +1,7 @@
-// Package ratelimit decides whether a client may retry, and how fast it may
-// send, from token buckets kept per scope (the host by default, or any key
-// the caller chooses).
-//
-// [Quota] is the retry quota of AWS standard mode (docs/aws.md): a bucket
-// of tokens that retries spend and successful responses earn back, so that a
-// client stops retrying during an outage instead of multiplying the load on a
-// server that is already failing. Each scope has its own bucket, so an outage
-// of one host does not stop retries to another.
+// Package ratelimit decides how fast a client may send, from token buckets
+// kept per scope (the host by default, or any key the caller chooses): its
+// rate limiters pace every attempt, first attempts included. Whether a
+// client may retry at all is a retry quota's decision, in package quota.
 //
 // [Adaptive] is the client-side rate limiter of AWS adaptive retry mode
 // (docs/aws.md): per scope, a bucket of send tokens whose fill rate drops by a
@@ -22,11 +17,6 @@
 // wait the server asked for (Adaptive's bucket holds a tenth of a second's
 // worth). Set Reference to get the SDKs' exact behaviour.
 //
-// [Budget] is a retry budget as Finagle defines it (docs/budget.md): per
-// scope, retries may be at most a share of the requests of a sliding
-// window, plus a floor per second, so that retries stay in proportion to
-// the traffic at every moment rather than stopping once a bucket drains.
-//
 // [Fixed] paces each scope at a constant rate with a burst, like Amazon
 // SNS's maxReceivesPerSecond (docs/sns.md), and is built on
 // golang.org/x/time/rate.
@@ -34,14 +24,13 @@
 // # Interfaces
 //
 // The transport asks for what it needs through small interfaces, so that
-// the state can live elsewhere: [RetryQuota] (Quota's methods), [Limiter]
-// (a send token per attempt, as a [Reservation]), with [Recorder] for a
-// limiter that learns from outcomes, [Queue] for one whose reservations
-// wait, and [FallbackCounter] for one kept in a store that may not
-// answer, and [RequestCounter] for a quota that counts requests, as Budget
-// does. Quota, Budget, Adaptive and Fixed implement them in process; the module
-// redisretry implements them on Redis, so that a fleet of replicas shares
-// one retry quota and one send rate.
+// the state can live elsewhere: [Limiter] (a send token per attempt, as a
+// [Reservation]), with [Recorder] for a limiter that learns from outcomes,
+// [Queue] for one whose reservations wait, and [FallbackCounter] for one
+// kept in a store that may not answer (a retry quota kept in such a store
+// implements it too). Adaptive and Fixed implement them in process; the
+// module redisretry implements them on Redis, so that a fleet of replicas
+// shares one send rate.
 //
 // Both limiters return the wait before an attempt instead of sleeping.
 // Callers that wait on Adaptive should ask again after each sleep, as the

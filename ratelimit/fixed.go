@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/retrytransport/retrytransport/internal/scopemap"
 	"golang.org/x/time/rate"
 )
 
@@ -39,7 +40,7 @@ type Fixed struct {
 	Now       func() time.Time // clock of the methods without an At suffix; nil means time.Now
 
 	mu     sync.Mutex
-	scopes scopeMap[fixedScope] // guarded by mu
+	scopes scopemap.Map[fixedScope] // guarded by mu
 }
 
 // fixedScope is one scope's bucket and its latest reservation that had to
@@ -63,9 +64,9 @@ func (f *Fixed) ReserveAt(now time.Time, scope string) (r Reservation, wait time
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := f.scopes.get(scope)
+	s := f.scopes.Get(scope)
 	if s == nil {
-		s = f.scopes.add(scope, orDefault(f.MaxScopes, DefaultMaxScopes))
+		s = f.scopes.Add(scope, orDefault(f.MaxScopes, DefaultMaxScopes))
 		s.lim = rate.NewLimiter(rate.Limit(f.Rate), orDefault(f.Burst, 1))
 	}
 	rr := s.lim.ReserveN(now, 1) // always OK: one token never exceeds the burst
@@ -115,7 +116,7 @@ func (f *Fixed) CancelAt(now time.Time, r Reservation) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := f.scopes.peek(r.scope)
+	s := f.scopes.Peek(r.scope)
 	if s == nil || s.last == nil || !s.act.After(now) || actSeq(s.act) != r.ticket.Seq {
 		return
 	}

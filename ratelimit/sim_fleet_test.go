@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // This file extends the simulation to a fleet: independent clients, each
-// with its own Adaptive and its own retry Quota as separate transports have,
+// with its own Adaptive and its own quota.Bucket as separate transports have,
 // sharing one server. Each client runs the transport's loop for every
 // logical request: reserve a send token (asking the reservation again after
 // each wait, as the transport does), send, record the outcome; after a throttle, pay the
@@ -34,7 +35,7 @@ type fleetSim struct {
 	Duration         time.Duration
 	Seed             uint64
 	NewLimiter       func() *ratelimit.Adaptive // nil means &ratelimit.Adaptive{}
-	NewQuota         func() *ratelimit.Quota    // nil means &ratelimit.Quota{}
+	NewQuota         func() *quota.Bucket       // nil means &quota.Bucket{}
 	Waiting          simWaiting                 // how the workers wait for their send tokens; zero means as the transport does
 }
 
@@ -51,7 +52,7 @@ const (
 // fleetClient is one client's state and figures.
 type fleetClient struct {
 	lim   *ratelimit.Adaptive
-	quota *ratelimit.Quota
+	quota *quota.Bucket
 
 	sent, admitted, throttled int // attempts
 	failed, quotaRefusals     int // logical requests
@@ -86,7 +87,7 @@ func (f *fleetSim) run() *fleetResult {
 	res := &fleetResult{sim: f}
 	for range f.Clients {
 		c := &fleetClient{admittedBins: make([]int, bins)}
-		c.lim, c.quota = &ratelimit.Adaptive{}, &ratelimit.Quota{}
+		c.lim, c.quota = &ratelimit.Adaptive{}, &quota.Bucket{}
 		if f.NewLimiter != nil {
 			c.lim = f.NewLimiter()
 		}

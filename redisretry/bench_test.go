@@ -7,6 +7,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
@@ -34,7 +35,7 @@ func BenchmarkQuotaSuccess(b *testing.B) {
 // BenchmarkQuotaAcquire is one round trip: a retry paid from the shared
 // bucket, and its refund.
 func BenchmarkQuotaAcquire(b *testing.B) {
-	q := benchStore(b).Quota(&ratelimit.Quota{RefillPerSecond: 1e9})
+	q := benchStore(b).Quota(&quota.Bucket{RefillPerSecond: 1e9})
 	b.ReportAllocs()
 	for b.Loop() {
 		q.Acquire(scope, classify.Transient)

@@ -19,7 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/redisretry"
 	"github.com/retrytransport/retrytransport/redisretry/internal/redisproc"
 )
@@ -244,7 +244,7 @@ func TestCluster(t *testing.T) {
 		}
 		wg.Wait()
 		// 500 tokens at 5 a retry: 100 retries for the fleet, per scope.
-		want := int64(ratelimit.DefaultQuotaCapacity / ratelimit.DefaultRetryCost)
+		want := int64(quota.DefaultCapacity / quota.DefaultRetryCost)
 		for i, scope := range scopes {
 			if got := taken[i].Load(); got != want {
 				t.Errorf("%d replicas took %d retries of %s (node %s) from one shared quota; want %d",

@@ -1,22 +1,24 @@
-// Package redisretry keeps the retry quotas and send rates of package
-// ratelimit in Redis, so that a fleet of replicas shares them: one retry
-// quota per scope for the whole fleet, one adaptive send rate learned from
-// every replica's throttles, one published rate limit. It is a separate
-// module, so that the core module depends on no Redis client.
+// Package redisretry keeps the retry quotas of package quota and the send
+// rates of package ratelimit in Redis, so that a fleet of replicas shares
+// them: one retry quota per scope for the whole fleet, one adaptive send
+// rate learned from every replica's throttles, one published rate limit.
+// It is a separate module, so that the core module depends on no Redis
+// client.
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379", ContextTimeoutEnabled: true})
 //	s := &redisretry.Store{Client: rdb}
 //	p := policy.Adaptive()
-//	p.Quota = s.Quota(nil)      // ratelimit.RetryQuota
+//	p.Quota = s.Quota(nil)      // quota.Quota
 //	p.Limiter = s.Adaptive(nil) // ratelimit.Limiter and Recorder
 //
-// [Quota] is AWS standard mode's retry quota with ratelimit.Quota's
+// [Quota] is AWS standard mode's retry quota with quota.Bucket's
 // arithmetic, [Adaptive] the adaptive limiter of AWS adaptive mode with
 // one curve and one queue for the fleet, [Fixed] a published limit on
-// package redis_rate's GCRA. Each takes its parameters from a value of
-// package ratelimit, its Local field, which is also its state when Redis
-// does not answer. docs/redis.md describes the algorithms and what the
-// bench measured.
+// package redis_rate's GCRA. Each takes its parameters from an
+// in-process value of package quota or ratelimit (a quota.Bucket, a
+// ratelimit.Adaptive, a ratelimit.Fixed), its Local field, which is also
+// its state when Redis does not answer. docs/redis.md describes the
+// algorithms and what the bench measured.
 //
 // # When to share
 //
@@ -30,7 +32,8 @@
 // Do not share when the limit is per replica (per connection, per source
 // address), when a round trip to Redis on every limited attempt costs too
 // much next to the request itself, or when a scope is called by one
-// replica only: ratelimit's in-process values cost nothing of the kind.
+// replica only: the in-process values of packages quota and ratelimit
+// cost nothing of the kind.
 //
 // # Keys and round trips
 //

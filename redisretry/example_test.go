@@ -14,6 +14,7 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
@@ -72,7 +73,7 @@ func ExampleQuota() {
 	b := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
 	defer b.Close()
 
-	local := &ratelimit.Quota{Capacity: 10} // the parameters, and the fallback
+	local := &quota.Bucket{Capacity: 10} // the parameters, and the fallback
 	qa := &redisretry.Quota{Store: &redisretry.Store{Client: a, Prefix: "example:", Timeout: exampleTimeout}, Local: local}
 	qb := &redisretry.Quota{Store: &redisretry.Store{Client: b, Prefix: "example:", Timeout: exampleTimeout}, Local: local}
 	_, _, ok1 := qa.Acquire("api.example.com", classify.Transient)

@@ -1,13 +1,14 @@
 package redisretry_test
 
 import (
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
 
-// The interfaces of package ratelimit that the transport looks for.
+// The interfaces of packages quota and ratelimit that the transport looks for.
 var (
-	_ ratelimit.RetryQuota      = (*redisretry.Quota)(nil)
+	_ quota.Quota               = (*redisretry.Quota)(nil)
 	_ ratelimit.FallbackCounter = (*redisretry.Quota)(nil)
 	_ ratelimit.Limiter         = (*redisretry.Fixed)(nil)
 	_ ratelimit.Queue           = (*redisretry.Fixed)(nil)

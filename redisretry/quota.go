@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // The Quota's defaults.
@@ -29,13 +29,14 @@ var quotaSource string
 
 var quotaScript = redis.NewScript(quotaSource)
 
-// Quota is a retry quota ([ratelimit.RetryQuota]) whose buckets live in
+// Quota is a retry quota ([quota.Quota]) whose buckets live in
 // Redis, so that a fleet of replicas shares one bucket per scope: during
 // an outage the whole fleet stops retrying after one bucket's worth of
 // retries, however many replicas there are. Its arithmetic is
-// ratelimit.Quota's, parameters included (Capacity, the costs,
+// quota.Bucket's, parameters included (Capacity, the costs,
 // SuccessIncrement, RefillPerSecond, Wait), read from Local; a full bucket
-// is not stored. Quota implements [ratelimit.FallbackCounter].
+// is not stored. Like a Bucket's, its refusals are [quota.ErrExceeded].
+// Quota implements [ratelimit.FallbackCounter].
 //
 // # Round trips
 //
@@ -57,7 +58,7 @@ var quotaScript = redis.NewScript(quotaSource)
 //
 // With the defaults, four replicas call a host that fails. Each retry of
 // any replica pays 5 tokens from the scope's one bucket of 500, so the
-// fleet makes 100 retries in all, where four ratelimit.Quota values would
+// fleet makes 100 retries in all, where four quota.Bucket values would
 // allow 400; after that every replica's retries are refused, each after
 // one round trip. Once the host recovers, each replica's successes are
 // owed and paid within Flush, 1 token each, and the bucket fills again;
@@ -90,7 +91,7 @@ var quotaScript = redis.NewScript(quotaSource)
 // from Redis again.
 // Level returns the same view, without a round trip. A bucket not written to
 // for the Store's TTL expires and starts full again, a leniency that
-// ratelimit.Quota does not have.
+// quota.Bucket does not have.
 //
 // A Quota is safe for concurrent use and starts no goroutine. It must not
 // be copied, nor its fields changed, after first use.
@@ -99,8 +100,8 @@ type Quota struct {
 	// client, so that Local makes every decision.
 	Store *Store
 	// Local holds the parameters and this replica's fallback state; nil
-	// means a ratelimit.Quota with its defaults.
-	Local *ratelimit.Quota
+	// means a quota.Bucket with its defaults.
+	Local *quota.Bucket
 	// Flush is the least time between two payments of owed tokens by
 	// Success or Refund; zero means DefaultQuotaFlush (100 ms).
 	Flush time.Duration
@@ -109,7 +110,7 @@ type Quota struct {
 	Refresh time.Duration
 
 	defOnce  sync.Once
-	defLocal *ratelimit.Quota
+	defLocal *quota.Bucket
 
 	mu     sync.Mutex
 	scopes map[string]*quotaScope // guarded by mu
@@ -130,18 +131,18 @@ type quotaScope struct {
 	flushing bool      // a Success or Refund is paying them
 }
 
-// quotaParams are a ratelimit.Quota's parameters with defaults resolved.
+// quotaParams are a quota.Bucket's parameters with defaults resolved.
 type quotaParams struct {
 	capacity, rate           float64
 	retry, timeout, throttle int
 	wait                     bool
 }
 
-func paramsOf(l *ratelimit.Quota) quotaParams {
+func paramsOf(l *quota.Bucket) quotaParams {
 	p := quotaParams{
-		capacity: float64(orDefault(l.Capacity, ratelimit.DefaultQuotaCapacity)),
-		retry:    orDefault(l.RetryCost, ratelimit.DefaultRetryCost),
-		timeout:  orDefault(l.TimeoutCost, ratelimit.DefaultTimeoutCost),
+		capacity: float64(orDefault(l.Capacity, quota.DefaultCapacity)),
+		retry:    orDefault(l.RetryCost, quota.DefaultRetryCost),
+		timeout:  orDefault(l.TimeoutCost, quota.DefaultTimeoutCost),
 		wait:     l.Wait,
 	}
 	p.throttle = orDefault(l.ThrottleCost, p.timeout)
@@ -165,7 +166,7 @@ func (p *quotaParams) cost(k classify.Kind) int {
 }
 
 // Acquire takes from scope's shared bucket the cost of a retry after an
-// outcome of kind k, in one round trip, as ratelimit.Quota.AcquireAt does
+// outcome of kind k, in one round trip, as quota.Bucket.AcquireAt does
 // in process: it returns the tokens taken and, in Wait mode, how long the
 // refill needs to repay a deficit. With ok false nothing was taken: the
 // bucket could not pay, the cost exceeds Capacity, or k is not retryable
@@ -230,7 +231,7 @@ func (q *Quota) Success(scope string) {
 	now := q.store().now()
 	l := q.local()
 	l.SuccessAt(now, scope)
-	q.owe(now, scope, float64(orDefault(l.SuccessIncrement, ratelimit.DefaultSuccessIncrement)), l)
+	q.owe(now, scope, float64(orDefault(l.SuccessIncrement, quota.DefaultSuccessIncrement)), l)
 }
 
 // Level returns the tokens in scope's bucket as best known, without a
@@ -307,7 +308,7 @@ func (q *Quota) Fallbacks(scope string) uint64 { return q.fb.get(scope) }
 
 // owe adds n tokens owed to scope's bucket and pays them if Flush has
 // passed since the last payment, unless the bucket is known to be full.
-func (q *Quota) owe(now time.Time, scope string, n float64, l *ratelimit.Quota) {
+func (q *Quota) owe(now time.Time, scope string, n float64, l *quota.Bucket) {
 	q.mu.Lock()
 	st := q.scopeLocked(scope)
 	if st.full && now.Sub(st.at) < positive(q.Refresh, DefaultQuotaRefresh) {
@@ -405,17 +406,17 @@ func (q *Quota) run(now time.Time, scope string, p *quotaParams, cost int, owed,
 	return taken, tokens, full, err
 }
 
-// local returns Local, or a ratelimit.Quota with the defaults.
-func (q *Quota) local() *ratelimit.Quota {
+// local returns Local, or a quota.Bucket with the defaults.
+func (q *Quota) local() *quota.Bucket {
 	if q.Local != nil {
 		return q.Local
 	}
-	q.defOnce.Do(func() { q.defLocal = &ratelimit.Quota{MaxScopes: q.store().maxScopes(), Now: q.store().Now} })
+	q.defOnce.Do(func() { q.defLocal = &quota.Bucket{MaxScopes: q.store().maxScopes(), Now: q.store().Now} })
 	return q.defLocal
 }
 
 // orDefault returns v, or def when v is zero or negative, as package
-// ratelimit resolves its int fields.
+// quota resolves a Bucket's int fields.
 func orDefault(v, def int) int {
 	if v > 0 {
 		return v
@@ -423,8 +424,8 @@ func orDefault(v, def int) int {
 	return def
 }
 
-// seconds converts s seconds to a Duration, as package ratelimit converts
-// its waits: see nanos.
+// seconds converts s seconds to a Duration, as package quota converts a
+// Bucket's waits: see nanos.
 func seconds(s float64) time.Duration { return nanos(s * float64(time.Second)) }
 
 // micros converts us microseconds, the scripts' unit, to a Duration: see

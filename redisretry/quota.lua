@@ -1,4 +1,4 @@
--- One scope's retry quota bucket, with ratelimit.Quota's arithmetic (see
+-- One scope's retry quota bucket, with quota.Bucket's arithmetic (see
 -- quota.go). Lua numbers are doubles: they are stored with %.17g, which
 -- round-trips, and returned as strings, since Redis truncates a Lua number
 -- in a reply to an integer.

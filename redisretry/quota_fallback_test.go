@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
 
@@ -54,7 +54,7 @@ func TestQuotaFallbackKeepsSharedView(t *testing.T) {
 // back spends at most the level of its last answer.
 func TestQuotaFallbackSpendsOnlyWhatWasLeft(t *testing.T) {
 	srv := startRedis(t)
-	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 100 * time.Millisecond}).Quota(&ratelimit.Quota{Capacity: 20})
+	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 100 * time.Millisecond}).Quota(&quota.Bucket{Capacity: 20})
 	q.Acquire(scope, classify.Transient) // 15 left
 	srv.Kill()
 	got := 0
@@ -118,7 +118,7 @@ func TestQuotaRepaysOwedAfterSlowCall(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, &redis.Options{ReadTimeout: 5 * time.Second})
 	clock := faketime.New() // still: successes stay owed, never flushed
-	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 20 * time.Millisecond, Now: clock.Now}).Quota(&ratelimit.Quota{Capacity: 20})
+	q := (&redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 20 * time.Millisecond, Now: clock.Now}).Quota(&quota.Bucket{Capacity: 20})
 	if _, _, ok := q.Acquire(scope, classify.Transient); !ok { // 15 left
 		t.Fatal("Acquire refused on a full bucket")
 	}
@@ -155,7 +155,7 @@ func TestQuotaChargesLocalRetriesWhenRedisAnswers(t *testing.T) {
 	prefix := uniquePrefix(t)
 	replica := func() *redisretry.Quota {
 		s := &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: 20 * time.Millisecond, Now: clock.Now}
-		return s.Quota(&ratelimit.Quota{Capacity: 20, Now: clock.Now})
+		return s.Quota(&quota.Bucket{Capacity: 20, Now: clock.Now})
 	}
 	a, b := replica(), replica()
 	if _, _, ok := a.Acquire(scope, classify.Transient); !ok { // 15 left
@@ -202,7 +202,7 @@ func TestQuotaChargesLocalDecisionsWhenRedisAnswers(t *testing.T) {
 	prefix := uniquePrefix(t)
 	replica := func() *redisretry.Quota {
 		s := &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: 20 * time.Millisecond, Now: clock.Now}
-		return s.Quota(&ratelimit.Quota{Capacity: 20, Now: clock.Now})
+		return s.Quota(&quota.Bucket{Capacity: 20, Now: clock.Now})
 	}
 	a, b := replica(), replica()
 	a.Acquire("warm.example.com", classify.Transient) // connects and loads the script

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
 
@@ -47,7 +47,7 @@ type quotaStep struct {
 	Arg   string
 }
 
-// quotaParams are the parameters of a ratelimit.Quota, which cannot be
+// quotaParams are the parameters of a quota.Bucket, which cannot be
 // copied.
 type quotaParams struct {
 	Capacity, RetryCost, TimeoutCost, ThrottleCost, SuccessIncrement int
@@ -55,14 +55,14 @@ type quotaParams struct {
 	Wait                                                             bool
 }
 
-func (p quotaParams) quota() *ratelimit.Quota {
-	return &ratelimit.Quota{Capacity: p.Capacity, RetryCost: p.RetryCost, TimeoutCost: p.TimeoutCost,
+func (p quotaParams) quota() *quota.Bucket {
+	return &quota.Bucket{Capacity: p.Capacity, RetryCost: p.RetryCost, TimeoutCost: p.TimeoutCost,
 		ThrottleCost: p.ThrottleCost, SuccessIncrement: p.SuccessIncrement,
 		RefillPerSecond: p.RefillPerSecond, Wait: p.Wait}
 }
 
 // runQuotaScenario drives a Quota on Redis and an in-process
-// ratelimit.Quota with the same parameters, clock and events, read from
+// quota.Bucket with the same parameters, clock and events, read from
 // src, and fails t at the first result or level on which they differ.
 // Times move in steps of 1/64 s and refill rates are multiples of 1/4, so
 // that both do exact arithmetic and agree to the last bit.
@@ -144,7 +144,7 @@ func runQuotaScenario(t *testing.T, c *redis.Client, src byteSource, events int)
 	}
 }
 
-// TestQuotaMatchesLocal checks the Lua arithmetic against ratelimit.Quota
+// TestQuotaMatchesLocal checks the Lua arithmetic against quota.Bucket
 // on random event sequences: the same parameters, clock and events give
 // the same decisions, costs, waits and levels.
 func TestQuotaMatchesLocal(t *testing.T) {
@@ -200,7 +200,7 @@ func TestQuotaSharedByFleet(t *testing.T) {
 	}
 	wg.Wait()
 	// 500 tokens at 5 a retry: 100 retries for the fleet.
-	want := int64(ratelimit.DefaultQuotaCapacity / ratelimit.DefaultRetryCost)
+	want := int64(quota.DefaultCapacity / quota.DefaultRetryCost)
 	if got := taken.Load(); got != want {
 		t.Errorf("%d replicas took %d retries from one shared quota; want %d", replicas, got, want)
 	}
@@ -213,7 +213,7 @@ func TestQuotaSuccessesReachOtherReplicas(t *testing.T) {
 	srv := startRedis(t)
 	prefix := uniquePrefix(t)
 	clock := faketime.New()
-	local := &ratelimit.Quota{Capacity: 10, RetryCost: 5}
+	local := &quota.Bucket{Capacity: 10, RetryCost: 5}
 	a := &redisretry.Quota{Store: &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: 5 * time.Second, Now: clock.Now}, Local: local}
 	b := &redisretry.Quota{Store: &redisretry.Store{Client: srv.client(t, nil), Prefix: prefix, Timeout: 5 * time.Second, Now: clock.Now}, Local: local}
 	const scope = "api.example.com"
@@ -306,7 +306,7 @@ func TestQuotaKeys(t *testing.T) {
 	adm := srv.client(t, nil)
 	q := &redisretry.Quota{
 		Store: &redisretry.Store{Client: srv.client(t, nil), Prefix: "p:", Timeout: 5 * time.Second},
-		Local: &ratelimit.Quota{Capacity: 10, RetryCost: 5},
+		Local: &quota.Bucket{Capacity: 10, RetryCost: 5},
 		Flush: time.Nanosecond, // pay what is owed at once
 	}
 	if _, _, ok := q.Acquire("api.example.com", classify.Transient); !ok {

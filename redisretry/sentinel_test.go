@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/redisretry"
 	"github.com/retrytransport/retrytransport/redisretry/internal/redisproc"
 )
@@ -92,7 +92,7 @@ func TestSentinelQuotaSharedByFleet(t *testing.T) {
 	}
 	wg.Wait()
 	// 500 tokens at 5 a retry: 100 retries for the fleet.
-	want := int64(ratelimit.DefaultQuotaCapacity / ratelimit.DefaultRetryCost)
+	want := int64(quota.DefaultCapacity / quota.DefaultRetryCost)
 	if got := taken.Load(); got != want {
 		t.Errorf("%d replicas took %d retries from one shared quota through Sentinel; want %d", len(qs), got, want)
 	}

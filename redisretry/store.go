@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -112,8 +113,9 @@ type Store struct {
 	LogInterval time.Duration
 	// MaxScopes bounds how many scopes each Quota, Fixed and Adaptive of
 	// the Store keeps local records for (last answers, fallback counts);
-	// zero means ratelimit.DefaultMaxScopes. A scope whose record is
-	// dropped starts again as if unseen by this replica.
+	// zero means 10,000, ratelimit.DefaultMaxScopes (which equals
+	// quota.DefaultMaxScopes). A scope whose record is dropped starts
+	// again as if unseen by this replica.
 	MaxScopes int
 	// Now is the clock; nil means time.Now. When set, the scripts also
 	// take their time from it instead of from the Redis server's clock
@@ -144,8 +146,8 @@ var (
 )
 
 // Quota returns a [Quota] in s whose parameters and local fallback state
-// are local (nil means a ratelimit.Quota with its defaults).
-func (s *Store) Quota(local *ratelimit.Quota) *Quota { return &Quota{Store: s, Local: local} }
+// are local (nil means a quota.Bucket with its defaults).
+func (s *Store) Quota(local *quota.Bucket) *Quota { return &Quota{Store: s, Local: local} }
 
 // Adaptive returns an [Adaptive] in s whose parameters and local fallback
 // state are local (nil means a ratelimit.Adaptive with Beta DefaultBeta).

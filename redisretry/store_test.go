@@ -11,7 +11,7 @@ import (
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
 
@@ -259,7 +259,7 @@ func TestSlowRedisFallsBack(t *testing.T) {
 // everything locally, counting fallbacks, as if Redis were down.
 func TestNoClientDecidesLocally(t *testing.T) {
 	s := &redisretry.Store{}
-	q := s.Quota(&ratelimit.Quota{Capacity: 10, RetryCost: 5})
+	q := s.Quota(&quota.Bucket{Capacity: 10, RetryCost: 5})
 	for i := range 3 {
 		_, _, ok := q.Acquire(scope, classify.Transient)
 		if want := i < 2; ok != want {
@@ -295,7 +295,7 @@ func TestClusterClientNeedsDeadlines(t *testing.T) {
 // TestNilStoreDecidesLocally checks that a nil Store field means a Store
 // without a client, not a panic.
 func TestNilStoreDecidesLocally(t *testing.T) {
-	q := &redisretry.Quota{Local: &ratelimit.Quota{Capacity: 5, RetryCost: 5}}
+	q := &redisretry.Quota{Local: &quota.Bucket{Capacity: 5, RetryCost: 5}}
 	if _, _, ok := q.Acquire(scope, classify.Transient); !ok {
 		t.Error("Quota without a Store: Acquire on a full bucket refused")
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
@@ -60,7 +61,7 @@ func TestTransportFleetSharesQuota(t *testing.T) {
 	defer api.Close()
 	ts := fleet(t, srv, 2, func(s *redisretry.Store) policy.Policy {
 		p := policy.Standard()
-		p.Quota = s.Quota(&ratelimit.Quota{Capacity: 20}) // 4 retries at 5 tokens
+		p.Quota = s.Quota(&quota.Bucket{Capacity: 20}) // 4 retries at 5 tokens
 		return p
 	})
 	for i := range 6 {

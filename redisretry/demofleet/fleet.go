@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
 
@@ -74,7 +74,7 @@ func newFleet(cfg config, baseURL, redisAddr string) *fleet {
 		}
 		r.rt = retrytransport.New(nil, retrytransport.WithPolicy(pol),
 			retrytransport.WithObserver(func(ev retrytransport.Event) {
-				if errors.Is(ev.Stop, ratelimit.ErrQuotaExceeded) {
+				if errors.Is(ev.Stop, quota.ErrExceeded) {
 					r.refused.Store(true)
 				}
 			}))

@@ -48,7 +48,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/backoff"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
 
@@ -206,7 +206,7 @@ func sharedLevel(ctx context.Context, redisAddr, scope string) (float64, error) 
 	v, err := rdb.HGet(ctx, redisretry.DefaultPrefix+"{"+scope+"}:quota", "tokens").Float64()
 	switch {
 	case errors.Is(err, redis.Nil):
-		return ratelimit.DefaultQuotaCapacity, nil
+		return quota.DefaultCapacity, nil
 	case err != nil:
 		return 0, fmt.Errorf("demofleet: read the shared bucket: %w", err)
 	}
@@ -247,7 +247,7 @@ func (p *printer) intro(apiURL, redisAddr string, cfg config) {
 	p.printf("%d replicas send %d requests each, one after the other, all replicas at once, with policy.Standard():\n",
 		cfg.replicas, cfg.requests)
 	p.printf("3 attempts per request, a retry quota of %d tokens at %d per retry, backoff cut to milliseconds.\n",
-		ratelimit.DefaultQuotaCapacity, ratelimit.DefaultRetryCost)
+		quota.DefaultCapacity, quota.DefaultRetryCost)
 }
 
 // act prints one outage run: a row per replica, then the fleet's totals.
@@ -289,7 +289,7 @@ func (p *printer) compare(res result, cfg config) {
 // recovery prints act 3.
 func (p *printer) recovery(rec recovery, cfg config) {
 	p.printf("\nAct 3: the outage ends, the API answers 200; each request that succeeds at its first attempt adds %d token\n",
-		ratelimit.DefaultSuccessIncrement)
+		quota.DefaultSuccessIncrement)
 	p.printf("  shared bucket in Redis\ttokens\n")
 	p.printf("  before\t%.0f\n", rec.before)
 	p.printf("  after %d requests per replica\t%.0f\t(owed by the replicas, which pay the bucket at most every %v: Quota.Flush)\n",

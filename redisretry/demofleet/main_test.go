@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"go.uber.org/goleak"
 )
 
@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 
 // quotaRetries is how many retries after a 503 one full retry quota pays
 // for: 100 with the defaults.
-const quotaRetries = ratelimit.DefaultQuotaCapacity / ratelimit.DefaultRetryCost
+const quotaRetries = quota.DefaultCapacity / quota.DefaultRetryCost
 
 // smallConfig is a quick run: 3 replicas, enough requests each to empty a
 // quota of its own (2 retries per request), and a Redis timeout generous
@@ -74,14 +74,14 @@ func TestRun(t *testing.T) {
 	// Recovery: every success adds one token to the shared bucket, once
 	// the replicas have paid what they owe.
 	rec := res.recovery
-	if rec.before >= ratelimit.DefaultRetryCost {
+	if rec.before >= quota.DefaultRetryCost {
 		t.Errorf("run(smallConfig) recovery: shared level before = %v; want below %d, the outage having emptied the bucket",
-			rec.before, ratelimit.DefaultRetryCost)
+			rec.before, quota.DefaultRetryCost)
 	}
 	if want := cfg.replicas * (cfg.recovery + 1); rec.successes != want {
 		t.Errorf("run(smallConfig) recovery: successes = %d; want %d", rec.successes, want)
 	}
-	if want := min(rec.before+float64(rec.successes), ratelimit.DefaultQuotaCapacity); rec.after != want {
+	if want := min(rec.before+float64(rec.successes), quota.DefaultCapacity); rec.after != want {
 		t.Errorf("run(smallConfig) recovery: shared level after = %v; want %v (before %v + %d successes)",
 			rec.after, want, rec.before, rec.successes)
 	}

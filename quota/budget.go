@@ -1,11 +1,13 @@
-package ratelimit
+package quota
 
 import (
+	"errors"
 	"math"
 	"sync"
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/scopemap"
 )
 
 // The retry budget's defaults, Finagle's (docs/budget.md).
@@ -14,6 +16,14 @@ const (
 	DefaultBudgetMinPerSecond = 10               // retries per second allowed whatever the traffic
 	DefaultBudgetWindow       = 10 * time.Second // how far back requests and retries count
 )
+
+// ErrOverBudget records that a [Budget] refused a retry: the retries of
+// the scope's window already reached its share of the requests, or its
+// floor. The transport returns it, wrapped, as the reason it stopped
+// retrying, where a [Bucket]'s refusal gives [ErrExceeded]; match it with
+// errors.Is. A Budget reports it through its Refusal method ([Refuser]);
+// [Budget.AcquireAt] itself reports a refusal with ok false, not an error.
+var ErrOverBudget = errors.New("quota: retry budget exceeded")
 
 // budgetSlots is how many slices the window is kept in: requests and
 // retries leave the window a tenth of it at a time.
@@ -25,7 +35,7 @@ const budgetSlots = 10
 // little traffic still retry. The same holds within each tenth of the
 // Window, so that the budget left unspent while all was well cannot be
 // spent in a burst when an outage begins. It is the budget of Finagle,
-// Envoy and gRPC's proposals (docs/budget.md): unlike [Quota], whose bucket
+// Envoy and gRPC's proposals (docs/budget.md): unlike [Bucket], whose bucket
 // lets a burst of retries through before it drains, it bounds the retries
 // at every moment, so that a client whose traffic is above the floor never
 // sends more than 1 + Ratio times its requests, whatever the failure
@@ -58,7 +68,7 @@ type Budget struct {
 	Now          func() time.Time // clock of the methods without an At suffix; nil means time.Now
 
 	mu     sync.Mutex
-	scopes scopeMap[budgetScope] // guarded by mu
+	scopes scopemap.Map[budgetScope] // guarded by mu
 }
 
 // budgetScope is one scope's counts, in a ring of slices.
@@ -133,9 +143,9 @@ func (b *Budget) params() budgetParams {
 // scopeLocked returns scope's counts advanced to now, storing them if
 // needed. The caller holds b.mu.
 func (b *Budget) scopeLocked(now time.Time, scope string, p budgetParams) *budgetScope {
-	s := b.scopes.get(scope)
+	s := b.scopes.Get(scope)
 	if s == nil {
-		s = b.scopes.add(scope, orDefault(b.MaxScopes, DefaultMaxScopes))
+		s = b.scopes.Add(scope, orDefault(b.MaxScopes, DefaultMaxScopes))
 		s.start = now
 	}
 	s.advance(now, p.slice)
@@ -160,7 +170,7 @@ func (b *Budget) Request(scope string) { b.RequestAt(b.now(), scope) }
 // k if the scope's budget allows one more, and counts it: cost 1 and no
 // wait. With ok false nothing was counted and the retry must not happen:
 // the budget is spent, or k is not retryable (Success, Fatal). The
-// transport then stops with ErrQuotaExceeded, as for a [Quota].
+// transport then stops with [ErrOverBudget] (see [Budget.Refusal]).
 func (b *Budget) AcquireAt(now time.Time, scope string, k classify.Kind) (cost int, wait time.Duration, ok bool) {
 	switch k {
 	case classify.Transient, classify.Timeout, classify.Throttle:
@@ -194,7 +204,7 @@ func (b *Budget) CancelAt(now time.Time, scope string, cost int) {
 	p := b.params()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.scopes.peek(scope)
+	s := b.scopes.Peek(scope)
 	if s == nil {
 		return
 	}
@@ -211,6 +221,11 @@ func (b *Budget) CancelAt(now time.Time, scope string, cost int) {
 // transport calls it for a retry or hedge it paid for and did not send.
 func (b *Budget) Cancel(scope string, cost int) { b.CancelAt(b.now(), scope, cost) }
 
+// Refusal returns [ErrOverBudget], the error that a refusal by Acquire is
+// reported with, which tells it from a [Bucket]'s [ErrExceeded]. It makes
+// Budget a [Refuser].
+func (b *Budget) Refusal() error { return ErrOverBudget }
+
 // Success does nothing: requests are counted by Request, successful or
 // not.
 func (b *Budget) Success(scope string) {}
@@ -222,7 +237,7 @@ func (b *Budget) LevelAt(now time.Time, scope string) float64 {
 	p := b.params()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s := b.scopes.peek(scope)
+	s := b.scopes.Peek(scope)
 	if s == nil {
 		return p.floor / budgetSlots
 	}

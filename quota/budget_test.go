@@ -1,4 +1,4 @@
-package ratelimit_test
+package quota_test
 
 import (
 	"math"
@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // grant asks b for n retries of scope at at, and returns how many it
 // granted.
-func grant(b *ratelimit.Budget, at time.Time, scope string, n int) int {
+func grant(b *quota.Budget, at time.Time, scope string, n int) int {
 	got := 0
 	for range n {
 		if cost, wait, ok := b.AcquireAt(at, scope, classify.Transient); ok {
@@ -25,7 +25,7 @@ func grant(b *ratelimit.Budget, at time.Time, scope string, n int) int {
 }
 
 // requests counts n requests of scope at at.
-func requests(b *ratelimit.Budget, at time.Time, scope string, n int) {
+func requests(b *quota.Budget, at time.Time, scope string, n int) {
 	for range n {
 		b.RequestAt(at, scope)
 	}
@@ -34,7 +34,7 @@ func requests(b *ratelimit.Budget, at time.Time, scope string, n int) {
 func TestBudgetFloorAndRatio(t *testing.T) {
 	// Defaults: 20 % of the requests of the last 10 s, or 10 a second
 	// when that is more; and the same within each second of the window.
-	var b ratelimit.Budget
+	var b quota.Budget
 	if got := grant(&b, t0, "s", 150); got != 10 {
 		t.Errorf("retries without requests = %d; want 10, the floor's second", got)
 	}
@@ -53,7 +53,7 @@ func TestBudgetFloorAndRatio(t *testing.T) {
 // TestBudgetSlidingWindow: counts leave the window a tenth of it at a
 // time, so the budget comes back gradually, not all at once.
 func TestBudgetSlidingWindow(t *testing.T) {
-	b := ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Window: time.Second}
+	b := quota.Budget{Ratio: 0.5, MinPerSecond: -1, Window: time.Second}
 	requests(&b, t0, "s", 100)
 	if got := grant(&b, t0, "s", 100); got != 50 {
 		t.Fatalf("retries after 100 requests at ratio 0.5, no floor = %d; want 50", got)
@@ -87,7 +87,7 @@ func TestBudgetSlidingWindow(t *testing.T) {
 // TestBudgetFloorOverTheWindow: the floor is a rate: a second's share of
 // it each second, the whole of it over the window.
 func TestBudgetFloorOverTheWindow(t *testing.T) {
-	var b ratelimit.Budget
+	var b quota.Budget
 	total := 0
 	for i := range 10 {
 		total += grant(&b, t0.Add(time.Duration(i)*time.Second), "s", 50)
@@ -104,7 +104,7 @@ func TestBudgetFloorOverTheWindow(t *testing.T) {
 // well is not spent at once when an outage begins: the retries of each
 // second stay within Ratio of its requests.
 func TestBudgetNoBurstAfterQuietTimes(t *testing.T) {
-	var b ratelimit.Budget
+	var b quota.Budget
 	for i := range 9 { // 9 s of 1000 requests a second, all fine
 		requests(&b, t0.Add(time.Duration(i)*time.Second), "s", 1000)
 	}
@@ -118,14 +118,14 @@ func TestBudgetNoBurstAfterQuietTimes(t *testing.T) {
 func TestBudgetSettings(t *testing.T) {
 	tests := []struct {
 		name string
-		b    *ratelimit.Budget
+		b    *quota.Budget
 		want int // retries granted without requests
 	}{
-		{"defaults", &ratelimit.Budget{}, 10},
-		{"floor_per_second", &ratelimit.Budget{MinPerSecond: 20, Window: 5 * time.Second}, 10},
-		{"no_floor", &ratelimit.Budget{MinPerSecond: -1}, 0},
-		{"nan_means_default", &ratelimit.Budget{MinPerSecond: math.NaN(), Ratio: math.NaN()}, 10},
-		{"negative_window_means_default", &ratelimit.Budget{Window: -time.Second}, 10},
+		{"defaults", &quota.Budget{}, 10},
+		{"floor_per_second", &quota.Budget{MinPerSecond: 20, Window: 5 * time.Second}, 10},
+		{"no_floor", &quota.Budget{MinPerSecond: -1}, 0},
+		{"nan_means_default", &quota.Budget{MinPerSecond: math.NaN(), Ratio: math.NaN()}, 10},
+		{"negative_window_means_default", &quota.Budget{Window: -time.Second}, 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +134,7 @@ func TestBudgetSettings(t *testing.T) {
 			}
 		})
 	}
-	b := ratelimit.Budget{Ratio: -1, MinPerSecond: -1}
+	b := quota.Budget{Ratio: -1, MinPerSecond: -1}
 	requests(&b, t0, "s", 100)
 	if got := grant(&b, t0, "s", 10); got != 0 {
 		t.Errorf("negative Ratio and no floor: %d retries; want none", got)
@@ -142,7 +142,7 @@ func TestBudgetSettings(t *testing.T) {
 }
 
 func TestBudgetRefusesWhatIsNotRetryable(t *testing.T) {
-	var b ratelimit.Budget
+	var b quota.Budget
 	for _, k := range []classify.Kind{classify.Success, classify.Fatal} {
 		if _, _, ok := b.AcquireAt(t0, "s", k); ok {
 			t.Errorf("AcquireAt after %v granted a retry; want a refusal", k)
@@ -156,7 +156,7 @@ func TestBudgetRefusesWhatIsNotRetryable(t *testing.T) {
 }
 
 func TestBudgetEvictsLeastRecentlyUsed(t *testing.T) {
-	b := ratelimit.Budget{MaxScopes: 1} // 10 a second
+	b := quota.Budget{MaxScopes: 1} // 10 a second
 	grant(&b, t0, "a", 10)
 	grant(&b, t0, "b", 1) // evicts a
 	if got := grant(&b, t0, "a", 20); got != 10 {
@@ -166,7 +166,7 @@ func TestBudgetEvictsLeastRecentlyUsed(t *testing.T) {
 
 func TestBudgetUsesNowField(t *testing.T) {
 	now := t0
-	b := ratelimit.Budget{MinPerSecond: 10, Window: time.Second, Now: func() time.Time { return now }} // one retry a tenth of the window
+	b := quota.Budget{MinPerSecond: 10, Window: time.Second, Now: func() time.Time { return now }} // one retry a tenth of the window
 	b.Request("s")
 	if _, _, ok := b.Acquire("s", classify.Transient); !ok {
 		t.Fatal("first Acquire refused; want the floor's one retry")
@@ -186,7 +186,7 @@ func TestBudgetUsesNowField(t *testing.T) {
 // TestBudgetCancelGivesBackUnsentRetries: a retry granted and not sent
 // after all is given back with Cancel, not Refund.
 func TestBudgetCancelGivesBackUnsentRetries(t *testing.T) {
-	b := ratelimit.Budget{MinPerSecond: -1}
+	b := quota.Budget{MinPerSecond: -1}
 	requests(&b, t0, "s", 50) // 10 retries
 	if got := grant(&b, t0, "s", 10); got != 10 {
 		t.Fatalf("granted %d; want 10", got)
@@ -206,7 +206,7 @@ func TestBudgetCancelGivesBackUnsentRetries(t *testing.T) {
 	b.CancelAt(t0, "unknown", 1) // no such scope: nothing happens
 
 	// Retries granted in an earlier slice are given back there.
-	c := ratelimit.Budget{MinPerSecond: -1}
+	c := quota.Budget{MinPerSecond: -1}
 	requests(&c, t0, "s", 50)
 	grant(&c, t0, "s", 10)
 	later := t0.Add(1500 * time.Millisecond)
@@ -223,7 +223,7 @@ func TestBudgetCancelGivesBackUnsentRetries(t *testing.T) {
 // leave the window after 10 ns.
 func TestBudgetWindowUnderTenNanoseconds(t *testing.T) {
 	for _, w := range []time.Duration{1, 5 * time.Nanosecond, 9 * time.Nanosecond} {
-		b := ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Window: w}
+		b := quota.Budget{Ratio: 0.5, MinPerSecond: -1, Window: w}
 		requests(&b, t0, "s", 10)
 		if got := grant(&b, t0, "s", 10); got != 5 {
 			t.Errorf("Window %v: retries after 10 requests at ratio 0.5 = %d; want 5", w, got)

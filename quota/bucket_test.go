@@ -1,4 +1,4 @@
-package ratelimit_test
+package quota_test
 
 import (
 	"fmt"
@@ -9,14 +9,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 var t0 = faketime.Epoch
 
 // drain acquires retries after k on scope at t0 until q refuses, and returns
 // how many it granted.
-func drain(t *testing.T, q *ratelimit.Quota, scope string, k classify.Kind) int {
+func drain(t *testing.T, q *quota.Bucket, scope string, k classify.Kind) int {
 	t.Helper()
 	for n := 0; n < 10000; n++ {
 		if _, _, ok := q.AcquireAt(t0, scope, k); !ok {
@@ -27,22 +27,22 @@ func drain(t *testing.T, q *ratelimit.Quota, scope string, k classify.Kind) int 
 	return 0
 }
 
-func TestQuotaRefusesOnceDrained(t *testing.T) {
+func TestBucketRefusesOnceDrained(t *testing.T) {
 	tests := []struct {
 		name      string
-		q         *ratelimit.Quota
+		q         *quota.Bucket
 		kind      classify.Kind
 		wantCount int
 		wantLevel float64
 	}{
-		{"transient_default", &ratelimit.Quota{}, classify.Transient, 100, 0},
-		{"throttle_default", &ratelimit.Quota{}, classify.Throttle, 50, 0},
-		{"timeout_default", &ratelimit.Quota{}, classify.Timeout, 50, 0},
-		{"custom_costs", &ratelimit.Quota{Capacity: 10, RetryCost: 3}, classify.Transient, 3, 1},
-		{"negative_means_default", &ratelimit.Quota{Capacity: -1, RetryCost: -1, TimeoutCost: -7}, classify.Timeout, 50, 0},
-		{"wait_without_refill", &ratelimit.Quota{Wait: true}, classify.Transient, 100, 0},
-		{"cost_above_capacity", &ratelimit.Quota{Capacity: 4}, classify.Transient, 0, 4},
-		{"cost_above_capacity_wait", &ratelimit.Quota{Capacity: 4, RefillPerSecond: 1, Wait: true}, classify.Transient, 0, 4},
+		{"transient_default", &quota.Bucket{}, classify.Transient, 100, 0},
+		{"throttle_default", &quota.Bucket{}, classify.Throttle, 50, 0},
+		{"timeout_default", &quota.Bucket{}, classify.Timeout, 50, 0},
+		{"custom_costs", &quota.Bucket{Capacity: 10, RetryCost: 3}, classify.Transient, 3, 1},
+		{"negative_means_default", &quota.Bucket{Capacity: -1, RetryCost: -1, TimeoutCost: -7}, classify.Timeout, 50, 0},
+		{"wait_without_refill", &quota.Bucket{Wait: true}, classify.Transient, 100, 0},
+		{"cost_above_capacity", &quota.Bucket{Capacity: 4}, classify.Transient, 0, 4},
+		{"cost_above_capacity_wait", &quota.Bucket{Capacity: 4, RefillPerSecond: 1, Wait: true}, classify.Transient, 0, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,33 +56,33 @@ func TestQuotaRefusesOnceDrained(t *testing.T) {
 	}
 }
 
-func TestQuotaAcquireReturnsCost(t *testing.T) {
+func TestBucketAcquireReturnsCost(t *testing.T) {
 	tests := []struct {
 		kind   classify.Kind
 		wantOK bool
 		want   int
 	}{
-		{classify.Transient, true, ratelimit.DefaultRetryCost},
-		{classify.Throttle, true, ratelimit.DefaultTimeoutCost},
-		{classify.Timeout, true, ratelimit.DefaultTimeoutCost},
+		{classify.Transient, true, quota.DefaultRetryCost},
+		{classify.Throttle, true, quota.DefaultTimeoutCost},
+		{classify.Timeout, true, quota.DefaultTimeoutCost},
 		{classify.Success, false, 0},
 		{classify.Fatal, false, 0},
 		{classify.Kind(99), false, 0},
 	}
 	for _, tt := range tests {
-		var q ratelimit.Quota
+		var q quota.Bucket
 		cost, wait, ok := q.AcquireAt(t0, "a", tt.kind)
 		if cost != tt.want || wait != 0 || ok != tt.wantOK {
 			t.Errorf("AcquireAt(a, %v) = %d, %v, %t; want %d, 0, %t", tt.kind, cost, wait, ok, tt.want, tt.wantOK)
 		}
-		if got, want := q.LevelAt(t0, "a"), float64(ratelimit.DefaultQuotaCapacity-tt.want); got != want {
+		if got, want := q.LevelAt(t0, "a"), float64(quota.DefaultCapacity-tt.want); got != want {
 			t.Errorf("LevelAt(a) after AcquireAt(%v) = %v; want %v", tt.kind, got, want)
 		}
 	}
 }
 
-func TestQuotaSuccessAddsIncrementUpToCapacity(t *testing.T) {
-	q := ratelimit.Quota{Capacity: 20, SuccessIncrement: 2}
+func TestBucketSuccessAddsIncrementUpToCapacity(t *testing.T) {
+	q := quota.Bucket{Capacity: 20, SuccessIncrement: 2}
 	q.AcquireAt(t0, "a", classify.Transient) // 15
 	var got []float64
 	for range 4 {
@@ -98,8 +98,8 @@ func TestQuotaSuccessAddsIncrementUpToCapacity(t *testing.T) {
 	}
 }
 
-func TestQuotaRefundReturnsCost(t *testing.T) {
-	var q ratelimit.Quota
+func TestBucketRefundReturnsCost(t *testing.T) {
+	var q quota.Bucket
 	c1, _, _ := q.AcquireAt(t0, "a", classify.Timeout)
 	c2, _, _ := q.AcquireAt(t0, "a", classify.Transient)
 	q.RefundAt(t0, "a", c2)
@@ -112,8 +112,8 @@ func TestQuotaRefundReturnsCost(t *testing.T) {
 	}
 }
 
-func TestQuotaScopesIndependent(t *testing.T) {
-	var q ratelimit.Quota
+func TestBucketScopesIndependent(t *testing.T) {
+	var q quota.Bucket
 	drain(t, &q, "a", classify.Throttle)
 	if got := q.LevelAt(t0, "b"); got != 500 {
 		t.Errorf("LevelAt(b) after draining a = %v; want 500", got)
@@ -123,7 +123,7 @@ func TestQuotaScopesIndependent(t *testing.T) {
 	}
 }
 
-func TestQuotaRefill(t *testing.T) {
+func TestBucketRefill(t *testing.T) {
 	tests := []struct {
 		name    string
 		refill  float64
@@ -139,7 +139,7 @@ func TestQuotaRefill(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := ratelimit.Quota{Capacity: 100, RefillPerSecond: tt.refill}
+			q := quota.Bucket{Capacity: 100, RefillPerSecond: tt.refill}
 			drain(t, &q, "a", classify.Transient)
 			if got := q.LevelAt(t0.Add(tt.elapsed), "a"); got != tt.want {
 				t.Errorf("LevelAt(t0%+v, a) = %v; want %v", tt.elapsed, got, tt.want)
@@ -148,8 +148,8 @@ func TestQuotaRefill(t *testing.T) {
 	}
 }
 
-func TestQuotaClockBackwardsRemovesNothing(t *testing.T) {
-	q := ratelimit.Quota{Capacity: 100, RefillPerSecond: 1}
+func TestBucketClockBackwardsRemovesNothing(t *testing.T) {
+	q := quota.Bucket{Capacity: 100, RefillPerSecond: 1}
 	drain(t, &q, "a", classify.Transient)
 	q.SuccessAt(t0.Add(10*time.Second), "a") // 10 refilled + 1
 	q.SuccessAt(t0, "a")                     // earlier instant: +1, no refill lost
@@ -161,8 +161,8 @@ func TestQuotaClockBackwardsRemovesNothing(t *testing.T) {
 	}
 }
 
-func TestQuotaWaitTakesCostAndReportsDeficit(t *testing.T) {
-	q := ratelimit.Quota{Capacity: 10, RefillPerSecond: 2, Wait: true}
+func TestBucketWaitTakesCostAndReportsDeficit(t *testing.T) {
+	q := quota.Bucket{Capacity: 10, RefillPerSecond: 2, Wait: true}
 	type step struct {
 		Cost  int
 		Wait  time.Duration
@@ -190,14 +190,14 @@ func TestQuotaWaitTakesCostAndReportsDeficit(t *testing.T) {
 	}
 }
 
-func TestQuotaMaxScopesBoundsMemory(t *testing.T) {
-	q := ratelimit.Quota{MaxScopes: 3}
+func TestBucketMaxScopesBoundsMemory(t *testing.T) {
+	q := quota.Bucket{MaxScopes: 3}
 	for i := range 10 {
 		q.AcquireAt(t0, fmt.Sprint("host", i), classify.Transient)
 	}
 	charged := 0
 	for i := range 10 {
-		if q.LevelAt(t0, fmt.Sprint("host", i)) < ratelimit.DefaultQuotaCapacity {
+		if q.LevelAt(t0, fmt.Sprint("host", i)) < quota.DefaultCapacity {
 			charged++
 		}
 	}
@@ -209,8 +209,8 @@ func TestQuotaMaxScopesBoundsMemory(t *testing.T) {
 	}
 }
 
-func TestQuotaEvictsFullestBucket(t *testing.T) {
-	q := ratelimit.Quota{MaxScopes: 2}
+func TestBucketEvictsFullestBucket(t *testing.T) {
+	q := quota.Bucket{MaxScopes: 2}
 	q.AcquireAt(t0, "drained", classify.Throttle)
 	q.AcquireAt(t0, "drained", classify.Throttle) // 480
 	q.AcquireAt(t0, "light", classify.Transient)  // 495
@@ -220,9 +220,9 @@ func TestQuotaEvictsFullestBucket(t *testing.T) {
 	}
 }
 
-func TestQuotaUsesNowField(t *testing.T) {
+func TestBucketUsesNowField(t *testing.T) {
 	clock := faketime.New()
-	q := ratelimit.Quota{Capacity: 10, RefillPerSecond: 1, Now: clock.Now}
+	q := quota.Bucket{Capacity: 10, RefillPerSecond: 1, Now: clock.Now}
 	q.Acquire("a", classify.Throttle)
 	clock.Advance(3 * time.Second)
 	q.Success("a")
@@ -232,8 +232,8 @@ func TestQuotaUsesNowField(t *testing.T) {
 	}
 }
 
-func TestQuotaHealthyHotPathDoesNotAllocate(t *testing.T) {
-	var q ratelimit.Quota
+func TestBucketHealthyHotPathDoesNotAllocate(t *testing.T) {
+	var q quota.Bucket
 	if allocs := testing.AllocsPerRun(1000, func() { q.Success("a"); q.RefundAt(t0, "a", 5) }); allocs != 0 {
 		t.Errorf("Success and RefundAt on a healthy quota: %v allocs per run; want 0", allocs)
 	}
@@ -243,9 +243,9 @@ func TestQuotaHealthyHotPathDoesNotAllocate(t *testing.T) {
 	}
 }
 
-func TestQuotaConcurrentUseKeepsLevelInRange(t *testing.T) {
+func TestBucketConcurrentUseKeepsLevelInRange(t *testing.T) {
 	clock := faketime.New()
-	q := ratelimit.Quota{Capacity: 50, RefillPerSecond: 3, Now: clock.Now}
+	q := quota.Bucket{Capacity: 50, RefillPerSecond: 3, Now: clock.Now}
 	scopes := []string{"a", "b", "c"}
 	kinds := []classify.Kind{classify.Transient, classify.Throttle, classify.Timeout}
 	var wg sync.WaitGroup
@@ -272,21 +272,21 @@ func TestQuotaConcurrentUseKeepsLevelInRange(t *testing.T) {
 	wg.Wait()
 }
 
-// BenchmarkQuotaSuccess measures a healthy client's hot path: one atomic load.
-func BenchmarkQuotaSuccess(b *testing.B) {
-	var q ratelimit.Quota
+// BenchmarkBucketSuccess measures a healthy client's hot path: one atomic load.
+func BenchmarkBucketSuccess(b *testing.B) {
+	var q quota.Bucket
 	b.ReportAllocs()
 	for b.Loop() {
 		q.Success("api.example.com")
 	}
 }
 
-// BenchmarkQuotaAcquireRefund measures a retry that succeeds, on a charged
+// BenchmarkBucketAcquireRefund measures a retry that succeeds, on a charged
 // scope (bucket stays stored) and a fresh one (bucket stored, then dropped).
-func BenchmarkQuotaAcquireRefund(b *testing.B) {
+func BenchmarkBucketAcquireRefund(b *testing.B) {
 	for _, charged := range []bool{true, false} {
 		b.Run(fmt.Sprintf("charged=%t", charged), func(b *testing.B) {
-			var q ratelimit.Quota
+			var q quota.Bucket
 			if charged {
 				q.AcquireAt(t0, "api.example.com", classify.Timeout)
 			}
@@ -299,13 +299,13 @@ func BenchmarkQuotaAcquireRefund(b *testing.B) {
 	}
 }
 
-func TestQuotaThrottleCost(t *testing.T) {
-	q := &ratelimit.Quota{RetryCost: 14, ThrottleCost: 5}
+func TestBucketThrottleCost(t *testing.T) {
+	q := &quota.Bucket{RetryCost: 14, ThrottleCost: 5}
 	now := time.Unix(0, 0)
 	for _, tt := range []struct {
 		k    classify.Kind
 		want int
-	}{{classify.Transient, 14}, {classify.Throttle, 5}, {classify.Timeout, ratelimit.DefaultTimeoutCost}} {
+	}{{classify.Transient, 14}, {classify.Throttle, 5}, {classify.Timeout, quota.DefaultTimeoutCost}} {
 		if cost, _, ok := q.AcquireAt(now, "s", tt.k); !ok || cost != tt.want {
 			t.Errorf("AcquireAt(%v) cost = %d, %t; want %d, true", tt.k, cost, ok, tt.want)
 		}

@@ -9,43 +9,43 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 )
 
-// Standard must stay usable wherever a Func is wanted.
-var _ classify.Func = classify.Standard
+// Default must stay usable wherever a Func is wanted.
+var _ classify.Func = classify.Default
 
-func TestStandardClassifiesResponseByStatus(t *testing.T) {
+func TestDefaultClassifiesResponseByStatus(t *testing.T) {
 	for _, status := range []int{200, 400, 429, 503} {
 		body := `<Error><Code>SlowDown</Code></Error>`
 		want := classify.Status(newResp(t, status, body))
-		got := classify.Standard(newReq(t, "GET"), newResp(t, status, body), nil)
+		got := classify.Default(newReq(t, "GET"), newResp(t, status, body), nil)
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("Standard(GET, %d, %q, nil) mismatch with Status (-want +got):\n%s", status, body, diff)
+			t.Errorf("Default(GET, %d, %q, nil) mismatch with Status (-want +got):\n%s", status, body, diff)
 		}
 	}
 }
 
-func TestStandardClassifiesErrorByError(t *testing.T) {
+func TestDefaultClassifiesErrorByError(t *testing.T) {
 	errs := []error{
 		&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED},
 		&net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET},
 	}
 	for _, err := range errs {
 		want := classify.Error(newReq(t, "GET"), err)
-		got := classify.Standard(newReq(t, "GET"), nil, err)
+		got := classify.Default(newReq(t, "GET"), nil, err)
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("Standard(GET, nil, %v) mismatch with Error (-want +got):\n%s", err, diff)
+			t.Errorf("Default(GET, nil, %v) mismatch with Error (-want +got):\n%s", err, diff)
 		}
 	}
 }
 
-func TestStandardAllocatesNothingFor429(t *testing.T) {
+func TestDefaultAllocatesNothingFor429(t *testing.T) {
 	req := newReq(t, "GET")
 	resp := newResp(t, 429, `{"__type":"ThrottlingException"}`)
 	allocs := testing.AllocsPerRun(100, func() {
-		if o := classify.Standard(req, resp, nil); o.Kind != classify.Throttle {
-			t.Fatalf("Standard(GET, 429) = %v; want throttle", o.Kind)
+		if o := classify.Default(req, resp, nil); o.Kind != classify.Throttle {
+			t.Fatalf("Default(GET, 429) = %v; want throttle", o.Kind)
 		}
 	})
 	if allocs != 0 {
-		t.Errorf("Standard(GET, 429) allocates %v times per call; want 0", allocs)
+		t.Errorf("Default(GET, 429) allocates %v times per call; want 0", allocs)
 	}
 }

@@ -1,17 +1,17 @@
-package ratelimit_test
+package quota_test
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // A small quota in circuit-breaker mode: once a host's bucket is drained,
 // retries to it are refused at once while another host keeps retrying.
-func ExampleQuota() {
-	q := &ratelimit.Quota{Capacity: 20} // a retry after a transient outcome costs 5
+func ExampleBucket() {
+	q := &quota.Bucket{Capacity: 20} // a retry after a transient outcome costs 5
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 	for range 5 {
@@ -38,8 +38,8 @@ func ExampleQuota() {
 
 // In Wait mode a bucket that cannot pay takes the cost anyway and reports how
 // long the refill needs to cover the deficit; the caller waits that long.
-func ExampleQuota_waitMode() {
-	q := &ratelimit.Quota{Capacity: 10, RefillPerSecond: 4, Wait: true}
+func ExampleBucket_waitMode() {
+	q := &quota.Bucket{Capacity: 10, RefillPerSecond: 4, Wait: true}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 	for range 3 {
@@ -57,7 +57,7 @@ func ExampleQuota_waitMode() {
 // A retry budget grants retries in proportion to the requests of the
 // window: here half of them, with no floor.
 func ExampleBudget() {
-	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Window: 10 * time.Second}
+	b := &quota.Budget{Ratio: 0.5, MinPerSecond: -1, Window: 10 * time.Second}
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	granted := 0
 	for range 10 { // ten requests, each failing and asking for a retry
@@ -74,4 +74,29 @@ func ExampleBudget() {
 	// retries granted: 5
 	// left: 0
 	// left 10 s on: 0
+}
+
+// A caller that reports why a retry was refused asks the quota for its
+// refusal error: a Budget's is ErrOverBudget; a quota that is not a
+// Refuser, such as a Bucket, refuses with ErrExceeded.
+func ExampleRefuser() {
+	refusal := func(q quota.Quota) error {
+		if r, ok := q.(quota.Refuser); ok {
+			return r.Refusal()
+		}
+		return quota.ErrExceeded
+	}
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+	bucket := &quota.Bucket{Capacity: 5}
+	bucket.AcquireAt(now, "api.example.com", classify.Transient) // takes all 5 tokens
+	_, _, ok := bucket.AcquireAt(now, "api.example.com", classify.Transient)
+	fmt.Println("bucket:", ok, refusal(bucket))
+
+	budget := &quota.Budget{Ratio: -1, MinPerSecond: -1} // no share of the requests, no floor
+	_, _, ok = budget.AcquireAt(now, "api.example.com", classify.Transient)
+	fmt.Println("budget:", ok, refusal(budget))
+	// Output:
+	// bucket: false quota: retry quota exceeded
+	// budget: false quota: retry budget exceeded
 }

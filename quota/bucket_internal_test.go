@@ -1,4 +1,4 @@
-package ratelimit
+package quota
 
 import (
 	"testing"
@@ -9,8 +9,8 @@ import (
 
 // A bucket back at capacity is forgotten, so a healthy client keeps no
 // state and Success stays a single atomic load.
-func TestQuotaForgetsFullBuckets(t *testing.T) {
-	q := &Quota{}
+func TestBucketForgetsFullBuckets(t *testing.T) {
+	q := &Bucket{}
 	now := time.Unix(0, 0)
 	cost, _, ok := q.AcquireAt(now, "a", classify.Transient)
 	if !ok || q.tracked.Load() != 1 {
