@@ -24,7 +24,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // stallingFailure answers the first failures requests with status and a
@@ -185,7 +185,7 @@ func TestDrainKeepsWithinMaxTotalTime(t *testing.T) {
 		Backoff:      fastBackoff,
 		MaxTotalTime: limit,
 		ReadTimeout:  450 * time.Millisecond,
-		Quota:        ratelimit.NoQuota,
+		Quota:        quota.None,
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), leakBound)
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -14,27 +15,27 @@ import (
 // supplied). One compiled policy serves every host its pattern matches.
 type compiled struct {
 	p              policy.Policy
-	quota          ratelimit.RetryQuota     // Policy.Quota; nil for ratelimit.NoQuota
-	requests       ratelimit.RequestCounter // quota, if it counts requests; else nil
-	limiter        ratelimit.Limiter        // the adaptive limiter (Policy.Limiter); nil for none
-	learner        ratelimit.Recorder       // limiter, if it learns from outcomes; else nil
-	freeThrottles  bool                     // retries after throttles cost no quota: see pacesThrottles
-	fixed          ratelimit.Limiter        // nil unless the policy has a fixed rate (Policy.RateLimit)
-	budget         ratelimit.RetryQuota     // Policy.Budget; nil for none
-	budgetRequests ratelimit.RequestCounter // budget, if it counts requests; else nil
-	endpoints      *endpoints               // Policy.Failover, resolved; nil when the policy does not fail over
-	hedge          *hedgeConfig             // Policy.Hedge; nil when the policy does not hedge
-	penalty        *penaltyConfig           // Policy.Penalty; nil for none
-	learnsLatency  bool                     // the policy hedges after a latency quantile (Policy.Hedge.Quantile)
-	err            error                    // why the policy cannot be used: New's configuration error
-	customClassify bool                     // Classify was set: it may read any response body
-	unclassified   bool                     // one attempt, no pacing, no time bounds: a response is the caller's as the base transport returned it
+	quota          quota.Quota          // Policy.Quota; nil for quota.None
+	requests       quota.RequestCounter // quota, if it counts requests; else nil
+	limiter        ratelimit.Limiter    // the adaptive limiter (Policy.Limiter); nil for none
+	learner        ratelimit.Recorder   // limiter, if it learns from outcomes; else nil
+	freeThrottles  bool                 // retries after throttles cost no quota: see pacesThrottles
+	fixed          ratelimit.Limiter    // nil unless the policy has a fixed rate (Policy.RateLimit)
+	budget         quota.Quota          // Policy.Budget; nil for none
+	budgetRequests quota.RequestCounter // budget, if it counts requests; else nil
+	endpoints      *endpoints           // Policy.Failover, resolved; nil when the policy does not fail over
+	hedge          *hedgeConfig         // Policy.Hedge; nil when the policy does not hedge
+	penalty        *penaltyConfig       // Policy.Penalty; nil for none
+	learnsLatency  bool                 // the policy hedges after a latency quantile (Policy.Hedge.Quantile)
+	err            error                // why the policy cannot be used: New's configuration error
+	customClassify bool                 // Classify was set: it may read any response body
+	unclassified   bool                 // one attempt, no pacing, no time bounds: a response is the caller's as the base transport returned it
 }
 
 // compile resolves p. A quota the Transport creates runs on the
 // Transport's clock; a quota or limiter the user supplied keeps its own.
 //
-// A quota that counts requests (a *ratelimit.Budget) belongs in
+// A quota that counts requests (a *quota.Budget) belongs in
 // Policy.Budget, and policy.Policy.Validate rejects one in Quota. Given
 // there all the same, it hears of each request in the request's own
 // scope, and is paid, as any Quota is, in the scope each retry goes to:
@@ -44,22 +45,22 @@ func compile(p policy.Policy, now func() time.Time) *compiled {
 	cp := &compiled{p: p.WithDefaults(), customClassify: p.Classify != nil}
 	switch p.Quota {
 	case nil:
-		cp.quota = &ratelimit.Quota{Now: now}
-	case ratelimit.NoQuota:
+		cp.quota = &quota.Bucket{Now: now}
+	case quota.None:
 		// no quota at all: no charge, no refund, level -1
 	default:
 		cp.quota = p.Quota
 	}
-	cp.requests, _ = cp.quota.(ratelimit.RequestCounter)
+	cp.requests, _ = cp.quota.(quota.RequestCounter)
 	cp.limiter = p.Limiter
 	cp.learner, _ = cp.limiter.(ratelimit.Recorder)
 	c, charges := cp.limiter.(throttleCharger)
 	cp.freeThrottles = cp.learner != nil && !(charges && c.ChargesThrottles())
 	cp.fixed = p.RateLimit
-	if p.Budget != ratelimit.NoQuota {
+	if p.Budget != quota.None {
 		cp.budget = p.Budget
 	}
-	cp.budgetRequests, _ = cp.budget.(ratelimit.RequestCounter)
+	cp.budgetRequests, _ = cp.budget.(quota.RequestCounter)
 	// WithDefaults made a Failover, Hedge or Penalty that can never act
 	// (one that Validate rejects) nil, and copied the others: cp.p shares
 	// nothing with the caller's.

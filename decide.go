@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/retryafter"
 )
 
@@ -80,8 +80,9 @@ func finalReason(ctx context.Context) error {
 // endpoint, decides the wait before that attempt and pays for it, in the
 // scope it goes to: a.wait, a.server and r.paid are set. Or, with nothing
 // paid, it returns why there is to be no retry: the server asked for more
-// than MaxDelay (ErrServerDelay), a quota cannot pay within MaxDelay
-// (ratelimit.ErrQuotaExceeded), or the wait would end past the context's
+// than MaxDelay (ErrServerDelay), the retry quota cannot pay within
+// MaxDelay (quota.ErrExceeded), the retry budget is spent
+// (quota.ErrOverBudget), or the wait would end past the context's
 // deadline or the policy's MaxTotalTime (less its TerminationBuffer), or
 // take the request's waits past MaxTotalWait. The penalty of the scope
 // the retry goes to (Policy.Penalty) adds to the wait. A server's delay
@@ -106,10 +107,10 @@ func (r *request) schedule(a *attempt) error {
 	if server && delay > p.MaxDelay {
 		return ErrServerDelay
 	}
-	pay, wait, ok := cp.pay(k, next.scope, r.home, !cp.pacesThrottles(k))
-	if !ok {
+	pay, wait, refused := cp.pay(k, next.scope, r.home, !cp.pacesThrottles(k))
+	if refused != nil {
 		next.stats.quotaRefusals.Add(1)
-		return ratelimit.ErrQuotaExceeded
+		return refused
 	}
 	// Wait mode: a bucket that refills too slowly for a retry within
 	// MaxDelay refuses, as waiting longer would break the policy's cap.
@@ -117,7 +118,7 @@ func (r *request) schedule(a *attempt) error {
 	if delay = addSaturating(delay, wait); delay > p.MaxDelay {
 		pay.cancel()
 		next.stats.quotaRefusals.Add(1)
-		return ratelimit.ErrQuotaExceeded
+		return quota.ErrExceeded
 	}
 	if cp.penalty != nil {
 		delay = addSaturating(delay, next.behaviour.penalised(now, cp.penalty.Delay))

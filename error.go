@@ -52,7 +52,7 @@ type RetryError struct {
 	// Attempts is the number of attempts made, the first included; >= 1.
 	Attempts int
 	// Reason is why retrying stopped: ErrExhausted, ErrNotRetryable,
-	// ErrDeadline, ErrTimeLimit, ErrSDKRetries, ratelimit.ErrQuotaExceeded,
+	// ErrDeadline, ErrTimeLimit, ErrSDKRetries, quota.ErrExceeded, quota.ErrOverBudget,
 	// ratelimit.ErrRateLimited, ErrRetryRefused (wrapping the error of the
 	// WithBeforeRetry hook that refused the retry), or the context's error.
 	Reason error

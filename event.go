@@ -83,9 +83,10 @@ type Event struct {
 	// processed, or a body that cannot be replayed), ErrServerDelay (the
 	// server asked for a longer wait than MaxDelay), ErrDeadline (the wait
 	// would pass the context's deadline), ErrTimeLimit (the policy's
-	// MaxTotalTime or MaxTotalWait ran out), ErrSDKRetries (the SDK that sent the request retries it itself),
-	// ratelimit.ErrQuotaExceeded (the retry quota, the circuit breaker,
-	// cannot pay) or ratelimit.ErrRateLimited (a client-side rate limiter
+	// MaxTotalTime or MaxTotalWait ran out), ErrSDKRetries (the SDK that
+	// sent the request retries it itself), quota.ErrExceeded (the retry
+	// quota, the circuit breaker, cannot pay), quota.ErrOverBudget (the
+	// policy's retry budget is spent) or ratelimit.ErrRateLimited (a client-side rate limiter
 	// refused to wait for the retry's send token) or ErrRetryRefused
 	// (wrapping the error of the WithBeforeRetry hook that refused the
 	// retry); or the context's error, when the caller cancelled. In the

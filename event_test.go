@@ -21,6 +21,7 @@ import (
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -38,7 +39,7 @@ var stopScenarios = []struct {
 	{"ErrNotRetryable", policy.Policy{}, []step{{status: 503}}, "POST", retrytransport.ErrNotRetryable},
 	{"ErrServerDelay", policy.Policy{MaxDelay: time.Second}, []step{{status: 503, header: retryAfter(60)}}, "GET", retrytransport.ErrServerDelay},
 	{"ErrTimeLimit", policy.Policy{MaxTotalTime: 100 * time.Millisecond}, []step{{status: 503, header: retryAfter(1)}}, "GET", retrytransport.ErrTimeLimit},
-	{"ErrQuotaExceeded", policy.Policy{Quota: &ratelimit.Quota{Capacity: 1}}, []step{{status: 503}}, "GET", ratelimit.ErrQuotaExceeded},
+	{"ErrExceeded", policy.Policy{Quota: &quota.Bucket{Capacity: 1}}, []step{{status: 503}}, "GET", quota.ErrExceeded},
 	{"ErrRateLimited", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1, Burst: 1, FailFast: true}}, []step{{status: 503}}, "GET", ratelimit.ErrRateLimited},
 }
 
@@ -217,8 +218,8 @@ func TestFinalEvent(t *testing.T) {
 		// MaxAttempts 1 and nothing else to do: the response is not even
 		// classified, so there is nothing to report.
 		{"RetriesOff", []step{{status: 503}}, policy.Policy{MaxAttempts: 1}, nil},
-		{"QuotaRefused", []step{{status: 503}}, policy.Policy{Quota: &ratelimit.Quota{Capacity: 7}},
-			[]final{{2, 503, "transient", 500 * time.Millisecond, ratelimit.ErrQuotaExceeded.Error()}}},
+		{"QuotaRefused", []step{{status: 503}}, policy.Policy{Quota: &quota.Bucket{Capacity: 7}},
+			[]final{{2, 503, "transient", 500 * time.Millisecond, quota.ErrExceeded.Error()}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

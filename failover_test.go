@@ -17,7 +17,7 @@ import (
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // endpointServer is a 127.0.0.1 server that answers every request with
@@ -320,8 +320,8 @@ func TestDeadPrimaryDoesNotDrainTheSecondary(t *testing.T) {
 		t.Errorf("primary %d, secondary %d attempts; want %d each", p, s, reads)
 	}
 	for _, sc := range tr.Snapshot() {
-		if sc.Scope == secondary.host() && sc.Quota != ratelimit.DefaultQuotaCapacity {
-			t.Errorf("secondary's quota = %v, want it full (%d): each retry's cost is refunded by its success", sc.Quota, ratelimit.DefaultQuotaCapacity)
+		if sc.Scope == secondary.host() && sc.Quota != quota.DefaultCapacity {
+			t.Errorf("secondary's quota = %v, want it full (%d): each retry's cost is refunded by its success", sc.Quota, quota.DefaultCapacity)
 		}
 	}
 }

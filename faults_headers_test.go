@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // The waits these tests expect, with halfJitter (retry 1 waits 500 ms) and
@@ -205,7 +205,7 @@ func TestFaultServerDelayBoundHuge(t *testing.T) {
 // long: it may return at once, but never wait past the cap.
 func TestFaultQuotaWaitNeverPassesMaxDelay(t *testing.T) {
 	s := &script{steps: []step{{status: 503, body: "busy"}}}
-	q := &ratelimit.Quota{Capacity: 10, RetryCost: 10, Wait: true, RefillPerSecond: 0.001}
+	q := &quota.Bucket{Capacity: 10, RetryCost: 10, Wait: true, RefillPerSecond: 0.001}
 	tr := newRig(t, s, policy.Policy{MaxAttempts: 2, Quota: q})
 	q.Now = tr.clock.Now
 	for i := range 3 {

@@ -15,7 +15,7 @@ import (
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // TestFaultManyHostsStayBounded: requests to 10,000 and then 20,000
@@ -26,7 +26,7 @@ import (
 // grows by a bounded amount.
 //
 // The 20,000-host run gives the quota a MaxScopes of 500: each new scope
-// past the limit scans every bucket (see ratelimit.Quota), which with the
+// past the limit scans every bucket (see quota.Bucket), which with the
 // default 10,000 would take most of this test's time under the race
 // detector.
 func TestFaultManyHostsStayBounded(t *testing.T) {
@@ -43,7 +43,7 @@ func TestFaultManyHostsStayBounded(t *testing.T) {
 				}
 				return httpmock.NewStringResponse(status, ""), nil
 			})
-			q := &ratelimit.Quota{MaxScopes: tt.maxScopes}
+			q := &quota.Bucket{MaxScopes: tt.maxScopes}
 			clock := faketime.New()
 			q.Now = clock.Now
 			tr := retrytransport.New(mt, retrytransport.WithPolicy(policy.Policy{Quota: q, Backoff: halfJitter}),
@@ -71,20 +71,20 @@ func TestFaultManyHostsStayBounded(t *testing.T) {
 				t.Errorf("Snapshot() after %d hosts has %d scopes; want 1 to 10,000", hosts, len(stats))
 			}
 			for _, s := range stats {
-				if s.Attempts != 3 || s.Retries != 2 || s.Quota != 495 && s.Quota != ratelimit.DefaultQuotaCapacity {
+				if s.Attempts != 3 || s.Retries != 2 || s.Quota != 495 && s.Quota != quota.DefaultCapacity {
 					t.Errorf("Snapshot() scope %+v; want 3 attempts, 2 retries, quota 495 (or 500 once evicted)", s)
 					break
 				}
 			}
 			charged := 0
 			for i := range hosts {
-				if q.Level(fmt.Sprintf("h%d.example", i)) < ratelimit.DefaultQuotaCapacity {
+				if q.Level(fmt.Sprintf("h%d.example", i)) < quota.DefaultCapacity {
 					charged++
 				}
 			}
 			// Past MaxScopes the quota evicts a sixteenth of its buckets at
 			// a time, so it holds between 15/16 of MaxScopes and MaxScopes.
-			if most := min(hosts, cmp.Or(tt.maxScopes, ratelimit.DefaultMaxScopes)); charged > most || charged < most-most/16 {
+			if most := min(hosts, cmp.Or(tt.maxScopes, quota.DefaultMaxScopes)); charged > most || charged < most-most/16 {
 				t.Errorf("quota buckets below capacity after %d hosts = %d; want %d to %d (MaxScopes)", hosts, charged, most-most/16, most)
 			}
 			if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 64<<20 {

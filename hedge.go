@@ -83,8 +83,8 @@ func (r *request) hedge(a *attempt, k int) *attempt {
 	e := &attempt{n: a.n, hedge: k}
 	r.place(e, endpoint)
 	// A hedge pays as a retry after a Timeout would, and waits for nothing.
-	pay, wait, ok := cp.pay(classify.Timeout, e.scope, r.home, true)
-	if !ok {
+	pay, wait, refused := cp.pay(classify.Timeout, e.scope, r.home, true)
+	if refused != nil {
 		return nil
 	}
 	if e.pay = pay; wait > 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -96,7 +97,7 @@ func TestUnsentHedgeGivesBackItsBudget(t *testing.T) {
 		io.WriteString(w, "ok")
 	}))
 	p := policy.Policy{
-		Budget:    &ratelimit.Budget{Ratio: 1, MinPerSecond: -1, Now: clock.Now}, // one retry per request
+		Budget:    &quota.Budget{Ratio: 1, MinPerSecond: -1, Now: clock.Now}, // one retry per request
 		RateLimit: lim,
 		Hedge:     &policy.Hedge{Delay: hedgeDelay},
 	}

@@ -89,12 +89,12 @@ func (g *gate) wait(t *testing.T) int {
 	}
 }
 
-// onClassified is a Policy.Classify that classifies as classify.Standard
+// onClassified is a Policy.Classify that classifies as classify.Default
 // does and closes ch once it has classified a response with status.
 func onClassified(status int, ch chan struct{}) classify.Func {
 	var once sync.Once
 	return func(req *http.Request, resp *http.Response, err error) classify.Outcome {
-		out := classify.Standard(req, resp, err)
+		out := classify.Default(req, resp, err)
 		if resp != nil && resp.StatusCode == status {
 			once.Do(func() { close(ch) })
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -128,7 +129,7 @@ func TestAdaptivePacingHonoursDeadline(t *testing.T) {
 // successes; one SDK forgets to, and its quota then never recovers (docs/aws.md).
 func TestAdaptiveQuotaStillRefills(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 503}, {status: 200}}}
-	q := &ratelimit.Quota{}
+	q := &quota.Bucket{}
 	p := policy.Adaptive()
 	p.Quota = q
 	tr := newRig(t, s, p, adaptiveOnRig())
@@ -202,10 +203,10 @@ func TestAdaptiveThrottlesCostNoQuota(t *testing.T) {
 	for _, reference := range []bool{false, true} {
 		s := throttleThenOK(2)
 		p := policy.Standard()
-		p.Quota = &ratelimit.Quota{Capacity: 10} // one throttled retry's worth (TimeoutCost 10)
+		p.Quota = &quota.Bucket{Capacity: 10} // one throttled retry's worth (TimeoutCost 10)
 		p.Limiter = &ratelimit.Adaptive{Reference: reference}
 		tr := newRig(t, s, p)
-		p.Quota.(*ratelimit.Quota).Now, p.Limiter.(*ratelimit.Adaptive).Now = tr.clock.Now, tr.clock.Now
+		p.Quota.(*quota.Bucket).Now, p.Limiter.(*ratelimit.Adaptive).Now = tr.clock.Now, tr.clock.Now
 		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 		if err != nil {
 			t.Fatalf("reference %t: RoundTrip: %v", reference, err)
@@ -454,8 +455,8 @@ func TestCallerCancelWhilePacingARetry(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || sleeps != 2 {
 		t.Errorf("RoundTrip error = %v after %d waits; want context.Canceled during the second (the send token's)", err, sleeps)
 	}
-	if q := tr.Snapshot()[0].Quota; q != ratelimit.DefaultQuotaCapacity {
-		t.Errorf("quota = %v; want %d, the retry's cost refunded", q, ratelimit.DefaultQuotaCapacity)
+	if q := tr.Snapshot()[0].Quota; q != quota.DefaultCapacity {
+		t.Errorf("quota = %v; want %d, the retry's cost refunded", q, quota.DefaultCapacity)
 	}
 	if n := body.closed.Load(); n != 1 {
 		t.Errorf("the 503's body closed %d times; want 1", n)

@@ -17,16 +17,17 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 func TestQuotaExhaustionStopsRetries(t *testing.T) {
 	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	q := &ratelimit.Quota{Capacity: 12} // two retries at cost 5
+	q := &quota.Bucket{Capacity: 12} // two retries at cost 5
 	tr := newRig(t, s, policy.Policy{MaxAttempts: 10, Quota: q})
 	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
-	if !errors.Is(err, ratelimit.ErrQuotaExceeded) || !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Errorf("RoundTrip error = %v; want ErrQuotaExceeded wrapping the last error", err)
+	if !errors.Is(err, quota.ErrExceeded) || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("RoundTrip error = %v; want quota.ErrExceeded wrapping the last error", err)
 	}
 	if got := s.count(); got != 3 {
 		t.Errorf("attempts = %d; want 3 (two paid retries)", got)
@@ -39,7 +40,7 @@ func TestQuotaExhaustionStopsRetries(t *testing.T) {
 
 func TestQuotaIsPerHost(t *testing.T) {
 	s := &script{steps: []step{{status: 503}}}
-	p := policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 5}}
+	p := policy.Policy{MaxAttempts: 2, Quota: &quota.Bucket{Capacity: 5}}
 	tr := newRig(t, s, p)
 	for _, u := range []string{"http://a.example/", "http://a.example/", "http://b.example/"} {
 		resp, err := tr.RoundTrip(newReq(t, "GET", u, ""))
@@ -56,15 +57,15 @@ func TestQuotaIsPerHost(t *testing.T) {
 
 func TestQuotaRefillsOnSuccess(t *testing.T) {
 	s := &script{steps: []step{{status: 503}, {status: 200}}}
-	q := &ratelimit.Quota{}
+	q := &quota.Bucket{}
 	tr := newRig(t, s, policy.Policy{Quota: q})
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatalf("RoundTrip: %v", err)
 	}
 	resp.Body.Close()
-	if got := q.Level("api.example.com"); got != ratelimit.DefaultQuotaCapacity {
-		t.Errorf("quota level after a successful retry = %v; want %d (the retry cost refunded)", got, ratelimit.DefaultQuotaCapacity)
+	if got := q.Level("api.example.com"); got != quota.DefaultCapacity {
+		t.Errorf("quota level after a successful retry = %v; want %d (the retry cost refunded)", got, quota.DefaultCapacity)
 	}
 }
 
@@ -102,12 +103,12 @@ func TestEachNewOwnsItsQuotaButSharesThePolicysLimiter(t *testing.T) {
 	}
 }
 
-// ratelimit.NoQuota turns the quota off: nothing limits retries but
+// quota.None turns the quota off: nothing limits retries but
 // MaxAttempts (far more than a default quota of 500 tokens pays for at 5
 // each), and the quota's level is -1, as for a policy without one.
 func TestNoQuota(t *testing.T) {
 	s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
-	tr := newRig(t, s, policy.Policy{MaxAttempts: 200, Quota: ratelimit.NoQuota}, recordEvents())
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 200, Quota: quota.None}, recordEvents())
 	_, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if !errors.Is(err, retrytransport.ErrExhausted) || s.count() != 200 {
 		t.Errorf("RoundTrip = %v after %d attempts; want ErrExhausted after 200", err, s.count())
@@ -126,7 +127,7 @@ func TestScopeFunctionSplitsQuota(t *testing.T) {
 	s := &script{steps: []step{{status: 503}}}
 	p := policy.Policy{
 		MaxAttempts: 2,
-		Quota:       &ratelimit.Quota{Capacity: 5},
+		Quota:       &quota.Bucket{Capacity: 5},
 		Scope:       func(r *http.Request) string { return r.Header.Get("X-Table") },
 	}
 	tr := newRig(t, s, p)
@@ -157,7 +158,7 @@ func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
 	p := policy.Policy{
 		MaxAttempts: 3,
 		Backoff:     backoff.Constant{Interval: time.Second},
-		Quota:       &ratelimit.Quota{Capacity: 5, RetryCost: 5, Wait: true, RefillPerSecond: 1e-300},
+		Quota:       &quota.Bucket{Capacity: 5, RetryCost: 5, Wait: true, RefillPerSecond: 1e-300},
 	}
 	if err := p.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)
@@ -179,17 +180,17 @@ func TestQuotaWaitTooLongToHoldIsRefused(t *testing.T) {
 	if s.count() != 2 || !equalDurations(delays, []time.Duration{time.Second}) {
 		t.Errorf("%d attempts, retry delays %v; want 2 attempts and delays [1s]", s.count(), delays)
 	}
-	if !errors.Is(stop, ratelimit.ErrQuotaExceeded) {
-		t.Errorf("stop = %v; want ErrQuotaExceeded", stop)
+	if !errors.Is(stop, quota.ErrExceeded) {
+		t.Errorf("stop = %v; want quota.ErrExceeded", stop)
 	}
 }
 
-// loggedQuota is a RetryQuota of the user's own: an in-process Quota that
+// loggedQuota is a quota.Quota of the user's own: an in-process Quota that
 // logs every call that changes it, with its scope, and reports a fallback
 // count, as a store-backed quota would.
 type loggedQuota struct {
 	calls
-	q ratelimit.Quota
+	q quota.Bucket
 }
 
 func (l *loggedQuota) Acquire(scope string, k classify.Kind) (int, time.Duration, bool) {
@@ -224,18 +225,18 @@ func TestPolicyTakesAnyRetryQuota(t *testing.T) {
 }
 
 // halfBudgetRig returns a rig over s for p with, as p's Budget and in
-// place of its quota, a ratelimit.Budget that grants retries to half the
+// place of its quota, a quota.Budget that grants retries to half the
 // requests, with no floor, on the rig's clock.
-func halfBudgetRig(t *testing.T, s *script, p policy.Policy) (*rig, *ratelimit.Budget) {
+func halfBudgetRig(t *testing.T, s *script, p policy.Policy) (*rig, *quota.Budget) {
 	t.Helper()
-	b := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1}
-	p.Quota, p.Budget = ratelimit.NoQuota, b
+	b := &quota.Budget{Ratio: 0.5, MinPerSecond: -1}
+	p.Quota, p.Budget = quota.None, b
 	tr := newRig(t, s, p)
 	b.Now = tr.clock.Now
 	return tr, b
 }
 
-// TestRetryBudgetCountsEveryRequest: a ratelimit.Budget as the policy's
+// TestRetryBudgetCountsEveryRequest: a quota.Budget as the policy's
 // Budget hears of every request, failed ones included, and grants retries
 // in proportion: half of 20 requests to a failing server, none beyond.
 func TestRetryBudgetCountsEveryRequest(t *testing.T) {
@@ -278,7 +279,7 @@ func TestRetryBudgetCountsRequestsOfOneAttempt(t *testing.T) {
 func TestBudgetBesideQuota(t *testing.T) {
 	srv := newEndpointServer(t, 503)
 	clock := faketime.NewAt(time.Now())
-	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
+	budget := &quota.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
 	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Budget: budget}, backoffUnlessSet(everySecond))
 	var refused int
 	for range 20 {
@@ -291,8 +292,38 @@ func TestBudgetBesideQuota(t *testing.T) {
 		t.Errorf("%d attempts, %d requests refused a retry; want 30 and 10 (the budget: half the requests)", n, refused)
 	}
 	snap := tr.Snapshot()
-	if len(snap) != 1 || snap[0].Quota != ratelimit.DefaultQuotaCapacity-10*ratelimit.DefaultRetryCost {
-		t.Errorf("snapshot %+v; want the quota paid for 10 retries at %d", snap, ratelimit.DefaultRetryCost)
+	if len(snap) != 1 || snap[0].Quota != quota.DefaultCapacity-10*quota.DefaultRetryCost {
+		t.Errorf("snapshot %+v; want the quota paid for 10 retries at %d", snap, quota.DefaultRetryCost)
+	}
+}
+
+// A refusal says which pays no more, by the field that refused: the
+// policy's Quota stops with quota.ErrExceeded, its Budget with
+// quota.ErrOverBudget, whatever the value's type.
+func TestRefusalSaysWhichQuota(t *testing.T) {
+	spent := func() quota.Quota { return &quota.Budget{Ratio: -1, MinPerSecond: -1} } // grants nothing
+	tests := []struct {
+		name        string
+		p           policy.Policy
+		want, other error
+	}{
+		{"Quota", policy.Policy{Quota: &quota.Bucket{Capacity: 1}}, quota.ErrExceeded, quota.ErrOverBudget},
+		{"Budget", policy.Policy{Quota: quota.None, Budget: spent()}, quota.ErrOverBudget, quota.ErrExceeded},
+		{"BucketAsBudget", policy.Policy{Quota: quota.None, Budget: &quota.Bucket{Capacity: 1}}, quota.ErrOverBudget, quota.ErrExceeded},
+		{"BucketFirst", policy.Policy{Quota: &quota.Bucket{Capacity: 1}, Budget: spent()}, quota.ErrExceeded, quota.ErrOverBudget},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &script{steps: []step{{err: io.ErrUnexpectedEOF}}}
+			tt.p.MaxAttempts = 3
+			_, err := newRig(t, s, tt.p).RoundTrip(newReq(t, "GET", url, ""))
+			if !errors.Is(err, tt.want) || errors.Is(err, tt.other) {
+				t.Errorf("RoundTrip error = %v; want %v and not %v", err, tt.want, tt.other)
+			}
+			if got := s.count(); got != 1 {
+				t.Errorf("attempts = %d; want 1: the retry was refused", got)
+			}
+		})
 	}
 }
 
@@ -302,7 +333,7 @@ func TestBudgetStaysInTheRequestsScope(t *testing.T) {
 	primary := newEndpointServer(t, 503)
 	secondary := newEndpointServer(t, 503)
 	clock := faketime.NewAt(time.Now())
-	budget := &ratelimit.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
+	budget := &quota.Budget{Ratio: 0.5, MinPerSecond: -1, Now: clock.Now}
 	tr := newRig(t, nil, policy.Policy{MaxAttempts: 2, Budget: budget, Failover: &policy.Failover{Endpoints: []string{secondary.host()}}}, backoffUnlessSet(everySecond))
 	for range 20 {
 		tr.get(t, primary.URL)

@@ -72,6 +72,7 @@ var snippetImports = map[string]string{
 	"backoff":        "github.com/retrytransport/retrytransport/backoff",
 	"classify":       "github.com/retrytransport/retrytransport/classify",
 	"policy":         "github.com/retrytransport/retrytransport/policy",
+	"quota":          "github.com/retrytransport/retrytransport/quota",
 	"ratelimit":      "github.com/retrytransport/retrytransport/ratelimit",
 	"retryafter":     "github.com/retrytransport/retrytransport/retryafter",
 	"bytes":          "bytes",

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // receipt is a charge to a retry quota (Policy.Quota or Policy.Budget):
@@ -12,7 +12,7 @@ import (
 // ratelimit.Reservation, it knows how to undo itself. The zero receipt is
 // a charge of nothing, and undoing it does nothing.
 type receipt struct {
-	q     ratelimit.RetryQuota
+	q     quota.Quota
 	scope string
 	cost  int
 }
@@ -28,10 +28,10 @@ func (r *receipt) refund() {
 
 // cancel gives the cost back for a retry or hedge that is not sent, and
 // clears r: through Cancel, for a quota whose Refund is for retries that
-// were sent (ratelimit.Canceler), else through Refund.
+// were sent (quota.Canceler), else through Refund.
 func (r *receipt) cancel() {
 	if r.cost > 0 {
-		if c, ok := r.q.(ratelimit.Canceler); ok {
+		if c, ok := r.q.(quota.Canceler); ok {
 			c.Cancel(r.scope, r.cost)
 		} else {
 			r.q.Refund(r.scope, r.cost)
@@ -63,12 +63,14 @@ func (p *payment) cancel() {
 // false, and Budget's in home, the request's own scope, since it bounds
 // what the caller's requests cost in all. It returns the receipts and the
 // longest wait the quotas ask for (their refills run at the same time; a
-// negative wait counts as none); with ok false, nothing is kept.
-func (cp *compiled) pay(k classify.Kind, scope, home string, charge bool) (pay payment, wait time.Duration, ok bool) {
+// negative wait counts as none). When a quota refuses, nothing is kept,
+// and refused says which: quota.ErrExceeded for Quota, quota.ErrOverBudget
+// for Budget, by the field, whatever the value's type.
+func (cp *compiled) pay(k classify.Kind, scope, home string, charge bool) (pay payment, wait time.Duration, refused error) {
 	if cp.quota != nil && charge {
 		cost, w, ok := cp.quota.Acquire(scope, k)
 		if !ok {
-			return payment{}, 0, false
+			return payment{}, 0, quota.ErrExceeded
 		}
 		pay.quota, wait = receipt{cp.quota, scope, cost}, w
 	}
@@ -76,9 +78,9 @@ func (cp *compiled) pay(k classify.Kind, scope, home string, charge bool) (pay p
 		cost, w, ok := cp.budget.Acquire(home, k)
 		if !ok {
 			pay.cancel()
-			return payment{}, 0, false
+			return payment{}, 0, quota.ErrOverBudget
 		}
 		pay.budget, wait = receipt{cp.budget, home, cost}, max(wait, w)
 	}
-	return pay, max(wait, 0), true
+	return pay, max(wait, 0), nil
 }

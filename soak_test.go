@@ -22,7 +22,7 @@ import (
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // soakWorkers is how many goroutines TestSoak sends requests from.
@@ -133,7 +133,7 @@ func TestSoak(t *testing.T) {
 	noLeaks(t)
 	s := &soakServer{processed: map[string]int{}}
 	srv := newFaultServer(t, s)
-	p := policy.Policy{MaxAttempts: 4, Backoff: fastBackoff, Quota: &ratelimit.Quota{RefillPerSecond: 1000}}
+	p := policy.Policy{MaxAttempts: 4, Backoff: fastBackoff, Quota: &quota.Bucket{RefillPerSecond: 1000}}
 	c := pooledClient(t, func(rt http.RoundTripper) http.RoundTripper {
 		rt.(*http.Transport).MaxIdleConnsPerHost = soakWorkers
 		return rt
@@ -241,7 +241,7 @@ func soakRequest(t *testing.T, c *http.Client, url, id string, tally *soakTally)
 // soakReason reports whether r is a reason to stop retrying that the soak
 // server can cause.
 func soakReason(r error) bool {
-	for _, want := range []error{retrytransport.ErrExhausted, retrytransport.ErrNotRetryable, ratelimit.ErrQuotaExceeded} {
+	for _, want := range []error{retrytransport.ErrExhausted, retrytransport.ErrNotRetryable, quota.ErrExceeded} {
 		if errors.Is(r, want) {
 			return true
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // snapshotMaxScopes is how many scopes Snapshot keeps at most.
@@ -149,7 +149,7 @@ func TestSnapshotCountsPerScope(t *testing.T) {
 	}
 	resp.Body.Close()
 	s.steps = []step{{status: 503}}
-	tr2 := newRig(t, s, policy.Policy{MaxAttempts: 2, Quota: &ratelimit.Quota{Capacity: 4}})
+	tr2 := newRig(t, s, policy.Policy{MaxAttempts: 2, Quota: &quota.Bucket{Capacity: 4}})
 	resp, _ = tr2.RoundTrip(newReq(t, "GET", "http://b.example:8080/", ""))
 	resp.Body.Close()
 

@@ -5,7 +5,7 @@
 //	client := &http.Client{Transport: retrytransport.New(nil)}
 //
 // Each attempt's outcome is classified (package classify), a per-host retry
-// quota stops retrying during outages (package ratelimit), waits follow
+// quota stops retrying during outages (package quota), waits follow
 // jittered backoff (package backoff) or the server's Retry-After (package
 // retryafter), and request bodies are replayed byte for byte. What to do
 // for which host is a policy.Policy.
@@ -37,7 +37,7 @@ import (
 //   - sends the request, classifies the outcome (policy.Policy.Classify);
 //   - stops at a Success or Fatal outcome, after the last allowed attempt,
 //     when the request may not be sent again (below), or when the retry
-//     quota of the request's host cannot pay for a retry;
+//     quota or budget of the request cannot pay for a retry;
 //   - otherwise waits, for the server's Retry-After if it gave one, else for
 //     the policy's backoff, and sends the request again. The failed response
 //     is kept intact until the next attempt is certain to go (paced, within
@@ -124,7 +124,7 @@ type Transport struct {
 // Every New owns the retry quotas it creates, one for each policy whose
 // Quota is nil. A quota or limiter given in a policy is used as given: two
 // Transports built with the same policy value share its state (per scope),
-// as they share any ratelimit.RetryQuota or ratelimit.Limiter put in both
+// as they share any quota.Quota or ratelimit.Limiter put in both
 // their policies. The presets, such as policy.Adaptive(), make a new
 // limiter on each call.
 func New(base http.RoundTripper, opts ...Option) *Transport {
@@ -182,7 +182,7 @@ func (t *Transport) fillDefaults() {
 // Otherwise the error is a *RetryError, which says how many attempts were
 // made and why retrying stopped; errors.Is and errors.As reach both the last
 // attempt's transport error and the reason (ErrExhausted, ErrNotRetryable,
-// ErrDeadline, ErrTimeLimit, ErrSDKRetries, ratelimit.ErrQuotaExceeded,
+// ErrDeadline, ErrTimeLimit, ErrSDKRetries, quota.ErrExceeded, quota.ErrOverBudget,
 // ratelimit.ErrRateLimited, ErrRetryRefused with the error of the
 // WithBeforeRetry hook that refused the retry, or the context's error when
 // the caller cancelled), and its Timeout method reports a deadline. http.Client.Do

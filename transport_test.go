@@ -21,6 +21,7 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -269,7 +270,7 @@ func TestZeroTransportWorks(t *testing.T) {
 	if got := readBody(t, resp); got != "ok" || f.count("zero") != 2 {
 		t.Errorf("GET = %q after %d attempts; want ok after 2", got, f.count("zero"))
 	}
-	if s := tr.Snapshot(); len(s) != 1 || s[0].Attempts != 2 || s[0].Quota != ratelimit.DefaultQuotaCapacity {
+	if s := tr.Snapshot(); len(s) != 1 || s[0].Attempts != 2 || s[0].Quota != quota.DefaultCapacity {
 		t.Errorf("Snapshot() = %+v; want one scope with 2 attempts and a full quota", s)
 	}
 }
@@ -292,7 +293,7 @@ func TestBaseWithNoResponseIsAnError(t *testing.T) {
 		if resp == nil && err == nil {
 			return classify.Outcome{Kind: classify.Transient, Reason: "nothing came back"}
 		}
-		return classify.Standard(req, resp, err)
+		return classify.Default(req, resp, err)
 	}
 	for _, tt := range []struct {
 		name string
@@ -300,7 +301,7 @@ func TestBaseWithNoResponseIsAnError(t *testing.T) {
 	}{
 		{"Standard", policy.Policy{}},
 		{"OneTimedAttempt", policy.Policy{MaxAttempts: 1, AttemptTimeout: time.Second}},
-		{"TolerantClassifier", policy.Policy{Classify: tolerant, Quota: ratelimit.NoQuota}},
+		{"TolerantClassifier", policy.Policy{Classify: tolerant, Quota: quota.None}},
 		{"OneAttempt", policy.Policy{MaxAttempts: 1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -358,8 +359,8 @@ func TestPlannedRetryThatCannotGoReturnsTheLastResponse(t *testing.T) {
 			if n := s.count(); n != 1 {
 				t.Errorf("attempts = %d; want 1", n)
 			}
-			if q := tr.Snapshot()[0].Quota; q != ratelimit.DefaultQuotaCapacity {
-				t.Errorf("quota = %v after a retry that was not sent; want %d, its cost refunded", q, ratelimit.DefaultQuotaCapacity)
+			if q := tr.Snapshot()[0].Quota; q != quota.DefaultCapacity {
+				t.Errorf("quota = %v after a retry that was not sent; want %d, its cost refunded", q, quota.DefaultCapacity)
 			}
 			if len(events) != 2 || events[0].Stop != nil || !errors.Is(events[1].Stop, tt.why) {
 				t.Errorf("events = %+v; want a retry, then a stop for %v", events, tt.why)

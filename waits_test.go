@@ -19,7 +19,7 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/retryafter"
 )
 
@@ -406,7 +406,7 @@ func TestPlannedRetryCancelledDuringTheWait(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || !errors.Is(last.Stop, context.Canceled) {
 		t.Errorf("RoundTrip error = %v, last Event.Stop = %v; want context.Canceled for both", err, last.Stop)
 	}
-	if q := tr.Snapshot()[0].Quota; q != ratelimit.DefaultQuotaCapacity {
-		t.Errorf("quota = %v; want %d, the cancelled retry's cost refunded", q, ratelimit.DefaultQuotaCapacity)
+	if q := tr.Snapshot()[0].Quota; q != quota.DefaultCapacity {
+		t.Errorf("quota = %v; want %d, the cancelled retry's cost refunded", q, quota.DefaultCapacity)
 	}
 }

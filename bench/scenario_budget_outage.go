@@ -11,7 +11,7 @@ import (
 
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // The budget outage's open-loop load: budgetRate requests a second, each
@@ -37,7 +37,7 @@ const (
 // policy whose retry quotas differ.
 type budgetPolicy struct {
 	name   string
-	budget bool // it has a ratelimit.Budget: the goal is checked on it
+	budget bool // it has a quota.Budget: the goal is checked on it
 	policy func() policy.Policy
 }
 
@@ -47,9 +47,9 @@ type budgetPolicy struct {
 func budgetPolicies() []budgetPolicy {
 	return []budgetPolicy{
 		{"standard: AWS bucket", false, func() policy.Policy { return scaled(policy.Standard()) }},
-		{"bucket + Budget", true, func() policy.Policy { return scaled(policy.Policy{Budget: &ratelimit.Budget{}}) }},
+		{"bucket + Budget", true, func() policy.Policy { return scaled(policy.Policy{Budget: &quota.Budget{}}) }},
 		{"Budget, no bucket", true, func() policy.Policy {
-			return scaled(policy.Policy{Quota: ratelimit.NoQuota, Budget: &ratelimit.Budget{}})
+			return scaled(policy.Policy{Quota: quota.None, Budget: &quota.Budget{}})
 		}},
 	}
 }
@@ -124,7 +124,7 @@ func runBudgetOutage(w io.Writer, cfg config, _ []contender) {
 			fmt.Sprintf("The run is cut into %v bins; a bin's attempts are those that reached the server in it (those after the run's end go in the last bin), ", budgetBin) +
 			fmt.Sprintf("its requests those started in it. A window is %d consecutive bins, sliding by one bin. ", nw) +
 			"The arrival rate does not depend on the retries: requests start on schedule, each in a goroutine of its own. " +
-			"The Budget is ratelimit.Budget{} (its defaults: 20 % of the requests of a 10 s window, a floor of 10 retries/s, counted in 1 s slices). " +
+			"The Budget is quota.Budget{} (its defaults: 20 % of the requests of a 10 s window, a floor of 10 retries/s, counted in 1 s slices). " +
 			"It counts a retry when it grants it, before the backoff (here under 2 ms) and the send, and the server counts the attempt when it arrives, " +
 			"so a retry granted at the edge of a window can land in the next. " +
 			"Peers are in the outage table; none has a budget.", waitsNote},

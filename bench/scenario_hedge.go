@@ -56,15 +56,15 @@ func hedgeContenders() []hedgeContender {
 	return []hedgeContender{
 		plain(cs[0]), // the bare transport
 		plain(cs[1]), // retrytransport standard
-		oursHedged(fmt.Sprintf("retrytransport hedge %v", hedgeDelay), policy.Hedge{Delay: hedgeDelay}),
+		oursHedged(fmt.Sprintf("retrytransport hedge %v", hedgeDelay), &policy.Hedge{Delay: hedgeDelay}),
 		oursHedged(fmt.Sprintf("retrytransport hedge p95, min %v", hedgeMinDelay),
-			policy.Hedge{Delay: hedgeDelay, Quantile: 0.95, MinDelay: hedgeMinDelay}),
+			&policy.Hedge{Delay: hedgeDelay, Quantile: 0.95, MinDelay: hedgeMinDelay}),
 		{fmt.Sprintf("failsafe-go hedge %v", hedgeDelay), false, newFailsafeHedge},
 	}
 }
 
 // oursHedged is our standard mode, waits scaled, with hedging h.
-func oursHedged(name string, h policy.Hedge) hedgeContender {
+func oursHedged(name string, h *policy.Hedge) hedgeContender {
 	return hedgeContender{name, true, func(base http.RoundTripper) (http.RoundTripper, func() int64) {
 		p := scaled(policy.Standard())
 		p.Hedge = h

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
@@ -41,7 +42,7 @@ func runRedisCost(w io.Writer, cfg config, f *redisFleet) error {
 	rt.warm(rdb, 1)
 	store := &redisretry.Store{Client: rdb}
 	sq, sa := store.Quota(nil), store.Adaptive(nil)
-	lq, la := &ratelimit.Quota{}, &ratelimit.Adaptive{}
+	lq, la := &quota.Bucket{}, &ratelimit.Adaptive{}
 	ctx := context.Background()
 
 	var ops []*costOp
@@ -55,8 +56,8 @@ func runRedisCost(w io.Writer, cfg config, f *redisFleet) error {
 	goalOps["PING"] = add("PING (go-redis, one round trip)", func() bool { return rdb.Ping(ctx).Err() == nil })
 	for _, q := range []struct {
 		name string
-		q    ratelimit.RetryQuota
-	}{{"redisretry.Quota", sq}, {"ratelimit.Quota", lq}} {
+		q    quota.Quota
+	}{{"redisretry.Quota", sq}, {"quota.Bucket", lq}} {
 		// Acquire after a 503, and the Refund of a retry that succeeded,
 		// so that the bucket stays full less one retry.
 		var cost int

@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/redisretry"
 )
 
 // oneQuota is the retries one retry quota with the defaults pays for after
 // transient outcomes (503s): 500 tokens at 5 a retry.
-const oneQuota = ratelimit.DefaultQuotaCapacity / ratelimit.DefaultRetryCost
+const oneQuota = quota.DefaultCapacity / quota.DefaultRetryCost
 
 // redisOutageReplicas are the outage table's contenders: standard mode
 // with each replica's own quota, and with the quota shared in Redis.

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"go.opentelemetry.io/otel/attribute"
 )
@@ -46,8 +47,10 @@ func stopReason(err error) string {
 		return "exhausted"
 	case errors.Is(err, retrytransport.ErrSDKRetries):
 		return "sdk_retries"
-	case errors.Is(err, ratelimit.ErrQuotaExceeded):
+	case errors.Is(err, quota.ErrExceeded):
 		return "quota"
+	case errors.Is(err, quota.ErrOverBudget):
+		return "budget"
 	case errors.Is(err, ratelimit.ErrRateLimited):
 		return "rate_limited"
 	case errors.Is(err, retrytransport.ErrServerDelay):

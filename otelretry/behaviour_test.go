@@ -23,6 +23,7 @@ import (
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/otelretry"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
@@ -595,6 +596,16 @@ func TestStopReasons(t *testing.T) {
 			wantStatus: 503, wantCalls: 1, wantAttempts: "1", wantOutcome: "transient", wantStop: "refused",
 		},
 		{
+			name: "Budget",
+			policy: func() policy.Policy {
+				p := policy.Standard()
+				p.Budget = &quota.Budget{Ratio: -1, MinPerSecond: -1} // grants no retry
+				return p
+			},
+			answers:    []answer{{status: 503}, {status: 200}},
+			wantStatus: 503, wantCalls: 1, wantAttempts: "1", wantOutcome: "transient", wantStop: "budget",
+		},
+		{
 			name: "TimeLimit",
 			policy: func() policy.Policy {
 				p := policy.Standard()
@@ -1158,7 +1169,7 @@ func TestAdaptiveGauges(t *testing.T) {
 func TestNoQuota(t *testing.T) {
 	srv := newServer(t, answer{status: 503}, answer{status: 200})
 	p := policy.Standard()
-	p.Quota = ratelimit.NoQuota
+	p.Quota = quota.None
 	r := newRig(t, p)
 	if _, status, err := r.call(t, context.Background(), "GET", srv.URL); err != nil || status != 200 {
 		t.Fatalf("GET = %d, %v; want 200 after a retry", status, err)

@@ -7,14 +7,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // sharedQuota stands for a retry quota kept in a store that other
 // processes share (module redisretry): it reports, per scope, how many
 // decisions it made from local state because the store did not answer.
 type sharedQuota struct {
-	ratelimit.Quota
+	quota.Bucket
 	fallbacks map[string]uint64
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/otelretry"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -208,7 +208,7 @@ func TestThrottled(t *testing.T) {
 func TestQuotaRefusal(t *testing.T) {
 	srv := newServer(t, answer{status: 503, body: "down"})
 	p := policy.Standard()
-	p.Quota = &ratelimit.Quota{Capacity: 5} // one retry's worth
+	p.Quota = &quota.Bucket{Capacity: 5} // one retry's worth
 	r := newRig(t, p)
 	if _, status, err := r.call(t, context.Background(), "GET", srv.URL); err != nil || status != 503 {
 		t.Fatalf("GET = %d, %v; want the 503", status, err)

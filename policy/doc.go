@@ -10,7 +10,7 @@
 // pacing), RateLimit (a fixed rate), Budget (retries as a share of the
 // requests). A non-nil pointer turns its feature on, so [Policy.Validate]
 // rejects one that could never act; switching off what the zero Policy does
-// takes an explicit value: MaxAttempts 1 for retries, ratelimit.NoQuota for
+// takes an explicit value: MaxAttempts 1 for retries, quota.None for
 // the retry quota.
 //
 // [Standard] returns AWS standard retry mode (3 attempts, full jitter
@@ -29,7 +29,7 @@
 //     that a dead primary does not drain a healthy secondary's bucket.
 //   - Budget: the request's own scope, whichever endpoint a retry goes to,
 //     since it bounds what the caller's requests cost in all. A quota that
-//     counts requests, such as a *ratelimit.Budget, belongs here, and
+//     counts requests, such as a *quota.Budget, belongs here, and
 //     Validate rejects one in Quota.
 //   - Limiter and RateLimit: the scope each attempt is sent to, the first
 //     included.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -29,7 +30,7 @@ func ExampleLoad() {
 	fmt.Printf("backoff: %+v\n", p.Backoff)
 	fmt.Println("headers:", p.ServerDelay.Headers, "bound:", p.ServerDelay.Bound)
 	fmt.Println("budget:", p.MaxTotalTime)
-	fmt.Println("quota capacity:", p.Quota.(*ratelimit.Quota).Capacity)
+	fmt.Println("quota capacity:", p.Quota.(*quota.Bucket).Capacity)
 
 	_, err = policy.Load(strings.NewReader(`{"maxAttempts": -3, "backoff": {"type": "fulljitterx"}}`))
 	fmt.Println(err)
@@ -82,7 +83,7 @@ func ExampleLoad_failover() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("budget ratio:", p.Budget.(*ratelimit.Budget).Ratio)
+	fmt.Println("budget ratio:", p.Budget.(*quota.Budget).Ratio)
 	fmt.Println("failover:", p.Failover.Endpoints, p.Failover.Mode)
 	fmt.Printf("hedge: %+v\n", *p.Hedge)
 
@@ -157,7 +158,7 @@ func ExampleLoadSNS() {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("attempts:", p.MaxAttempts, "max delay:", p.MaxDelay, "quota off:", p.Quota == ratelimit.NoQuota)
+	fmt.Println("attempts:", p.MaxAttempts, "max delay:", p.MaxDelay, "quota off:", p.Quota == quota.None)
 	fmt.Println("rate:", p.RateLimit.(*ratelimit.Fixed).Rate, "per second")
 	// The jitter takes up to a tenth of each delay's distance above
 	// minDelayTarget off it; a draw of 0 takes nothing.

@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // checkRoundTrip fails t unless p, a policy a loader returned, passes
@@ -131,7 +131,7 @@ func FuzzLoadSNS(f *testing.F) {
 			return
 		}
 		s, ok := p.Backoff.(backoff.Schedule)
-		if !ok || p.MaxAttempts < 1 || p.MaxAttempts > 101 || p.Quota != ratelimit.NoQuota {
+		if !ok || p.MaxAttempts < 1 || p.MaxAttempts > 101 || p.Quota != quota.None {
 			t.Fatalf("LoadSNS(%q) = %+v; want a Schedule, 1..101 attempts and no quota", data, p)
 		}
 		if p.MaxAttempts > 1 && s.Total() > time.Hour {

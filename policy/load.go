@@ -14,7 +14,7 @@ import (
 // checks it with [Policy.Validate]. It reads r to its end: anything but
 // white space after the document is an error. Each call returns fresh
 // values: a quota, budget, limiter or rate limit object in the document
-// becomes a new *ratelimit.Quota, *ratelimit.Budget, *ratelimit.Adaptive or
+// becomes a new *quota.Bucket, *quota.Budget, *ratelimit.Adaptive or
 // *ratelimit.Fixed, which the transports given the returned Policy share
 // (see [Policy.Quota]), and a penalty, failover or hedge object a new
 // Penalty, Failover or Hedge.
@@ -55,7 +55,7 @@ import (
 //	classifier          object: throttlingStatuses, transientStatuses,
 //	                    fatalStatuses (lists of statuses 100..599),
 //	                    throttlingCodes, transientCodes (lists of codes)
-//	quota               "none" (ratelimit.NoQuota), or object: capacity,
+//	quota               "none" (quota.None), or object: capacity,
 //	                    retryCost, timeoutCost, throttleCost,
 //	                    successIncrement, maxScopes (integers >= 0),
 //	                    refillPerSecond (number >= 0), wait (boolean)
@@ -129,8 +129,8 @@ import (
 // scopes (see Policy): a quota in the scope each retry is sent to, a
 // budget in the request's own. quota takes the string "none", in any
 // case, which turns the retry quota off, or a quota object, a new
-// *ratelimit.Quota. budget takes a budget object, a new *ratelimit.Budget.
-// Its ratio and minPerSecond take any number, as ratelimit.Budget gives
+// *quota.Bucket. budget takes a budget object, a new *quota.Budget.
+// Its ratio and minPerSecond take any number, as quota.Budget gives
 // each a meaning: 0 is the default, a negative ratio counts none of the
 // requests and a negative minPerSecond sets no floor. A quota object with
 // "type": "budget", as an earlier schema wrote a budget, is an error that
@@ -326,7 +326,7 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 }
 
 // classifier decodes a classifier object and returns its Classify method,
-// or nil for an empty one, which classifies as classify.Standard does.
+// or nil for an empty one, which classifies as classify.Default does.
 func (v value) classifier() classify.Func {
 	var c classify.Classifier
 	v.d.object(v.path, v.raw, "a classifier object",

@@ -15,6 +15,7 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/retryafter"
 )
@@ -23,7 +24,7 @@ import (
 // behaviour tests, and the limiters by their settings, not their state.
 var policyOpts = cmp.Options{
 	cmpopts.IgnoreFields(policy.Policy{}, "Classify", "Scope"),
-	cmpopts.IgnoreUnexported(ratelimit.Quota{}, ratelimit.Budget{}, ratelimit.Adaptive{}, ratelimit.Fixed{}),
+	cmpopts.IgnoreUnexported(quota.Bucket{}, quota.Budget{}, ratelimit.Adaptive{}, ratelimit.Fixed{}),
 }
 
 // load is Load of doc, a string.
@@ -69,8 +70,8 @@ func TestLoadFullDocument(t *testing.T) {
 		MaxTotalWait:       45 * time.Second,
 		TerminationBuffer:  500 * time.Millisecond,
 		Penalty:            &policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503, 429}, Delay: 10 * time.Second, For: 15 * time.Second},
-		Quota:              &ratelimit.Quota{Capacity: 500, RetryCost: 5, TimeoutCost: 10, ThrottleCost: 5, SuccessIncrement: 1, RefillPerSecond: 0.5, Wait: true, MaxScopes: 100},
-		Budget:             &ratelimit.Budget{Ratio: 0.1, MinPerSecond: -1, Window: 30 * time.Second, MaxScopes: 50},
+		Quota:              &quota.Bucket{Capacity: 500, RetryCost: 5, TimeoutCost: 10, ThrottleCost: 5, SuccessIncrement: 1, RefillPerSecond: 0.5, Wait: true, MaxScopes: 100},
+		Budget:             &quota.Budget{Ratio: 0.1, MinPerSecond: -1, Window: 30 * time.Second, MaxScopes: 50},
 		RetryNonIdempotent: true,
 		MaxBodyBuffer:      1 << 20,
 		Limiter:            &ratelimit.Adaptive{Beta: 0.7, Scale: 0.4, Smoothing: 0.8, MinFillRate: 0.5, Additive: 10, Reference: true, FailFast: true, MaxWait: time.Second, MaxScopes: 10},
@@ -130,7 +131,7 @@ func TestLoadPresetThenOverrides(t *testing.T) {
 	}
 	want := policy.StandardV2()
 	want.MaxAttempts = 7
-	want.Quota = &ratelimit.Quota{Capacity: 50}
+	want.Quota = &quota.Bucket{Capacity: 50}
 	if diff := cmp.Diff(want, got, policyOpts); diff != "" {
 		t.Errorf("Load(preset standard-v2 with overrides) mismatch (-want +got):\n%s", diff)
 	}
@@ -181,8 +182,8 @@ func TestLoadQuotaObject(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Load(%s) error = %v; want nil", quotaDocument, err)
 	}
-	want := &ratelimit.Quota{Capacity: 50, RetryCost: 2, RefillPerSecond: 0.5, Wait: true}
-	if diff := cmp.Diff(ratelimit.RetryQuota(want), got.Quota, policyOpts); diff != "" {
+	want := &quota.Bucket{Capacity: 50, RetryCost: 2, RefillPerSecond: 0.5, Wait: true}
+	if diff := cmp.Diff(quota.Quota(want), got.Quota, policyOpts); diff != "" {
 		t.Errorf("Load(%s).Quota mismatch (-want +got):\n%s", quotaDocument, diff)
 	}
 	b, err := got.MarshalJSON()
@@ -194,12 +195,12 @@ func TestLoadQuotaObject(t *testing.T) {
 func TestLoadQuota(t *testing.T) {
 	tests := []struct {
 		doc  string
-		want ratelimit.RetryQuota
+		want quota.Quota
 	}{
-		{`{}`, &ratelimit.Quota{}},
-		{`{"capacity": 5}`, &ratelimit.Quota{Capacity: 5}},
-		{`"none"`, ratelimit.NoQuota},
-		{`"NONE"`, ratelimit.NoQuota},
+		{`{}`, &quota.Bucket{}},
+		{`{"capacity": 5}`, &quota.Bucket{Capacity: 5}},
+		{`"none"`, quota.None},
+		{`"NONE"`, quota.None},
 	}
 	for _, tt := range tests {
 		got, err := load(`{"quota": ` + tt.doc + `}`)
@@ -210,8 +211,8 @@ func TestLoadQuota(t *testing.T) {
 		if diff := cmp.Diff(tt.want, got.Quota, policyOpts); diff != "" {
 			t.Errorf("Load(quota %s).Quota mismatch (-want +got):\n%s", tt.doc, diff)
 		}
-		if tt.want == ratelimit.NoQuota && got.Quota != ratelimit.NoQuota {
-			t.Errorf("Load(quota %s).Quota = %#v; want ratelimit.NoQuota", tt.doc, got.Quota)
+		if tt.want == quota.None && got.Quota != quota.None {
+			t.Errorf("Load(quota %s).Quota = %#v; want quota.None", tt.doc, got.Quota)
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // written: every setting is spelled out. An empty but non-nil
 // Failover.Endpoints, Failover.Methods, Penalty.Codes or Penalty.Statuses
 // is written as [], since an empty Failover.Methods lets no request fail
-// over where a nil one means GET and HEAD. ratelimit.NoQuota in Quota is
+// over where a nil one means GET and HEAD. quota.None in Quota is
 // written as "none", and retryafter.None in ServerDelay.Headers as "none".
 //
 // A func cannot be written, so MarshalJSON returns an error naming the
@@ -28,8 +28,8 @@ import (
 // ThrottleBackoff that is not one of the strategy values of package
 // backoff (a backoff.Func, a pointer, a type of your own); for a Quota,
 // Budget, Limiter or RateLimit that is not an in-process value of package
-// ratelimit (*ratelimit.Quota or ratelimit.NoQuota in Quota,
-// *ratelimit.Budget in Budget, *ratelimit.Adaptive in Limiter,
+// quota or ratelimit (*quota.Bucket or quota.None in Quota,
+// *quota.Budget in Budget, *ratelimit.Adaptive in Limiter,
 // *ratelimit.Fixed in RateLimit), or that is a nil pointer of one; for a
 // number that JSON cannot hold (NaN, an infinity); for a string that is
 // not valid UTF-8; for ServerDelay.Headers bits that name no

@@ -12,6 +12,7 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/retryafter"
 )
@@ -63,8 +64,8 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 		MaxTotalWait:       90 * time.Second,
 		TerminationBuffer:  1500 * time.Millisecond,
 		Penalty:            &policy.Penalty{Codes: []string{"ServerBusy", "Throttled"}, Statuses: []int{503, 429}, Delay: 10 * time.Second, For: 12500 * time.Millisecond},
-		Quota:              &ratelimit.Quota{Capacity: 500, RetryCost: 5, TimeoutCost: 10, ThrottleCost: 5, SuccessIncrement: 1, RefillPerSecond: 0.5, Wait: true, MaxScopes: 100},
-		Budget:             &ratelimit.Budget{Ratio: 0.15, MinPerSecond: 2.5, Window: 30 * time.Second, MaxScopes: 20},
+		Quota:              &quota.Bucket{Capacity: 500, RetryCost: 5, TimeoutCost: 10, ThrottleCost: 5, SuccessIncrement: 1, RefillPerSecond: 0.5, Wait: true, MaxScopes: 100},
+		Budget:             &quota.Budget{Ratio: 0.15, MinPerSecond: 2.5, Window: 30 * time.Second, MaxScopes: 20},
 		RetryNonIdempotent: true,
 		MaxBodyBuffer:      1 << 20,
 		Limiter:            &ratelimit.Adaptive{Beta: 0.7, Scale: 0.4, Smoothing: 0.8, MinFillRate: 0.5, Additive: 10, Reference: true, FailFast: true, MaxWait: time.Second, MaxScopes: 10},
@@ -98,20 +99,20 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 			t.Errorf("Load(MarshalJSON(p with ServerDelay %+v)).ServerDelay = %+v; want it back", sd, got)
 		}
 	}
-	for _, q := range []ratelimit.RetryQuota{
-		nil, ratelimit.NoQuota, &ratelimit.Quota{}, &ratelimit.Quota{Capacity: 1, RefillPerSecond: 1e-9, Wait: true},
+	for _, q := range []quota.Quota{
+		nil, quota.None, &quota.Bucket{}, &quota.Bucket{Capacity: 1, RefillPerSecond: 1e-9, Wait: true},
 	} {
 		p.Quota = q
 		got := roundTrip(t, p)
 		if diff := cmp.Diff(p, got, policyOpts); diff != "" {
 			t.Errorf("Load(MarshalJSON(p with Quota %#v)) mismatch (-want +got):\n%s", q, diff)
 		}
-		if (q == ratelimit.NoQuota) != (got.Quota == ratelimit.NoQuota) {
-			t.Errorf("Load(MarshalJSON(p with Quota %#v)).Quota = %#v; want ratelimit.NoQuota exactly when p has it", q, got.Quota)
+		if (q == quota.None) != (got.Quota == quota.None) {
+			t.Errorf("Load(MarshalJSON(p with Quota %#v)).Quota = %#v; want quota.None exactly when p has it", q, got.Quota)
 		}
 	}
-	for _, b := range []ratelimit.RetryQuota{
-		nil, &ratelimit.Budget{}, &ratelimit.Budget{Ratio: -1, MinPerSecond: -0.5}, &ratelimit.Budget{Ratio: 1e-9, Window: time.Millisecond, MaxScopes: 1},
+	for _, b := range []quota.Quota{
+		nil, &quota.Budget{}, &quota.Budget{Ratio: -1, MinPerSecond: -0.5}, &quota.Budget{Ratio: 1e-9, Window: time.Millisecond, MaxScopes: 1},
 	} {
 		p.Budget = b
 		if diff := cmp.Diff(p, roundTrip(t, p), policyOpts); diff != "" {
@@ -202,16 +203,16 @@ func TestMarshalJSONWritesExactDocument(t *testing.T) {
 		{policy.Policy{MaxAttempts: -1, MaxDelay: -time.Second, ServerDelay: policy.ServerDelay{Headers: retryafter.AllSources}}, `{"maxAttempts":-1,"maxDelay":"-1s","serverDelay":{"headers":"all"}}`},
 		{policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.None, Bound: -time.Second}}, `{"serverDelay":{"headers":"none","bound":"-1s"}}`},
 		{policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.RetryAfter | retryafter.AmzRetryAfter}}, `{"serverDelay":{"headers":["Retry-After","x-amz-retry-after"]}}`},
-		{policy.Policy{Quota: &ratelimit.Quota{}, RateLimit: &ratelimit.Fixed{Rate: 0.25}}, `{"quota":{},"rateLimit":{"rate":0.25}}`},
-		{policy.Policy{Quota: ratelimit.NoQuota, Budget: &ratelimit.Budget{Ratio: 0.5}, RetryNonIdempotent: true}, `{"quota":"none","budget":{"ratio":0.5},"retryNonIdempotent":true}`},
-		{policy.Policy{Budget: &ratelimit.Budget{}}, `{"budget":{}}`},
-		{policy.Policy{Budget: &ratelimit.Budget{Ratio: 0.1, MinPerSecond: -1, Window: time.Minute, MaxScopes: 4}}, `{"budget":{"ratio":0.1,"minPerSecond":-1,"window":"1m0s","maxScopes":4}}`},
+		{policy.Policy{Quota: &quota.Bucket{}, RateLimit: &ratelimit.Fixed{Rate: 0.25}}, `{"quota":{},"rateLimit":{"rate":0.25}}`},
+		{policy.Policy{Quota: quota.None, Budget: &quota.Budget{Ratio: 0.5}, RetryNonIdempotent: true}, `{"quota":"none","budget":{"ratio":0.5},"retryNonIdempotent":true}`},
+		{policy.Policy{Budget: &quota.Budget{}}, `{"budget":{}}`},
+		{policy.Policy{Budget: &quota.Budget{Ratio: 0.1, MinPerSecond: -1, Window: time.Minute, MaxScopes: 4}}, `{"budget":{"ratio":0.1,"minPerSecond":-1,"window":"1m0s","maxScopes":4}}`},
 		{policy.Policy{RateLimit: &ratelimit.Fixed{Rate: 1}, Failover: &policy.Failover{Endpoints: []string{"b", "https://c:8443"}, Mode: policy.PrimaryOnly, Methods: []string{"GET", "PUT"}}, Hedge: &policy.Hedge{Delay: 50 * time.Millisecond, Quantile: 0.9, MinDelay: time.Millisecond, MaxHedges: 2}, MaxDrain: 1},
 			`{"rateLimit":{"rate":1},"failover":{"endpoints":["b","https://c:8443"],"mode":"PrimaryOnly","methods":["GET","PUT"]},"hedge":{"delay":"50ms","quantile":0.9,"minDelay":"1ms","maxHedges":2},"maxDrain":1}`},
 		{policy.Policy{Failover: &policy.Failover{Endpoints: []string{}, Mode: policy.PrimaryThenSecondary, Methods: []string{}}, Hedge: &policy.Hedge{}}, `{"failover":{"endpoints":[],"methods":[]},"hedge":{}}`},
 		{policy.Policy{Failover: &policy.Failover{}}, `{"failover":{}}`},
 		{policy.Policy{Failover: &policy.Failover{Endpoints: []string{"ftp://h"}}, Hedge: &policy.Hedge{Delay: -time.Second, Quantile: 1, MaxHedges: -1}}, `{"failover":{"endpoints":["ftp://h"]},"hedge":{"delay":"-1s","quantile":1,"maxHedges":-1}}`},
-		{policy.Policy{MaxAttempts: 10, AttemptTimeout: time.Second, MaxTotalTime: time.Minute, MaxTotalWait: 30 * time.Second, TerminationBuffer: time.Second, Penalty: &policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503}, Delay: 10 * time.Second, For: 10 * time.Second}, Quota: &ratelimit.Quota{}},
+		{policy.Policy{MaxAttempts: 10, AttemptTimeout: time.Second, MaxTotalTime: time.Minute, MaxTotalWait: 30 * time.Second, TerminationBuffer: time.Second, Penalty: &policy.Penalty{Codes: []string{"ServerBusy"}, Statuses: []int{503}, Delay: 10 * time.Second, For: 10 * time.Second}, Quota: &quota.Bucket{}},
 			`{"maxAttempts":10,"attemptTimeout":"1s","maxTotalTime":"1m0s","maxTotalWait":"30s","terminationBuffer":"1s","penalty":{"codes":["ServerBusy"],"statuses":[503],"delay":"10s","for":"10s"},"quota":{}}`},
 		{policy.Policy{Penalty: &policy.Penalty{Codes: []string{}, Statuses: []int{}}}, `{"penalty":{"codes":[],"statuses":[]}}`},
 		{policy.Policy{Penalty: &policy.Penalty{}}, `{"penalty":{}}`},
@@ -236,7 +237,7 @@ func TestMarshalJSONThroughEncodingJSON(t *testing.T) {
 }
 
 // otherQuota and otherLimiter stand for implementations kept in a store.
-type otherQuota struct{ ratelimit.Quota }
+type otherQuota struct{ quota.Bucket }
 type otherLimiter struct{}
 
 func (otherLimiter) Reserve(string) (ratelimit.Reservation, time.Duration, bool) {
@@ -258,10 +259,10 @@ func TestMarshalJSONRejectsWhatJSONCannotHold(t *testing.T) {
 		{"NestedRand", policy.Policy{ThrottleBackoff: backoff.Capped{Strategy: backoff.Decorrelated{Rand: rnd}}}, "policy: cannot write throttleBackoff.strategy.rand as JSON: it is a func"},
 		{"Func", policy.Policy{Backoff: backoff.Func(func(int) time.Duration { return 0 })}, "policy: cannot write backoff as JSON: it is a backoff.Func; only the strategy values of package backoff have a JSON form"},
 		{"Pointer", policy.Policy{Backoff: &backoff.Constant{}}, "policy: cannot write backoff as JSON: it is a *backoff.Constant; only the strategy values of package backoff have a JSON form"},
-		{"QuotaNow", policy.Policy{Quota: &ratelimit.Quota{Now: time.Now}}, "policy: cannot write quota.now as JSON: it is a func"},
-		{"BudgetNow", policy.Policy{Budget: &ratelimit.Budget{Ratio: 0.1, Now: time.Now}}, "policy: cannot write budget.now as JSON: it is a func"},
-		{"BudgetNaN", policy.Policy{Budget: &ratelimit.Budget{Ratio: math.NaN()}}, "policy: cannot write budget.ratio as JSON: it is NaN"},
-		{"QuotaBudget", policy.Policy{Quota: &ratelimit.Budget{}}, "policy: cannot write quota as JSON: it is a *ratelimit.Budget, which counts requests and goes in budget"},
+		{"QuotaNow", policy.Policy{Quota: &quota.Bucket{Now: time.Now}}, "policy: cannot write quota.now as JSON: it is a func"},
+		{"BudgetNow", policy.Policy{Budget: &quota.Budget{Ratio: 0.1, Now: time.Now}}, "policy: cannot write budget.now as JSON: it is a func"},
+		{"BudgetNaN", policy.Policy{Budget: &quota.Budget{Ratio: math.NaN()}}, "policy: cannot write budget.ratio as JSON: it is NaN"},
+		{"QuotaBudget", policy.Policy{Quota: &quota.Budget{}}, "policy: cannot write quota as JSON: it is a *quota.Budget, which counts requests and goes in budget"},
 		{"HedgeNaN", policy.Policy{Hedge: &policy.Hedge{Quantile: math.NaN()}}, "policy: cannot write hedge.quantile as JSON: it is NaN"},
 		{"UnnamedLocationMode", policy.Policy{Failover: &policy.Failover{Endpoints: []string{"b"}, Mode: 7}}, "policy: cannot write failover.mode as JSON: it is LocationMode(7)"},
 		{"NegativeLocationMode", policy.Policy{Failover: &policy.Failover{Mode: -1}}, "policy: cannot write failover.mode as JSON: it is LocationMode(-1)"},
@@ -269,17 +270,17 @@ func TestMarshalJSONRejectsWhatJSONCannotHold(t *testing.T) {
 		{"MethodNotUTF8", policy.Policy{Failover: &policy.Failover{Endpoints: []string{"b"}, Methods: []string{"G\xffT"}}}, `policy: cannot write failover.methods[0] as JSON: it is not valid UTF-8: "G\xffT"`},
 		{"PenaltyCodeNotUTF8", policy.Policy{Penalty: &policy.Penalty{Codes: []string{"ServerBusy", "\xffBusy"}, Delay: time.Second}}, `policy: cannot write penalty.codes[1] as JSON: it is not valid UTF-8: "\xffBusy"`},
 		{"HeaderNotUTF8", policy.Policy{AttemptHeader: "X-\xff"}, `policy: cannot write attemptHeader as JSON: it is not valid UTF-8: "X-\xff"`},
-		{"NilQuota", policy.Policy{Quota: (*ratelimit.Quota)(nil)}, "policy: cannot write quota as JSON: it is a nil *ratelimit.Quota"},
-		{"NilQuotaBudget", policy.Policy{Quota: (*ratelimit.Budget)(nil)}, "policy: cannot write quota as JSON: it is a *ratelimit.Budget, which counts requests and goes in budget"},
-		{"NilBudget", policy.Policy{Budget: (*ratelimit.Budget)(nil)}, "policy: cannot write budget as JSON: it is a nil *ratelimit.Budget"},
+		{"NilQuota", policy.Policy{Quota: (*quota.Bucket)(nil)}, "policy: cannot write quota as JSON: it is a nil *quota.Bucket"},
+		{"NilQuotaBudget", policy.Policy{Quota: (*quota.Budget)(nil)}, "policy: cannot write quota as JSON: it is a *quota.Budget, which counts requests and goes in budget"},
+		{"NilBudget", policy.Policy{Budget: (*quota.Budget)(nil)}, "policy: cannot write budget as JSON: it is a nil *quota.Budget"},
 		{"NilLimiter", policy.Policy{Limiter: (*ratelimit.Adaptive)(nil)}, "policy: cannot write limiter as JSON: it is a nil *ratelimit.Adaptive"},
 		{"NilRateLimit", policy.Policy{RateLimit: (*ratelimit.Fixed)(nil)}, "policy: cannot write rateLimit as JSON: it is a nil *ratelimit.Fixed"},
 		{"LimiterNaN", policy.Policy{Limiter: &ratelimit.Adaptive{Beta: math.NaN()}}, "policy: cannot write limiter.beta as JSON: it is NaN"},
 		{"RateInf", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: math.Inf(1)}}, "policy: cannot write rateLimit.rate as JSON: it is +Inf"},
-		{"OtherQuota", policy.Policy{Quota: &otherQuota{}}, "policy: cannot write quota as JSON: it is a *policy_test.otherQuota; only a *ratelimit.Quota or ratelimit.NoQuota has a JSON form"},
+		{"OtherQuota", policy.Policy{Quota: &otherQuota{}}, "policy: cannot write quota as JSON: it is a *policy_test.otherQuota; only a *quota.Bucket or quota.None has a JSON form"},
 		{"OtherLimiterType", policy.Policy{Limiter: &ratelimit.Fixed{Rate: 1}}, "policy: cannot write limiter as JSON: it is a *ratelimit.Fixed; only a *ratelimit.Adaptive has a JSON form"},
-		{"OtherBudget", policy.Policy{Budget: &ratelimit.Quota{}}, "policy: cannot write budget as JSON: it is a *ratelimit.Quota; only a *ratelimit.Budget has a JSON form"},
-		{"OtherBudgetType", policy.Policy{Budget: &otherQuota{}}, "policy: cannot write budget as JSON: it is a *policy_test.otherQuota; only a *ratelimit.Budget has a JSON form"},
+		{"OtherBudget", policy.Policy{Budget: &quota.Bucket{}}, "policy: cannot write budget as JSON: it is a *quota.Bucket; only a *quota.Budget has a JSON form"},
+		{"OtherBudgetType", policy.Policy{Budget: &otherQuota{}}, "policy: cannot write budget as JSON: it is a *policy_test.otherQuota; only a *quota.Budget has a JSON form"},
 		{"OtherLimiter", policy.Policy{Limiter: otherLimiter{}}, "policy: cannot write limiter as JSON: it is a policy_test.otherLimiter; only a *ratelimit.Adaptive has a JSON form"},
 		{"OtherRateLimit", policy.Policy{RateLimit: &ratelimit.Adaptive{}}, "policy: cannot write rateLimit as JSON: it is a *ratelimit.Adaptive; only a *ratelimit.Fixed has a JSON form"},
 		{"UnknownSource", policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.RetryAfter | 1<<12}}, "policy: cannot write serverDelay.headers as JSON: it holds 0x1000, which names no retryafter.Source"},

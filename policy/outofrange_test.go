@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/retryafter"
 )
@@ -94,17 +95,17 @@ func TestOutOfRangeValuesAgreeWithTheDocs(t *testing.T) {
 		{"PenaltyEmptyLists", policy.Policy{Penalty: &policy.Penalty{Codes: []string{}, Statuses: []int{}, Delay: time.Second}}, "Penalty.Codes", penalty, (*policy.Penalty)(nil)},
 		{"PenaltyStatusOutOfRange", policy.Policy{Penalty: &policy.Penalty{Statuses: []int{600}, Delay: time.Second}}, "Penalty.Statuses[0]", penalty, &policy.Penalty{Statuses: []int{600}, Delay: time.Second}},
 		// package ratelimit: "A negative int field, or a negative or NaN RefillPerSecond, is treated as zero", and Wait "needs RefillPerSecond > 0".
-		{"QuotaNegativeInts", policy.Policy{Quota: &ratelimit.Quota{Capacity: -1, RetryCost: -1, TimeoutCost: -1, ThrottleCost: -1, SuccessIncrement: -1, MaxScopes: -1}}, "", nil, nil},
-		{"QuotaRefillNegative", policy.Policy{Quota: &ratelimit.Quota{RefillPerSecond: -1}}, "", nil, nil},
-		{"QuotaRefillNaN", policy.Policy{Quota: &ratelimit.Quota{RefillPerSecond: math.NaN()}}, "", nil, nil},
-		{"QuotaWaitWithoutRefill", policy.Policy{Quota: &ratelimit.Quota{Wait: true}}, "Quota.Wait", nil, nil},
-		{"QuotaWaitNegativeRefill", policy.Policy{Quota: &ratelimit.Quota{Wait: true, RefillPerSecond: -1}}, "Quota.Wait", nil, nil},
-		{"QuotaWaitNaNRefill", policy.Policy{Quota: &ratelimit.Quota{Wait: true, RefillPerSecond: math.NaN()}}, "Quota.Wait", nil, nil},
-		// Quota: "ratelimit.NoQuota turns it off"; "Validate rejects a quota that counts requests (a *ratelimit.Budget)".
-		{"QuotaNone", policy.Policy{Quota: ratelimit.NoQuota}, "", nil, nil},
-		{"QuotaBudget", policy.Policy{Quota: &ratelimit.Budget{}}, "Quota", nil, nil},
+		{"QuotaNegativeInts", policy.Policy{Quota: &quota.Bucket{Capacity: -1, RetryCost: -1, TimeoutCost: -1, ThrottleCost: -1, SuccessIncrement: -1, MaxScopes: -1}}, "", nil, nil},
+		{"QuotaRefillNegative", policy.Policy{Quota: &quota.Bucket{RefillPerSecond: -1}}, "", nil, nil},
+		{"QuotaRefillNaN", policy.Policy{Quota: &quota.Bucket{RefillPerSecond: math.NaN()}}, "", nil, nil},
+		{"QuotaWaitWithoutRefill", policy.Policy{Quota: &quota.Bucket{Wait: true}}, "Quota.Wait", nil, nil},
+		{"QuotaWaitNegativeRefill", policy.Policy{Quota: &quota.Bucket{Wait: true, RefillPerSecond: -1}}, "Quota.Wait", nil, nil},
+		{"QuotaWaitNaNRefill", policy.Policy{Quota: &quota.Bucket{Wait: true, RefillPerSecond: math.NaN()}}, "Quota.Wait", nil, nil},
+		// Quota: "quota.None turns it off"; "Validate rejects a quota that counts requests (a *quota.Budget)".
+		{"QuotaNone", policy.Policy{Quota: quota.None}, "", nil, nil},
+		{"QuotaBudget", policy.Policy{Quota: &quota.Budget{}}, "Quota", nil, nil},
 		// Budget, Adaptive and Fixed give every value a meaning.
-		{"BudgetNegatives", policy.Policy{Budget: &ratelimit.Budget{Ratio: -1, MinPerSecond: -1, Window: -1, MaxScopes: -1}}, "", nil, nil},
+		{"BudgetNegatives", policy.Policy{Budget: &quota.Budget{Ratio: -1, MinPerSecond: -1, Window: -1, MaxScopes: -1}}, "", nil, nil},
 		{"LimiterOutOfRange", policy.Policy{Limiter: &ratelimit.Adaptive{Beta: 2, Scale: -1, Smoothing: 5, MinFillRate: math.NaN(), Additive: -1}}, "", nil, nil},
 		{"RateLimitNegatives", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: -1, Burst: -1}}, "", nil, nil},
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -40,7 +41,7 @@ const (
 // (Failover, Hedge, Penalty) turns the feature on, so a non-nil one must be
 // able to act: Validate rejects one that never could. The two things a
 // zero Policy does that take an explicit value to switch off are retries,
-// with MaxAttempts 1, and the retry quota, with Quota ratelimit.NoQuota.
+// with MaxAttempts 1, and the retry quota, with Quota quota.None.
 //
 // # Which scope pays
 //
@@ -137,32 +138,32 @@ type Policy struct {
 	// apply, which New treats as nil (see Penalty).
 	Penalty *Penalty
 
-	// Classify decides each attempt's outcome. Nil means classify.Standard.
+	// Classify decides each attempt's outcome. Nil means classify.Default.
 	Classify classify.Func
 
 	// Quota is the retry quota (a circuit breaker) whose per-scope buckets
 	// pay for retries and hedges: each is paid in the scope it is sent to,
 	// so with Failover a dead primary does not drain the bucket of a
-	// healthy secondary (docs/aws.md). Nil means a *ratelimit.Quota with
+	// healthy secondary (docs/aws.md). Nil means a *quota.Bucket with
 	// the AWS defaults that belongs to the Transport built with this
-	// policy: each New has its own. ratelimit.NoQuota turns it off: retries
+	// policy: each New has its own. quota.None turns it off: retries
 	// are then limited by MaxAttempts, Budget and time alone. Any other
 	// value is used as given, so putting one value in several policies or
 	// transports shares its buckets on purpose; an implementation kept in a
 	// shared store (module redisretry) shares them across processes.
-	// Validate rejects a quota that counts requests (a *ratelimit.Budget),
+	// Validate rejects a quota that counts requests (a *quota.Budget),
 	// whose place is Budget: New still pays it as a Quota, in the scope
 	// each retry is sent to.
-	Quota ratelimit.RetryQuota
+	Quota quota.Quota
 
 	// Budget is a retry budget that every retry and hedge must pay as well
-	// as Quota: usually a *ratelimit.Budget, which holds retries to a share
+	// as Quota: usually a *quota.Budget, which holds retries to a share
 	// of the requests of a sliding window, beside Quota's bucket, which
 	// stops them once an outage has drained it. It is kept in the request's
 	// own scope, whichever endpoint a retry goes to, since it bounds what
 	// the caller's requests cost in all. Nil means none. Like Quota, it is
 	// used as given.
-	Budget ratelimit.RetryQuota
+	Budget quota.Quota
 
 	// RetryNonIdempotent treats every request as idempotent, so a POST or
 	// PATCH is retried after any retryable outcome, not only when the
@@ -281,7 +282,7 @@ func (p Policy) WithDefaults() Policy {
 		p.MaxDelay = DefaultMaxDelay
 	}
 	if p.Classify == nil {
-		p.Classify = classify.Standard
+		p.Classify = classify.Default
 	}
 	if p.MaxBodyBuffer <= 0 {
 		p.MaxBodyBuffer = DefaultMaxBodyBuffer

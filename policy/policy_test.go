@@ -15,6 +15,7 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/retryafter"
 )
@@ -35,7 +36,7 @@ var defaults = policy.Policy{
 }
 
 // sameAsStandard reports the first attempt that fn classifies differently
-// from classify.Standard, or "" if there is none.
+// from classify.Default, or "" if there is none.
 func sameAsStandard(t *testing.T, fn classify.Func) string {
 	t.Helper()
 	if fn == nil {
@@ -62,7 +63,7 @@ func sameAsStandard(t *testing.T, fn classify.Func) string {
 		{"EOF", func() *http.Response { return nil }, io.EOF},
 	}
 	for _, a := range attempts {
-		got, want := fn(req, a.resp(), a.err), classify.Standard(req, a.resp(), a.err)
+		got, want := fn(req, a.resp(), a.err), classify.Default(req, a.resp(), a.err)
 		if got != want {
 			return a.name + ": got " + got.Kind.String() + " " + got.Reason + "; want " + want.Kind.String() + " " + want.Reason
 		}
@@ -84,7 +85,7 @@ func TestZeroPolicyWithDefaultsIsDocumentedDefaults(t *testing.T) {
 		t.Errorf("Policy{}.WithDefaults() mismatch (-want +got):\n%s", diff)
 	}
 	if d := sameAsStandard(t, got.Classify); d != "" {
-		t.Errorf("Policy{}.WithDefaults().Classify is not classify.Standard: %s", d)
+		t.Errorf("Policy{}.WithDefaults().Classify is not classify.Default: %s", d)
 	}
 }
 
@@ -129,7 +130,7 @@ func TestWithDefaultsKeepsSetFields(t *testing.T) {
 		called = true
 		return classify.Outcome{Kind: classify.Fatal}
 	}
-	q := &ratelimit.Quota{Capacity: 50}
+	q := &quota.Bucket{Capacity: 50}
 	bo := backoff.FullJitter{Base: 10 * time.Millisecond, Max: time.Second}
 	p := policy.Policy{
 		MaxAttempts:        7,
@@ -150,7 +151,7 @@ func TestWithDefaultsKeepsSetFields(t *testing.T) {
 	}
 	got := p.WithDefaults()
 	want := p
-	if diff := cmp.Diff(want, got, ignoreClassify, cmp.Comparer(func(a, b *ratelimit.Quota) bool { return a == b })); diff != "" {
+	if diff := cmp.Diff(want, got, ignoreClassify, cmp.Comparer(func(a, b *quota.Bucket) bool { return a == b })); diff != "" {
 		t.Errorf("WithDefaults() of a fully set Policy mismatch (-want +got):\n%s", diff)
 	}
 	got.Classify(nil, nil, nil)
@@ -183,7 +184,7 @@ func TestStandardIsAWSStandardMode(t *testing.T) {
 		t.Errorf("Standard().WithDefaults() mismatch (-want +got):\n%s", diff)
 	}
 	if d := sameAsStandard(t, got.Classify); d != "" {
-		t.Errorf("Standard().WithDefaults().Classify is not classify.Standard: %s", d)
+		t.Errorf("Standard().WithDefaults().Classify is not classify.Default: %s", d)
 	}
 }
 
@@ -206,7 +207,7 @@ func TestAdaptiveIsStandardPlusLimiter(t *testing.T) {
 		t.Errorf("Adaptive().WithDefaults() mismatch with Standard() (-want +got):\n%s", diff)
 	}
 	if d := sameAsStandard(t, got.Classify); d != "" {
-		t.Errorf("Adaptive().WithDefaults().Classify is not classify.Standard: %s", d)
+		t.Errorf("Adaptive().WithDefaults().Classify is not classify.Default: %s", d)
 	}
 }
 
@@ -224,7 +225,7 @@ func TestStandardReturnsFreshValues(t *testing.T) {
 		t.Fatalf("Standard().Quota = %p, %p; want nil, so that no two transports share a quota", a.Quota, b.Quota)
 	}
 	a.MaxAttempts = 9
-	a.Quota = &ratelimit.Quota{}
+	a.Quota = &quota.Bucket{}
 	if c := policy.Standard(); c.MaxAttempts != 3 || c.Quota != nil {
 		t.Errorf("Standard() after changing an earlier result = {MaxAttempts: %d, Quota: %p}; want {3, nil}", c.MaxAttempts, c.Quota)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -57,7 +58,7 @@ func None() Policy { return Policy{MaxAttempts: 1} }
 //	                  50ms·2^(n-1), capped at 20s: 50ms, 100ms, 200ms, ...
 //	ThrottleBackoff   backoff.FullJitter{Base: 1s}: 1s, 2s, 4s, ... after a
 //	                  Throttle outcome
-//	Quota             ratelimit.Quota{RetryCost: 14, ThrottleCost: 5}:
+//	Quota             quota.Bucket{RetryCost: 14, ThrottleCost: 5}:
 //	                  500 tokens, 14 per retry after a Transient outcome,
 //	                  5 after a Throttle; docs/aws.md gives no timeout cost, so
 //	                  a Timeout keeps standard mode's 10
@@ -70,7 +71,7 @@ func None() Policy { return Policy{MaxAttempts: 1} }
 // responses comes to the same.
 //
 // Since its costs are not the defaults, StandardV2 returns a new
-// *ratelimit.Quota on every call. A transport uses it as given: two
+// *quota.Bucket on every call. A transport uses it as given: two
 // transports built with the same returned Policy share its buckets, so call
 // StandardV2 once per transport unless that is what you want.
 func StandardV2() Policy {
@@ -78,7 +79,7 @@ func StandardV2() Policy {
 		MaxAttempts:     DefaultMaxAttempts,
 		Backoff:         backoff.FullJitter{Base: 50 * time.Millisecond},
 		ThrottleBackoff: backoff.FullJitter{Base: time.Second},
-		Quota:           &ratelimit.Quota{RetryCost: 14, ThrottleCost: 5},
+		Quota:           &quota.Bucket{RetryCost: 14, ThrottleCost: 5},
 		ServerDelay:     ServerDelay{Bound: 5 * time.Second},
 	}
 }
@@ -92,7 +93,7 @@ func StandardV2() Policy {
 //	             retry n waits up to min(10ms·1.5^(n-1), 20s), cut by a
 //	             random share of up to all of it: at most 10ms, 15ms,
 //	             22.5ms, ...
-//	Quota        nil: the transport's own ratelimit.Quota, whose defaults
+//	Quota        nil: the transport's own quota.Bucket, whose defaults
 //	             are the SDK's token bucket (500 tokens, retry cost 5,
 //	             timeout and throttle cost 10, +1 for each first-attempt
 //	             success, no refill over time, circuit-breaker mode)

@@ -17,7 +17,7 @@ import (
 // retry count, and the retry quota is kept. Where a service retries only
 // some statuses, its preset's Classify makes every other status of 400 or
 // more final; a transport error (no response) is still classified by
-// classify.Standard, as the guide's general rules for REST services say:
+// classify.Default, as the guide's general rules for REST services say:
 // a connection that failed is worth another attempt whatever the service.
 
 // Cosmos DB's RetryOptions defaults and the SDK's wait for a 429 that asks
@@ -69,7 +69,7 @@ type AzureCosmosDBOptions struct {
 // With the defaults, 429s that ask for 1 s each are retried 9 times; 429s
 // that ask for 4 s are retried 7 times (28 s), since an eighth wait would
 // pass 30 s; a 429 that asks for more than 30 s is returned at once. A
-// transport error is classified by classify.Standard, retried at 5 s.
+// transport error is classified by classify.Default, retried at 5 s.
 // Policy returns a new value on every call.
 func (o AzureCosmosDBOptions) Policy() Policy {
 	retries := o.MaxRetryAttemptsOnThrottledRequests
@@ -118,7 +118,7 @@ func AzureCosmosDB() Policy { return AzureCosmosDBOptions{}.Policy() }
 //	Penalty            after a response with the error code ServerBusy,
 //	                   every wait of the scope is 10 s longer, for 10 s
 //
-// Classify is classify.Standard, the guide's rules for REST services, with
+// Classify is classify.Default, the guide's rules for REST services, with
 // ServerBusy a throttling code: the service turned the request away
 // without acting on it, so a send (a POST) is retried as well, as the
 // client retries a ServerBusyException.
@@ -182,7 +182,7 @@ func AzureActiveDirectory() Policy {
 // classify.Status makes of it when that is retryable (429 a Throttle, 503 a
 // Transient unless a throttling code says otherwise), and Transient when
 // Status would not retry it (506, say). A transport error and a response
-// below 400 are classified by classify.Standard.
+// below 400 are classified by classify.Default.
 func retryStatuses(retry func(status int) bool) classify.Func {
 	rule := func(_ *http.Request, resp *http.Response, err error) (classify.Outcome, bool) {
 		if err != nil || resp == nil || resp.StatusCode < 400 {

@@ -110,7 +110,7 @@ func TestAzureServicePresetsClassify(t *testing.T) {
 			200: success, 500: transient, 502: transient, 503: transient, 504: transient,
 			501: fatal, 505: fatal, 506: fatal, 408: fatal, 429: fatal, 400: fatal, 401: fatal,
 		}},
-		// classify.Standard: the guide's rules for REST services.
+		// classify.Default: the guide's rules for REST services.
 		{"azure-service-bus", policy.AzureServiceBus(), map[int]classify.Kind{
 			200: success, 408: transient, 429: throttle, 500: transient, 503: transient, 501: fatal, 400: fatal,
 		}},
@@ -126,8 +126,8 @@ func TestAzureServicePresetsClassify(t *testing.T) {
 		// A connection that failed is classified as everywhere else.
 		req, _ := newResp(t, 0, "")
 		err := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-		if got, want := c(req, nil, err), classify.Standard(req, nil, err); got != want {
-			t.Errorf("%s: Classify(GET, dial error) = %+v; want classify.Standard's %+v", tt.name, got, want)
+		if got, want := c(req, nil, err), classify.Default(req, nil, err); got != want {
+			t.Errorf("%s: Classify(GET, dial error) = %+v; want classify.Default's %+v", tt.name, got, want)
 		}
 	}
 }
@@ -146,7 +146,7 @@ func TestAzureSearchKeepsThrottlingCodes(t *testing.T) {
 
 // Service Bus turns a request away with ServerBusy without acting on it,
 // so the preset makes that an unprocessed Throttle, after which even a send
-// (a POST) is retried; classify.Standard alone would make a 503 Transient
+// (a POST) is retried; classify.Default alone would make a 503 Transient
 // and a 400 Fatal.
 func TestAzureServiceBusServerBusyIsUnprocessedThrottle(t *testing.T) {
 	c := policy.AzureServiceBus().WithDefaults().Classify

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/retryafter"
 )
@@ -27,7 +28,7 @@ var presetWants = []struct {
 		MaxAttempts:     3,
 		Backoff:         backoff.FullJitter{Base: 50 * time.Millisecond},
 		ThrottleBackoff: backoff.FullJitter{Base: time.Second},
-		Quota:           &ratelimit.Quota{RetryCost: 14, ThrottleCost: 5},
+		Quota:           &quota.Bucket{RetryCost: 14, ThrottleCost: 5},
 		ServerDelay:     policy.ServerDelay{Bound: 5 * time.Second},
 	}},
 	{"kotlin-standard", policy.KotlinStandard, policy.Policy{
@@ -44,7 +45,7 @@ var presetWants = []struct {
 		Backoff: backoff.Schedule{MinDelay: time.Second, MaxDelay: 20 * time.Second, NumRetries: 100_015,
 			NumNoDelayRetries: 3, NumMinDelayRetries: 2, NumMaxDelayRetries: 100_000, BackoffFunction: backoff.CurveExponential, Jitter: 0.1},
 		MaxDelay:           20 * time.Second,
-		Quota:              ratelimit.NoQuota,
+		Quota:              quota.None,
 		RetryNonIdempotent: true,
 	}},
 	{"sns-customer-managed", policy.SNSCustomerManaged, policy.Policy{
@@ -52,7 +53,7 @@ var presetWants = []struct {
 		Backoff: backoff.Schedule{MinDelay: 10 * time.Second, MaxDelay: 600 * time.Second, NumRetries: 50,
 			NumMinDelayRetries: 2, NumMaxDelayRetries: 38, BackoffFunction: backoff.CurveExponential, Jitter: 0.1},
 		MaxDelay:           600 * time.Second,
-		Quota:              ratelimit.NoQuota,
+		Quota:              quota.None,
 		RetryNonIdempotent: true,
 	}},
 	{"azure-storage-exponential", policy.AzureStorageExponential, policy.Policy{
@@ -239,8 +240,8 @@ func TestStandardV2ReturnsFreshQuota(t *testing.T) {
 	if a.Quota == nil || a.Quota == b.Quota {
 		t.Fatalf("StandardV2().Quota = %p, %p; want two different non-nil pointers", a.Quota, b.Quota)
 	}
-	a.Quota.(*ratelimit.Quota).RetryCost = 1
-	if c, _ := policy.Preset("standard-v2"); c.Quota.(*ratelimit.Quota).RetryCost != 14 || c.Quota == a.Quota {
+	a.Quota.(*quota.Bucket).RetryCost = 1
+	if c, _ := policy.Preset("standard-v2"); c.Quota.(*quota.Bucket).RetryCost != 14 || c.Quota == a.Quota {
 		t.Errorf("Preset(standard-v2).Quota after changing an earlier one = %+v; want a new quota with RetryCost 14", c.Quota)
 	}
 }
@@ -391,7 +392,7 @@ func TestPresetsReturnFreshPointers(t *testing.T) {
 			a, b  any
 		}
 		ptrs := []ptr{{"Limiter", a.Limiter, b.Limiter}, {"RateLimit", a.RateLimit, b.RateLimit}, {"Budget", a.Budget, b.Budget}}
-		if a.Quota != ratelimit.NoQuota {
+		if a.Quota != quota.None {
 			ptrs = append(ptrs, ptr{"Quota", a.Quota, b.Quota})
 		}
 		if a.Penalty != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -18,14 +19,14 @@ import (
 const wantQuota = `"none" or a quota object`
 
 // retryQuota decodes the quota member: the string "none", in any case, as
-// ratelimit.NoQuota, or a quota object as a new Quota. A quota object
+// quota.None, or a quota object as a new Quota. A quota object
 // whose "type" is "budget" (or close to it), the form of a budget in an
 // earlier schema, is reported with where a budget goes; any other "type"
 // is an unknown field.
-func (v value) retryQuota() ratelimit.RetryQuota {
+func (v value) retryQuota() quota.Quota {
 	if bytes.HasPrefix(bytes.TrimSpace(v.raw), []byte(`"`)) {
 		if s, ok := v.string(wantQuota); ok && strings.EqualFold(s, "none") {
-			return ratelimit.NoQuota
+			return quota.None
 		}
 		v.fail(wantQuota)
 		return nil
@@ -41,13 +42,13 @@ func (v value) retryQuota() ratelimit.RetryQuota {
 			return nil
 		}
 	}
-	q := new(ratelimit.Quota)
+	q := new(quota.Bucket)
 	v.d.apply(v.path, ms, quotaFields(q))
 	return q
 }
 
 // quotaFields are the members of a quota object, stored in q.
-func quotaFields(q *ratelimit.Quota) []field {
+func quotaFields(q *quota.Bucket) []field {
 	return []field{
 		{"capacity", setCount(&q.Capacity)},
 		{"retryCost", setCount(&q.RetryCost)},
@@ -61,8 +62,8 @@ func quotaFields(q *ratelimit.Quota) []field {
 }
 
 // budget decodes a budget object into a new Budget.
-func (v value) budget() *ratelimit.Budget {
-	b := new(ratelimit.Budget)
+func (v value) budget() *quota.Budget {
+	b := new(quota.Budget)
 	v.d.object(v.path, v.raw, "a budget object", budgetFields(b)...)
 	return b
 }
@@ -70,7 +71,7 @@ func (v value) budget() *ratelimit.Budget {
 // budgetFields are the members of a budget object, stored in b. The
 // numbers take any value that Budget gives a meaning, negative ones
 // included.
-func budgetFields(b *ratelimit.Budget) []field {
+func budgetFields(b *quota.Budget) []field {
 	return []field{
 		{"ratio", func(v value) { b.Ratio = v.float(finite, "a number (0: the default; < 0: none)") }},
 		{"minPerSecond", func(v value) { b.MinPerSecond = v.float(finite, "a number (0: the default; < 0: no floor)") }},
@@ -110,21 +111,21 @@ func (v value) rateLimit() *ratelimit.Fixed {
 }
 
 // quota encodes rq, the inverse of value.retryQuota: "none" for
-// ratelimit.NoQuota, a quota object for a *ratelimit.Quota.
-func (e *encoder) quota(path string, rq ratelimit.RetryQuota) []byte {
-	if rq == ratelimit.NoQuota {
+// quota.None, a quota object for a *quota.Bucket.
+func (e *encoder) quota(path string, rq quota.Quota) []byte {
+	if rq == quota.None {
 		return []byte(`"none"`)
 	}
 	switch q := rq.(type) {
-	case *ratelimit.Quota:
+	case *quota.Bucket:
 		if q != nil {
 			return e.quotaObject(path, q)
 		}
-		e.fail(path, "it is a nil *ratelimit.Quota")
-	case *ratelimit.Budget:
-		e.fail(path, "it is a *ratelimit.Budget, which counts requests and goes in budget")
+		e.fail(path, "it is a nil *quota.Bucket")
+	case *quota.Budget:
+		e.fail(path, "it is a *quota.Budget, which counts requests and goes in budget")
 	default:
-		e.fail(path, fmt.Sprintf("it is a %T; only a *ratelimit.Quota or ratelimit.NoQuota has a JSON form", rq))
+		e.fail(path, fmt.Sprintf("it is a %T; only a *quota.Bucket or quota.None has a JSON form", rq))
 	}
 	return []byte("null")
 }
@@ -144,8 +145,8 @@ func only[T any](e *encoder, path string, x any) *T {
 }
 
 // budget encodes rq as a budget object, the inverse of value.budget.
-func (e *encoder) budget(path string, rq ratelimit.RetryQuota) []byte {
-	b := only[ratelimit.Budget](e, path, rq)
+func (e *encoder) budget(path string, rq quota.Quota) []byte {
+	b := only[quota.Budget](e, path, rq)
 	if b == nil {
 		return []byte("null")
 	}
@@ -159,7 +160,7 @@ func (e *encoder) budget(path string, rq ratelimit.RetryQuota) []byte {
 }
 
 // quotaObject encodes q as a quota object.
-func (e *encoder) quotaObject(path string, q *ratelimit.Quota) []byte {
+func (e *encoder) quotaObject(path string, q *quota.Bucket) []byte {
 	o := e.object(path)
 	o.int("capacity", int64(q.Capacity))
 	o.int("retryCost", int64(q.RetryCost))

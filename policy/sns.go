@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -43,7 +44,7 @@ const snsJitter = 0.1
 //     published durations.
 //   - MaxDelay is maxDelayTarget, or DefaultMaxDelay if that is longer, so
 //     that no delay of the schedule is cut.
-//   - Quota is ratelimit.NoQuota: SNS retries a delivery until its policy is spent,
+//   - Quota is quota.None: SNS retries a delivery until its policy is spent,
 //     whatever happens to other deliveries, and a retry quota would end a
 //     long policy after a few hundred failures.
 //   - RetryNonIdempotent is set: SNS delivers with POST and retries every
@@ -92,7 +93,7 @@ func snsPolicy(s backoff.Schedule, rate int) Policy {
 		MaxAttempts:        s.NumRetries + 1,
 		Backoff:            s,
 		MaxDelay:           max(s.MaxDelay, DefaultMaxDelay),
-		Quota:              ratelimit.NoQuota,
+		Quota:              quota.None,
 		RetryNonIdempotent: true,
 	}
 	if rate > 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -26,7 +27,7 @@ func snsExamplePolicy() policy.Policy {
 		Backoff: backoff.Schedule{MinDelay: time.Second, MaxDelay: time.Minute, NumRetries: 50, NumNoDelayRetries: 3,
 			NumMinDelayRetries: 2, NumMaxDelayRetries: 35, BackoffFunction: backoff.CurveExponential, Jitter: 0.1},
 		MaxDelay:           time.Minute,
-		Quota:              ratelimit.NoQuota,
+		Quota:              quota.None,
 		RetryNonIdempotent: true,
 		RateLimit:          &ratelimit.Fixed{Rate: 10, Burst: 1},
 	}
@@ -72,7 +73,7 @@ func TestLoadSNSDefaults(t *testing.T) {
 		MaxAttempts:        4,
 		Backoff:            backoff.Schedule{MinDelay: 20 * time.Second, MaxDelay: 20 * time.Second, NumRetries: 3, Jitter: 0.1},
 		MaxDelay:           20 * time.Second,
-		Quota:              ratelimit.NoQuota,
+		Quota:              quota.None,
 		RetryNonIdempotent: true,
 	}
 	for _, doc := range []string{`{}`, `{"healthyRetryPolicy": {}}`, `{"http": {}}`, `{"throttlePolicy": {"maxReceivesPerSecond": null}}`,

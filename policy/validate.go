@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/backoff"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // fixedDelays returns the sum of the waits p's backoff will certainly make
@@ -83,18 +83,18 @@ func (p Policy) Validate() error {
 }
 
 // validateQuota reports a quota that does not belong in Policy.Quota, and
-// the settings of a *ratelimit.Quota that are out of range. A Quota's
+// the settings of a *quota.Bucket that are out of range. A Quota's
 // other fields, and every field of a Budget or a limiter, have a meaning
 // for every value (see package ratelimit): a negative or NaN
 // RefillPerSecond is no refill. Wait alone needs a rate.
-func validateQuota(rq ratelimit.RetryQuota) []error {
-	if _, counts := rq.(ratelimit.RequestCounter); counts {
+func validateQuota(rq quota.Quota) []error {
+	if _, counts := rq.(quota.RequestCounter); counts {
 		// Quota is paid in the scope each retry is sent to; a quota that
 		// counts requests counts them in the request's own scope, where
 		// Budget is paid.
 		return []error{fmt.Errorf("policy: Quota is a %T, which counts requests; want it in Budget, which is paid in the request's own scope", rq)}
 	}
-	if q, ok := rq.(*ratelimit.Quota); ok && q != nil {
+	if q, ok := rq.(*quota.Bucket); ok && q != nil {
 		if q.Wait && !(q.RefillPerSecond > 0) {
 			return []error{fmt.Errorf("policy: Quota.Wait is set but Quota.RefillPerSecond = %v; waiting mode needs a refill rate > 0", q.RefillPerSecond)}
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/retryafter"
 )
 
@@ -21,10 +21,10 @@ func TestValidateAcceptsPresetsAndZero(t *testing.T) {
 		{"Adaptive()", policy.Adaptive()},
 		{"None()", policy.None()},
 		{"Policy{}.WithDefaults()", policy.Policy{}.WithDefaults()},
-		{"Quota with Wait and refill", policy.Policy{Quota: &ratelimit.Quota{Wait: true, RefillPerSecond: 0.5}}},
-		{"Quota without Wait", policy.Policy{Quota: &ratelimit.Quota{}}},
-		{"NoQuota", policy.Policy{Quota: ratelimit.NoQuota}},
-		{"Budget with NoQuota", policy.Policy{Quota: ratelimit.NoQuota, Budget: &ratelimit.Budget{}}},
+		{"Quota with Wait and refill", policy.Policy{Quota: &quota.Bucket{Wait: true, RefillPerSecond: 0.5}}},
+		{"Quota without Wait", policy.Policy{Quota: &quota.Bucket{}}},
+		{"quota.None", policy.Policy{Quota: quota.None}},
+		{"Budget with quota.None", policy.Policy{Quota: quota.None, Budget: &quota.Budget{}}},
 	} {
 		if err := tt.p.Validate(); err != nil {
 			t.Errorf("%s.Validate() = %v; want nil", tt.name, err)
@@ -67,7 +67,7 @@ func TestValidateAcceptsHeaderNames(t *testing.T) {
 }
 
 func TestValidateRejectsQuotaWaitWithoutRefill(t *testing.T) {
-	p := policy.Policy{Quota: &ratelimit.Quota{Wait: true}}
+	p := policy.Policy{Quota: &quota.Bucket{Wait: true}}
 	err := p.Validate()
 	if err == nil {
 		t.Fatalf("Policy{Quota: {Wait: true}}.Validate() = nil; want an error")
@@ -80,7 +80,7 @@ func TestValidateRejectsQuotaWaitWithoutRefill(t *testing.T) {
 }
 
 func TestValidateNamesNegativeRefillRate(t *testing.T) {
-	p := policy.Policy{Quota: &ratelimit.Quota{Wait: true, RefillPerSecond: -2}}
+	p := policy.Policy{Quota: &quota.Bucket{Wait: true, RefillPerSecond: -2}}
 	err := p.Validate()
 	if err == nil || !strings.Contains(err.Error(), "-2") {
 		t.Errorf("Policy{Quota: {Wait: true, RefillPerSecond: -2}}.Validate() = %v; want an error naming -2", err)
@@ -93,7 +93,7 @@ func TestValidateJoinsEveryError(t *testing.T) {
 		MaxTotalWait:      -time.Second,
 		TerminationBuffer: -2,
 		ServerDelay:       policy.ServerDelay{Bound: -3},
-		Quota:             &ratelimit.Quota{Wait: true},
+		Quota:             &quota.Bucket{Wait: true},
 	}
 	err := p.Validate()
 	if err == nil {
@@ -166,18 +166,18 @@ func TestValidateBudgets(t *testing.T) {
 
 // requestCounter is a retry quota that counts requests, as a Budget does,
 // of a type Validate does not know.
-type requestCounter struct{ ratelimit.Quota }
+type requestCounter struct{ quota.Bucket }
 
 func (*requestCounter) Request(string) {}
 
 func TestValidateRejectsQuotaThatCountsRequests(t *testing.T) {
 	tests := []struct {
 		name string
-		q    ratelimit.RetryQuota
+		q    quota.Quota
 		want string
 	}{
-		{"Budget", &ratelimit.Budget{Ratio: 0.1}, "policy: Quota is a *ratelimit.Budget, which counts requests; want it in Budget, which is paid in the request's own scope"},
-		{"NilBudget", (*ratelimit.Budget)(nil), "policy: Quota is a *ratelimit.Budget, which counts requests; want it in Budget, which is paid in the request's own scope"},
+		{"Budget", &quota.Budget{Ratio: 0.1}, "policy: Quota is a *quota.Budget, which counts requests; want it in Budget, which is paid in the request's own scope"},
+		{"NilBudget", (*quota.Budget)(nil), "policy: Quota is a *quota.Budget, which counts requests; want it in Budget, which is paid in the request's own scope"},
 		{"OtherCounter", &requestCounter{}, "policy: Quota is a *policy_test.requestCounter, which counts requests; want it in Budget, which is paid in the request's own scope"},
 	}
 	for _, tt := range tests {

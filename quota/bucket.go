@@ -23,11 +23,11 @@ const (
 // once when its MaxScopes is zero.
 const DefaultMaxScopes = 10000
 
-// ErrExceeded records that a [Bucket], or another token-bucket [Quota],
-// refused a retry: the bucket of the scope could not pay. The transport
-// returns it, wrapped, as the reason it stopped retrying; match it with
-// errors.Is. A [Budget]'s refusal is [ErrOverBudget] instead (see
-// [Refuser]). [Bucket.AcquireAt] itself reports a refusal with ok false,
+// ErrExceeded records that a policy's retry quota (its Quota, usually a
+// [Bucket]) refused a retry: the bucket of the scope could not pay. The
+// transport returns it, wrapped, as the reason it stopped retrying; match
+// it with errors.Is. A refusal by the policy's Budget is [ErrOverBudget]
+// instead. [Bucket.AcquireAt] itself reports a refusal with ok false,
 // not an error.
 var ErrExceeded = errors.New("quota: retry quota exceeded")
 

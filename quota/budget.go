@@ -17,11 +17,11 @@ const (
 	DefaultBudgetWindow       = 10 * time.Second // how far back requests and retries count
 )
 
-// ErrOverBudget records that a [Budget] refused a retry: the retries of
-// the scope's window already reached its share of the requests, or its
-// floor. The transport returns it, wrapped, as the reason it stopped
-// retrying, where a [Bucket]'s refusal gives [ErrExceeded]; match it with
-// errors.Is. A Budget reports it through its Refusal method ([Refuser]);
+// ErrOverBudget records that a policy's retry budget (its Budget, usually
+// a [Budget]) refused a retry: the retries of the scope's window already
+// reached its share of the requests, or its floor. The transport returns
+// it, wrapped, as the reason it stopped retrying, where a refusal by the
+// policy's Quota gives [ErrExceeded]; match it with errors.Is.
 // [Budget.AcquireAt] itself reports a refusal with ok false, not an error.
 var ErrOverBudget = errors.New("quota: retry budget exceeded")
 
@@ -170,7 +170,7 @@ func (b *Budget) Request(scope string) { b.RequestAt(b.now(), scope) }
 // k if the scope's budget allows one more, and counts it: cost 1 and no
 // wait. With ok false nothing was counted and the retry must not happen:
 // the budget is spent, or k is not retryable (Success, Fatal). The
-// transport then stops with [ErrOverBudget] (see [Budget.Refusal]).
+// transport then stops with [ErrOverBudget].
 func (b *Budget) AcquireAt(now time.Time, scope string, k classify.Kind) (cost int, wait time.Duration, ok bool) {
 	switch k {
 	case classify.Transient, classify.Timeout, classify.Throttle:
@@ -220,11 +220,6 @@ func (b *Budget) CancelAt(now time.Time, scope string, cost int) {
 // Cancel is CancelAt at b.Now(), or the wall clock if b.Now is nil. The
 // transport calls it for a retry or hedge it paid for and did not send.
 func (b *Budget) Cancel(scope string, cost int) { b.CancelAt(b.now(), scope, cost) }
-
-// Refusal returns [ErrOverBudget], the error that a refusal by Acquire is
-// reported with, which tells it from a [Bucket]'s [ErrExceeded]. It makes
-// Budget a [Refuser].
-func (b *Budget) Refusal() error { return ErrOverBudget }
 
 // Success does nothing: requests are counted by Request, successful or
 // not.

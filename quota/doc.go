@@ -24,9 +24,10 @@
 // transport charges the policy's Quota in the scope each retry is sent to,
 // so that a failing primary endpoint does not drain the bucket of a
 // healthy secondary it fails over to, and the policy's Budget in the
-// request's own scope, where its requests are counted. A Quota that counts
-// requests ([RequestCounter]), such as a Budget set as the policy's Quota,
-// is charged in the request's own scope too. Each scope has its own
+// request's own scope, where its requests are counted, whatever the types
+// of the two values. A quota that counts requests ([RequestCounter]), such
+// as a Budget, belongs in the policy's Budget; policy.Validate rejects one
+// in its Quota. Each scope has its own
 // bucket or window, so an outage of one host does not stop retries to
 // another.
 //
@@ -35,9 +36,8 @@
 // The transport asks for what it needs through small interfaces, so that
 // the state can live elsewhere: [Quota] (Acquire before each retry,
 // Refund, Success, Level), with [RequestCounter] for a quota that counts
-// requests, [Canceler] for one whose Refund is not for retries that were
-// never sent, and [Refuser] for one whose refusals are not [ErrExceeded].
-// Bucket and Budget implement them in process; the module redisretry
+// requests, and [Canceler] for one whose Refund is not for retries that
+// were never sent. Bucket and Budget implement them in process; the module redisretry
 // implements Quota on Redis, so that a fleet of replicas shares one retry
 // quota. [None] is the quota that grants every retry.
 //

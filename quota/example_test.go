@@ -75,28 +75,3 @@ func ExampleBudget() {
 	// left: 0
 	// left 10 s on: 0
 }
-
-// A caller that reports why a retry was refused asks the quota for its
-// refusal error: a Budget's is ErrOverBudget; a quota that is not a
-// Refuser, such as a Bucket, refuses with ErrExceeded.
-func ExampleRefuser() {
-	refusal := func(q quota.Quota) error {
-		if r, ok := q.(quota.Refuser); ok {
-			return r.Refusal()
-		}
-		return quota.ErrExceeded
-	}
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-
-	bucket := &quota.Bucket{Capacity: 5}
-	bucket.AcquireAt(now, "api.example.com", classify.Transient) // takes all 5 tokens
-	_, _, ok := bucket.AcquireAt(now, "api.example.com", classify.Transient)
-	fmt.Println("bucket:", ok, refusal(bucket))
-
-	budget := &quota.Budget{Ratio: -1, MinPerSecond: -1} // no share of the requests, no floor
-	_, _, ok = budget.AcquireAt(now, "api.example.com", classify.Transient)
-	fmt.Println("budget:", ok, refusal(budget))
-	// Output:
-	// bucket: false quota: retry quota exceeded
-	// budget: false quota: retry budget exceeded
-}

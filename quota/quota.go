@@ -24,8 +24,8 @@ type Quota interface {
 	// Acquire takes from scope's share the cost of a retry after an
 	// outcome of kind k, and returns the tokens taken and how long to wait
 	// before the retry. With ok false nothing was taken and the retry must
-	// not happen; the transport then stops with the quota's refusal error:
-	// ErrExceeded, or what Refusal returns for a [Refuser].
+	// not happen; the transport then stops with ErrExceeded when the quota
+	// is a policy's Quota, or ErrOverBudget when it is its Budget.
 	Acquire(scope string, k classify.Kind) (cost int, wait time.Duration, ok bool)
 	// Refund gives cost tokens back to scope's share.
 	Refund(scope string, cost int)
@@ -38,9 +38,8 @@ type Quota interface {
 // RequestCounter is implemented by a [Quota] that bounds retries by the
 // number of requests, such as [Budget]: the transport calls Request once
 // per request, before its first attempt, so that failed requests count as
-// well as successful ones. It also charges such a quota, even as a
-// policy's Quota, in the request's own scope rather than the scope each
-// retry is sent to, since that is where the requests are counted.
+// well as successful ones. It belongs in a policy's Budget, which is
+// charged in the request's own scope, where the requests are counted.
 type RequestCounter interface {
 	Request(scope string)
 }
@@ -54,22 +53,11 @@ type Canceler interface {
 	Cancel(scope string, cost int)
 }
 
-// Refuser is implemented by a [Quota] whose refusals are not those of a
-// drained token bucket, such as [Budget]: Refusal returns the sentinel
-// error that the transport wraps as the reason it stopped, when Acquire
-// refuses a retry with ok false. It must return the same non-nil error on
-// every call. For a Quota that does not implement Refuser, that error is
-// [ErrExceeded].
-type Refuser interface {
-	Refusal() error
-}
-
 var (
 	_ Quota          = (*Bucket)(nil)
 	_ Quota          = (*Budget)(nil)
 	_ RequestCounter = (*Budget)(nil)
 	_ Canceler       = (*Budget)(nil)
-	_ Refuser        = (*Budget)(nil)
 )
 
 // None is the quota of a policy that wants none: it grants every retry at

@@ -8,33 +8,6 @@ import (
 	"github.com/retrytransport/retrytransport/quota"
 )
 
-// refusal returns the error a caller reports when q refuses a retry, as
-// Refuser's doc says: q's Refusal, or ErrExceeded.
-func refusal(q quota.Quota) error {
-	if r, ok := q.(quota.Refuser); ok {
-		return r.Refusal()
-	}
-	return quota.ErrExceeded
-}
-
-func TestRefusalTellsBucketFromBudget(t *testing.T) {
-	tests := []struct {
-		name string
-		q    quota.Quota
-		want error
-	}{
-		{"Bucket", &quota.Bucket{}, quota.ErrExceeded},
-		{"Budget", &quota.Budget{}, quota.ErrOverBudget},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := refusal(tt.q); got != tt.want {
-				t.Errorf("refusal(%T) = %v; want %v", tt.q, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestErrOverBudgetIsNotErrExceeded(t *testing.T) {
 	if errors.Is(quota.ErrOverBudget, quota.ErrExceeded) || errors.Is(quota.ErrExceeded, quota.ErrOverBudget) {
 		t.Errorf("errors.Is between ErrOverBudget and ErrExceeded = true; want two distinct sentinels")

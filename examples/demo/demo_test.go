@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/retrytransport/retrytransport/backoff"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 	"go.uber.org/goleak"
 )
 
@@ -56,9 +56,9 @@ func TestRun(t *testing.T) {
 	const (
 		n           = 2
 		outage      = 60
-		capacity    = ratelimit.DefaultQuotaCapacity
-		cost        = ratelimit.DefaultRetryCost
-		throttleFee = ratelimit.DefaultTimeoutCost // a retry after a 429 pays the timeout cost
+		capacity    = quota.DefaultCapacity
+		cost        = quota.DefaultRetryCost
+		throttleFee = quota.DefaultTimeoutCost // a retry after a 429 pays the timeout cost
 		// Before the quota runs dry, each outage request makes 2 retries.
 		dryAfter = capacity / cost / 2
 	)

@@ -41,7 +41,7 @@ import (
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // config sets the size and the speed of a run.
@@ -90,7 +90,7 @@ func scenarios(cfg config) []scenario {
 		{"dropped connections", "the server closes the connection of the first attempt without answering, then answers 200",
 			pathDrop, cfg.requests, cfg.backoff},
 		{"outage", fmt.Sprintf("every attempt gets 503; with backoff cut to milliseconds, the retry quota (%d tokens, %d per retry) ends the retrying",
-			ratelimit.DefaultQuotaCapacity, ratelimit.DefaultRetryCost),
+			quota.DefaultCapacity, quota.DefaultRetryCost),
 			pathOutage, cfg.outageRequests, cfg.outageBackoff},
 	}
 }
@@ -289,14 +289,14 @@ type observer struct {
 type eventCounts struct {
 	retries int           // events that announce a retry: not Final
 	wait    time.Duration // their Delays added up
-	refused int           // events whose Stop is ratelimit.ErrQuotaExceeded
+	refused int           // events whose Stop is quota.ErrExceeded
 	account quotaAccount  // where the quota's tokens went
 }
 
 // newObserver returns an observer that has seen nothing, for a transport
 // whose quota starts full, as policy.Standard()'s does.
 func newObserver() *observer {
-	o := &observer{level: ratelimit.DefaultQuotaCapacity}
+	o := &observer{level: quota.DefaultCapacity}
 	o.c.account = quotaAccount{start: o.level, costs: make(map[retryCost]int)}
 	return o
 }
@@ -307,7 +307,7 @@ func (o *observer) observe(ev retrytransport.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	switch {
-	case errors.Is(ev.Stop, ratelimit.ErrQuotaExceeded):
+	case errors.Is(ev.Stop, quota.ErrExceeded):
 		o.c.refused++
 	case !ev.Final && ev.Stop == nil:
 		o.c.retries++

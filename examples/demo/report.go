@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // printer writes the demo's plain-text report. It keeps the first write
@@ -49,9 +49,9 @@ func (p *printer) intro(serverURL string) {
 	p.printf("                  the nil base is the default, go-cleanhttp's pooled transport: the plain client's base, so only retrying differs\n")
 	p.printf("  policy.Standard(): 3 attempts, full-jitter backoff, Retry-After honoured, and a retry quota per host (the circuit breaker):\n")
 	p.printf("                  %d tokens, starting full; a retry pays %d (%d after a throttle such as 429, or a timeout);\n",
-		ratelimit.DefaultQuotaCapacity, ratelimit.DefaultRetryCost, ratelimit.DefaultTimeoutCost)
+		quota.DefaultCapacity, quota.DefaultRetryCost, quota.DefaultTimeoutCost)
 	p.printf("                  a retry that succeeds gets its cost back, a first attempt that succeeds adds %d, never above %d\n",
-		ratelimit.DefaultSuccessIncrement, ratelimit.DefaultQuotaCapacity)
+		quota.DefaultSuccessIncrement, quota.DefaultCapacity)
 	p.printf("Under each table: where the quota's tokens went, from the levels the transport's Events report.\n")
 }
 
