@@ -58,7 +58,7 @@ func retryModes() []string { return []string{"standard", "adaptive", "legacy", "
 // # Modes
 //
 // The mode adjusts p rather than replacing it, so that what the
-// environment cannot express (a classifier, time budgets, the quotas,
+// environment cannot express (a classifier, time limits, the quotas,
 // failover, hedging) survives:
 //
 //	standard       Limiter nil: standard mode has no client-side pacing,

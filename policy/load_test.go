@@ -264,7 +264,7 @@ func TestLoadPenaltyKeepsEmptyLists(t *testing.T) {
 }
 
 // shortDocument is a policy as MarshalJSON writes it, without the members
-// of the time budgets and the penalty.
+// of the time limits and the penalty.
 const shortDocument = `{"maxAttempts":4,"backoff":{"type":"constant","interval":"500ms","fastFirstRetry":true},"maxTotalTime":"2s","classifier":{"fatalStatuses":[501]},"quota":{"capacity":50},"failover":{"endpoints":["b.example.com"],"methods":[]},"hedge":{"delay":"100ms"}}`
 
 func TestLoadLeavesMissingMembersZero(t *testing.T) {

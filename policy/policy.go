@@ -105,7 +105,7 @@ type Policy struct {
 	// wait included, until the last response's headers (Azure's
 	// MaximumExecutionTime). No wait is started that would end past it, no
 	// attempt is started once it is spent, and each attempt is abandoned
-	// when it runs out; the error then wraps ErrBudget (package
+	// when it runs out; the error then wraps ErrTimeLimit (package
 	// retrytransport). Zero means no budget beyond the caller's context.
 	// Validate rejects a negative value, which New treats as zero, and a
 	// budget shorter than the delays that Backoff is certain to make
@@ -117,7 +117,7 @@ type Policy struct {
 	// attempts, backoff, Retry-After, quota and send-token waits together
 	// (Cosmos DB's MaxRetryWaitTimeInSeconds): no wait is started that
 	// would take the request past it, and the caller then gets the last
-	// response (Stop wraps ErrBudget, package retrytransport). Unlike
+	// response (Stop wraps ErrTimeLimit, package retrytransport). Unlike
 	// MaxTotalTime, the attempts themselves do not count. Zero means no cap.
 	// Validate rejects a negative value, which New treats as zero.
 	MaxTotalWait time.Duration
