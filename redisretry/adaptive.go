@@ -44,7 +44,12 @@ const (
 // Before a scope's first throttle nothing is limited. A replica asks
 // Redis at most once per Refresh whether the scope is limited and, in the
 // same round trip, reports its sends since it last asked, for the
-// measured rate; in between its attempts cost no round trip.
+// measured rate; in between its attempts cost no round trip. While the
+// replica has no answer it believes, first or older than Refresh, one
+// attempt asks, and those that come while its question is in flight wait
+// for the answer rather than go unpaced: a burst right after another
+// replica's throttle then takes its slots from the queue below, each with
+// a round trip of its own.
 //
 // Once the scope is limited, Reserve is one round trip to a script that,
 // at the server's clock now, computes the rate
@@ -96,7 +101,8 @@ const (
 //
 // Every outcome is also recorded in Local, so that it stays warm: when
 // Redis fails (see [Store]), Reserve returns Local's reservation and
-// counts a fallback ([ratelimit.FallbackCounter]). Cancel gives a slot
+// counts a fallback ([ratelimit.FallbackCounter]), as do the calls that
+// waited for a question that failed. Cancel gives a slot
 // back, in one round trip, only if it is still the latest handed out; it
 // is best effort. State returns the scope as of the last
 // answer, without a round trip, or Local's state while the Store's
@@ -132,9 +138,9 @@ type Adaptive struct {
 // adaptiveScope is what a replica knows of one scope, guarded by its
 // Adaptive's mutex.
 type adaptiveScope struct {
-	enabled    bool      // the last answer said the scope is limited
-	checked    time.Time // when that answer came; zero if none yet
-	refreshing bool      // a call is asking whether the scope is limited
+	enabled bool           // the last answer said the scope is limited
+	checked time.Time      // when that answer came; zero if none yet
+	asking  *adaptiveQuery // the question in flight whether the scope is limited; nil if none
 
 	unreported uint64 // sends made without asking, not yet reported
 	gen        uint64 // the latest decrease heard of
@@ -144,25 +150,58 @@ type adaptiveScope struct {
 	ans adaptiveAnswer // the last answer
 }
 
+// adaptiveQuery is one call's question to Redis whether a scope is
+// limited, which the calls that come while it is in flight wait for.
+type adaptiveQuery struct {
+	done    chan struct{} // closed when the answer, or the failure, is in
+	err     error         // why Redis did not answer; set before done is closed
+	enabled bool          // the answer: the scope is limited; set before done is closed
+}
+
 // Reserve takes a send slot of scope and returns the reservation with the
 // wait before sending. Before the scope's first throttle it makes a round
 // trip at most once per Refresh and returns the zero Reservation and 0;
 // once the scope is limited, one round trip (see Algorithm on [Adaptive]).
-// With ok false nothing was taken and the attempt must not be sent: Local
-// has FailFast set and a wait was needed, or the wait exceeds its MaxWait.
-// When Redis fails, Local decides.
+// A call that comes while another asks Redis whether the scope is limited
+// waits for that answer, at most the Store's Timeout. With ok false
+// nothing was taken and the attempt must not be sent: Local has FailFast
+// set and a wait was needed, or the wait exceeds its MaxWait. When Redis
+// fails, Local decides.
 func (a *Adaptive) Reserve(scope string) (r ratelimit.Reservation, wait time.Duration, ok bool) {
 	now := a.store().now()
 	a.mu.Lock()
 	st := a.scopeLocked(scope)
-	if !st.enabled && (st.refreshing || (!st.checked.IsZero() && now.Sub(st.checked) < positive(a.Refresh, DefaultAdaptiveRefresh))) {
+	var asking *adaptiveQuery // the question this call asks, if it asks one
+	switch {
+	case st.enabled:
+	case !st.checked.IsZero() && now.Sub(st.checked) < positive(a.Refresh, DefaultAdaptiveRefresh):
 		st.unreported++
 		st.sent++
 		a.mu.Unlock()
 		return ratelimit.Reservation{}, 0, true
+	case st.asking != nil:
+		// The answer is unknown or too old to believe, and another call is
+		// asking: sending unpaced meanwhile would let a burst through right
+		// after another replica's throttle.
+		q := st.asking
+		a.mu.Unlock()
+		<-q.done
+		now = a.store().now()
+		if q.err != nil {
+			return a.reserveLocal(now, scope, st, q.err)
+		}
+		a.mu.Lock()
+		if !q.enabled && !st.enabled {
+			st.unreported++
+			st.sent++
+			a.mu.Unlock()
+			return ratelimit.Reservation{}, 0, true
+		}
+		// Limited: take a slot of the queue like any call, below.
+	default:
+		asking = &adaptiveQuery{done: make(chan struct{})}
+		st.asking = asking
 	}
-	refreshing := !st.enabled
-	st.refreshing = st.refreshing || refreshing
 	sends := st.unreported
 	st.unreported = 0
 	a.mu.Unlock()
@@ -172,20 +211,15 @@ func (a *Adaptive) Reserve(scope string) (r ratelimit.Reservation, wait time.Dur
 	ans, err := a.run(now, scope, &p, sends, "reserve", p.maxWait)
 
 	a.mu.Lock()
-	if refreshing {
-		st.refreshing = false
+	if asking != nil {
+		asking.err, asking.enabled = err, err == nil && ans.enabled
+		st.asking = nil
+		close(asking.done)
 	}
 	if err != nil {
 		st.unreported += sends
 		a.mu.Unlock()
-		a.store().fallback(&a.fb, scope, err)
-		r, wait, ok = l.ReserveAt(now, scope)
-		if ok {
-			a.mu.Lock()
-			st.sent++
-			a.mu.Unlock()
-		}
-		return r, wait, ok
+		return a.reserveLocal(now, scope, st, err)
 	}
 	a.answerLocked(st, now, &ans)
 	if !ans.ok {
@@ -200,6 +234,19 @@ func (a *Adaptive) Reserve(scope string) (r ratelimit.Reservation, wait time.Dur
 	}
 	t := ratelimit.Ticket{Gen: uint64(now.Add(wait).UnixNano()), Seq: math.Float64bits(ans.slot)}
 	return ratelimit.NewReservation(a, scope, t), wait, true
+}
+
+// reserveLocal is Reserve decided by Local because Redis did not answer
+// (err), counted as a fallback of scope, whose record is st.
+func (a *Adaptive) reserveLocal(now time.Time, scope string, st *adaptiveScope, err error) (ratelimit.Reservation, time.Duration, bool) {
+	a.store().fallback(&a.fb, scope, err)
+	r, wait, ok := a.local().ReserveAt(now, scope)
+	if ok {
+		a.mu.Lock()
+		st.sent++
+		a.mu.Unlock()
+	}
+	return r, wait, ok
 }
 
 // Record records the outcome of an attempt sent to scope, in Local too. A

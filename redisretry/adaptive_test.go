@@ -1,7 +1,12 @@
 package redisretry_test
 
 import (
+	"context"
+	"errors"
 	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -270,5 +275,162 @@ func assertTTL(t *testing.T, c *redis.Client, key string, max time.Duration) {
 	ttl, err := c.PTTL(t.Context(), key).Result()
 	if err != nil || ttl <= 0 || ttl > max {
 		t.Errorf("PTTL %s = %v, %v; want within (0, %v]", key, ttl, err, max)
+	}
+}
+
+// holdScript is a go-redis hook that holds the first script call made
+// after it is armed until release returns, then lets it reach Redis, or
+// fails it with fail if that is set. answered reports that the held call
+// has returned.
+type holdScript struct {
+	armed    atomic.Bool
+	release  func()
+	fail     error
+	answered atomic.Bool
+}
+
+func (h *holdScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *holdScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		name := cmd.Name()
+		if (name != "evalsha" && name != "eval") || !h.armed.CompareAndSwap(true, false) {
+			return next(ctx, cmd)
+		}
+		h.release()
+		err := h.fail
+		if err == nil {
+			err = next(ctx, cmd)
+		} else {
+			cmd.SetErr(err)
+		}
+		h.answered.Store(true)
+		return err
+	}
+}
+
+func (h *holdScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// burstAfterThrottle sets up the fleet: replicas a and b on srv,
+// b's answer that the scope is not limited just past Refresh, then a's
+// throttle. It returns b and the hook on b's client, armed to hold b's
+// next question to Redis until the n calls of a burst have started.
+func burstAfterThrottle(t *testing.T, srv *redisServer, n int, started *atomic.Int64) (*redisretry.Adaptive, *holdScript) {
+	t.Helper()
+	clock := faketime.New()
+	prefix := uniquePrefix(t)
+	hold := &holdScript{release: func() {
+		// Hold the question until every call of the burst has started,
+		// and a little longer, so that they come while it is in flight.
+		deadline := time.Now().Add(2 * time.Second)
+		for started.Load() < int64(n) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}}
+	adaptive := func(c *redis.Client) *redisretry.Adaptive {
+		s := &redisretry.Store{Client: c, Prefix: prefix, Timeout: 5 * time.Second, Now: clock.Now}
+		return s.Adaptive(&ratelimit.Adaptive{MinFillRate: 10, Now: clock.Now})
+	}
+	a := adaptive(srv.client(t, nil))
+	bc := srv.client(t, &redis.Options{ContextTimeoutEnabled: true}) // keeps the hook
+	bc.AddHook(hold)
+	b := adaptive(bc)
+	if _, wait, ok := b.Reserve(scope); wait != 0 || !ok || b.State(scope).Enabled {
+		t.Fatalf("b's first Reserve = %v, %t, %+v; want 0, true, not limited", wait, ok, b.State(scope))
+	}
+	clock.Advance(redisretry.DefaultAdaptiveRefresh) // b's answer is no longer believed
+	a.Record(scope, classify.Throttle)
+	hold.armed.Store(true)
+	return b, hold
+}
+
+// TestAdaptiveBurstWaitsForInFlightAnswer checks that a burst that comes
+// while a replica asks whether the scope is limited waits for the answer:
+// after another replica's throttle, every attempt of the burst takes its
+// own slot in the fleet's queue, none goes unpaced while the question is
+// in flight.
+func TestAdaptiveBurstWaitsForInFlightAnswer(t *testing.T) {
+	const n = 60
+	srv := startRedis(t)
+	var started atomic.Int64
+	b, hold := burstAfterThrottle(t, srv, n, &started)
+
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		waits    []time.Duration
+		inFlight int // calls that returned before b's question was answered
+		go_      = make(chan struct{})
+	)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-go_
+			started.Add(1)
+			_, wait, ok := b.Reserve(scope)
+			early := !hold.answered.Load()
+			mu.Lock()
+			defer mu.Unlock()
+			if !ok {
+				t.Error("Reserve refused without FailFast or MaxWait")
+			}
+			waits = append(waits, wait)
+			if early {
+				inFlight++
+			}
+		}()
+	}
+	close(go_)
+	wg.Wait()
+
+	unpaced := 0
+	for _, w := range waits {
+		if w == 0 {
+			unpaced++
+		}
+	}
+	if inFlight != 0 || unpaced != 0 {
+		t.Errorf("a burst of %d Reserve calls on b right after a's throttle: %d returned while b's question was in flight, %d without a wait; want 0 and 0",
+			n, inFlight, unpaced)
+	}
+	// The queue was empty at the throttle, with a burst of 1: each call
+	// has its own slot, an interval after the one before.
+	slices.Sort(waits)
+	interval := time.Duration(float64(time.Second) / b.State(scope).FillRate)
+	for i, w := range waits {
+		if want := time.Duration(i+1) * interval; w < want-time.Microsecond || w > want+time.Microsecond {
+			t.Fatalf("sorted waits of the burst = %v; want steps of %v from %v", waits, interval, interval)
+		}
+	}
+}
+
+// TestAdaptiveBurstFallsBackWhenQuestionFails checks that the calls that
+// wait for a replica's question to Redis are decided by Local, each
+// counted as a fallback, when the question fails.
+func TestAdaptiveBurstFallsBackWhenQuestionFails(t *testing.T) {
+	const n = 60
+	srv := startRedis(t)
+	var started atomic.Int64
+	b, hold := burstAfterThrottle(t, srv, n, &started)
+	hold.fail = errors.New("redisretry test: no answer")
+
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started.Add(1)
+			if _, _, ok := b.Reserve(scope); !ok {
+				t.Error("Reserve refused without FailFast or MaxWait")
+			}
+		}()
+	}
+	wg.Wait()
+	if got := b.Fallbacks(scope); got != n {
+		t.Errorf("Fallbacks after a burst of %d Reserve calls whose question to Redis failed = %d; want %d (each decided by Local)", n, got, n)
 	}
 }

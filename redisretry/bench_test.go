@@ -53,6 +53,21 @@ func BenchmarkAdaptiveReserveUnlimited(b *testing.B) {
 	}
 }
 
+// BenchmarkAdaptiveReserveUnlimitedParallel is a scope never throttled,
+// called by 8 goroutines per CPU: still no round trip but one per Refresh,
+// which the calls that come while it is in flight wait for.
+func BenchmarkAdaptiveReserveUnlimitedParallel(b *testing.B) {
+	a := benchStore(b).Adaptive(nil)
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			a.Reserve(scope)
+			a.Record(scope, classify.Success)
+		}
+	})
+}
+
 // BenchmarkAdaptiveReserveLimited is a throttled scope: one round trip per
 // attempt.
 func BenchmarkAdaptiveReserveLimited(b *testing.B) {
