@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
@@ -159,27 +160,53 @@ func (st *simTurn) step(lim simLimiter, how simWaiting, now time.Time, scope str
 }
 
 // simRun drives the scopes for d of virtual time from t0, the callers
-// waiting as w says.
+// waiting as w says, with no perturbation but the timers' lateness.
 func simRun(lim simLimiter, w simWaiting, d time.Duration, scopes ...*simScope) {
+	simRunJittered(lim, w, d, simJitter{Seed: 1}, scopes...)
+}
+
+// simRunJittered is simRun with the perturbations of j, drawn from a
+// generator seeded with j.Seed.
+func simRunJittered(lim simLimiter, w simWaiting, d time.Duration, j simJitter, scopes ...*simScope) {
 	const (
 		reserve = iota
 		send
 		respond
 	)
-	rnd := rand.New(rand.NewPCG(1, 2))
-	late := func() time.Duration { return time.Duration(rnd.Int64N(int64(simLate))) }
+	rnd := rand.New(rand.NewPCG(j.Seed, 2))
+	lateMax := cmp.Or(j.Late, simLate)
+	late := func() time.Duration { return time.Duration(rnd.Int64N(int64(lateMax))) }
+	var stallAt, stallLen time.Duration
+	if j.Stall > 0 {
+		stallAt = time.Duration(rnd.Int64N(int64(simStartUp)))
+		stallLen = time.Duration(rnd.Int64N(int64(j.Stall)))
+	}
 	var q simQueue
 	var turns []simTurn // per worker
 	for i, s := range scopes {
 		s.bins = make([]int, int(d/(500*time.Millisecond)))
+		if j.ServerPhase {
+			s.Server.tokens, s.Server.started = s.Server.Burst-rnd.Float64(), true
+		}
 		for range s.Workers {
-			q.push(simEvent{at: 0, kind: reserve, scope: i, worker: len(turns)})
+			var at time.Duration
+			if j.StartSpread > 0 {
+				at = time.Duration(rnd.Int64N(int64(j.StartSpread)))
+			}
+			q.push(simEvent{at: at, kind: reserve, scope: i, worker: len(turns)})
 			turns = append(turns, simTurn{})
 		}
 	}
 	for q.Len() > 0 {
 		e := heap.Pop(&q).(simEvent)
 		if e.at >= d {
+			continue
+		}
+		// The client's own events wait out a stall; a request already on
+		// the wire reaches the server regardless.
+		if e.kind != send && stallLen > 0 && e.at >= stallAt && e.at < stallAt+stallLen {
+			e.at = stallAt + stallLen
+			q.push(e)
 			continue
 		}
 		s, now := scopes[e.scope], t0.Add(e.at)
@@ -206,7 +233,14 @@ func simRun(lim simLimiter, w simWaiting, d time.Duration, scopes ...*simScope) 
 			} else {
 				s.throttled++
 			}
-			next.at += s.RTT
+			rtt := s.RTT
+			if j.RTTJitter {
+				rtt = s.RTT/2 + time.Duration(rnd.Int64N(int64(s.RTT)))
+			}
+			if j.StartTail > 0 && e.at < simStartUp {
+				rtt += time.Duration(rnd.ExpFloat64() * float64(j.StartTail))
+			}
+			next.at += rtt
 			next.kind, next.throttled = respond, !admitted
 		case respond:
 			k := classify.Success
