@@ -59,10 +59,6 @@ var simVariants = []simVariant{
 	{"stall_20ms", 200 * time.Microsecond, simJitter{StartSpread: 5 * ms, RTTJitter: true, ServerPhase: true, Stall: 20 * ms}},
 }
 
-// simSeedsChecked turns the bounds of TestAdaptiveSimulationSeeds on; until
-// the cold start is fixed, the test only reports.
-const simSeedsChecked = false
-
 // simSeeds is how many seeds each seeded test runs: every bound must hold
 // on every one.
 const simSeeds = 20
@@ -81,7 +77,7 @@ func (s spread) mmm() (lo, med, hi float64) {
 	return v[0], med, v[n-1]
 }
 
-// String formats the spread as min / median / max.
+// format formats the spread as min / median / max, each with verb.
 func (s spread) format(verb string) string {
 	if len(s) == 0 {
 		return "-"
@@ -106,8 +102,14 @@ func (p *firstThrottle) RecordAt(now time.Time, scope string, k classify.Kind) {
 
 // simSingleSeeds runs the single-client scenario of v on every seed, the
 // server answering each throttle with retryAfter, and returns the goodput,
-// the throttled share and the first throttle's LastMax of each run.
-func simSingleSeeds(newLimiter func() *ratelimit.Adaptive, v simVariant, retryAfter time.Duration) (goodput, throttled, firstMax spread) {
+// the throttled share and the first throttle's LastMax of each run, and
+// whether every worker slept through the run's first second: all 16 sent
+// their second request before the first 429 came back and drew a 429 too,
+// so only the server's burst went through before 1 s. Such a run can reach
+// 180 req/s only by sending at exactly the capacity from the instant its
+// workers wake (a burst of 20 before the sleep, 20 after it, 7·200 in the
+// seven seconds left: 1,440 requests in 8 s), whatever the limiter does.
+func simSingleSeeds(newLimiter func() *ratelimit.Adaptive, v simVariant, retryAfter time.Duration) (goodput, throttled, firstMax spread, asleep []bool) {
 	for seed := range uint64(simSeeds) {
 		j := v.j
 		j.Seed = seed
@@ -119,26 +121,29 @@ func simSingleSeeds(newLimiter func() *ratelimit.Adaptive, v simVariant, retryAf
 		if p.first != nil {
 			firstMax = append(firstMax, p.first.LastMax)
 		}
+		asleep = append(asleep, s.bins[0]+s.bins[1] <= 2*int(s.Server.Burst))
 	}
-	return goodput, throttled, firstMax
+	return goodput, throttled, firstMax, asleep
 }
 
 // TestAdaptiveSimulationSeeds runs the single-client scenario of
 // TestAdaptiveSimulation under every start-up variant, with and without
 // Retry-After: 1, over simSeeds seeds. Each run must keep 90 % of the
 // server's 200 req/s through with at most 5 % of attempts throttled,
-// however many responses came back before the first throttle.
+// however many responses came back before the first throttle (on main
+// before the line, 128 to 193 req/s in fleet_like, 101 to 184 in
+// start_tail_2ms). A run in which every worker slept through the first
+// second cannot reach 180 req/s; it must reach 175.
 func TestAdaptiveSimulationSeeds(t *testing.T) {
 	for _, ra := range []time.Duration{0, time.Second} {
 		for _, v := range simVariants {
-			g, f, first := simSingleSeeds(func() *ratelimit.Adaptive { return &ratelimit.Adaptive{} }, v, ra)
+			g, f, first, asleep := simSingleSeeds(func() *ratelimit.Adaptive { return &ratelimit.Adaptive{} }, v, ra)
 			t.Logf("Retry-After %v, %-20s goodput %s req/s, 429s %s %%, first lastMax %s",
 				ra, v.name, g.format("%.1f"), f.format("%.2f"), first.format("%.0f"))
-			if !simSeedsChecked {
-				continue
-			}
-			if lo, _, _ := g.mmm(); lo < 180 {
-				t.Errorf("Retry-After %v, %s: least goodput %.1f req/s; want at least 180 on every seed", ra, v.name, lo)
+			for i, x := range g {
+				if x < 180 && !(asleep[i] && x >= 175) {
+					t.Errorf("Retry-After %v, %s, seed %d: goodput %.1f req/s; want at least 180 (175 if every worker slept through the first second)", ra, v.name, i, x)
+				}
 			}
 			if _, _, hi := f.mmm(); hi > 5 {
 				t.Errorf("Retry-After %v, %s: greatest throttled share %.2f%%; want at most 5%%", ra, v.name, hi)
@@ -188,7 +193,10 @@ func (fs fleetSpread) String() string {
 	return s
 }
 
-func TestFleetSeedsReport(t *testing.T) {
+// TestFleetSimulationTable logs the fleet's three cases over fleetSeeds
+// seeds as min / median / max, the figures of docs/adaptive.md; the bounds
+// are in the tests of sim_fleet_test.go.
+func TestFleetSimulationTable(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		setup func(*fleetSim)
@@ -197,6 +205,6 @@ func TestFleetSeedsReport(t *testing.T) {
 		{"retry_after", func(f *fleetSim) { f.RetryAfter = time.Second }},
 		{"capacity_change", capacityChange},
 	} {
-		t.Logf("%-16s %v", c.name, fleetSeedRuns(20, c.setup))
+		t.Logf("%-16s %v", c.name, fleetSeedRuns(fleetSeeds, c.setup))
 	}
 }
