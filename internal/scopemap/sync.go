@@ -46,11 +46,14 @@ type Sync[V any] struct {
 	hand int             // index in ring of the next entry the hand visits
 }
 
-// syncEntry is one scope's value and whether it was used lately.
+// syncEntry is one scope's value and whether it was used lately. The flag
+// comes first, next to the value's own first fields (its lock, say), which
+// the goroutines using the scope write anyway, and not at the end, which
+// may share a cache line with the next entry's.
 type syncEntry[V any] struct {
-	val  V
-	key  string
 	used atomic.Bool // used since the hand last passed it, or since it was added
+	key  string
+	val  V
 }
 
 // Get returns a pointer to key's value, marking it used, or nil if key is
