@@ -47,13 +47,14 @@ type Sync[V any] struct {
 }
 
 // syncEntry is one scope's value and whether it was used lately. The flag
-// comes first, next to the value's own first fields (its lock, say), which
-// the goroutines using the scope write anyway, and not at the end, which
-// may share a cache line with the next entry's.
+// comes first, on the cache line of the value's first fields (its lock,
+// say), which the goroutines using the scope write anyway; at the end it
+// could share a line with the next entry's value. The key, which only
+// eviction reads, comes last.
 type syncEntry[V any] struct {
 	used atomic.Bool // used since the hand last passed it, or since it was added
-	key  string
 	val  V
+	key  string
 }
 
 // Get returns a pointer to key's value, marking it used, or nil if key is
