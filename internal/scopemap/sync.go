@@ -29,8 +29,8 @@ import (
 // passes of the hand is spared. If every scope was used since the hand last
 // passed, the hand goes round once, marking them unused, and evicts the
 // scope it started at. Adding a scope does not count as a use of it. An
-// eviction moves the hand one turn at most, and over many evictions, one
-// place per eviction plus one per use.
+// eviction moves the hand round the ring once at most, and over many
+// evictions one place per eviction plus one per use, on average.
 //
 // A value that a goroutine found before its scope was evicted stays valid
 // for that goroutine, but is no longer stored: what the goroutine changes
