@@ -209,10 +209,10 @@ func TestAdaptiveNonThrottleKindsDoNotDecrease(t *testing.T) {
 	for _, k := range []classify.Kind{classify.Success, classify.Transient, classify.Timeout, classify.Fatal, classify.Kind(99)} {
 		a := throttled(t, &ratelimit.Adaptive{})
 		a.RecordAt(t0.Add(600*ms), "s", k)
-		// 0.4·(0.1 - 1.957434)³ + 10 = 0.4·(-6.408259) + 10 = 7.436696,
-		// under the cap 2·10.
-		if got := a.StateAt(t0.Add(600*ms), "s").FillRate; math.Abs(got-7.436696) > 1e-6 {
-			t.Errorf("FillRate after RecordAt(%v) = %v; want 7.436696 (the curve)", k, got)
+		// The line from 0.7·10 = 7 at 2.5 req/s per second (no reservation
+		// outstanding): 7 + 2.5·0.1 = 7.25, under the cap 2·10.
+		if got := a.StateAt(t0.Add(600*ms), "s").FillRate; math.Abs(got-7.25) > 1e-6 {
+			t.Errorf("FillRate after RecordAt(%v) = %v; want 7.25 (the line)", k, got)
 		}
 	}
 }
@@ -242,12 +242,12 @@ func TestAdaptiveClockBackwardsCountsAsStandingStill(t *testing.T) {
 	// reservation takes it: 0 left.
 	a.ReserveAt(t0.Add(time.Second), "s")
 	// Earlier than seen, so it counts at 1 s. It closes [0.5, 1) with
-	// count 1: measured 0.8·1/0.5 + 0.2·10 = 3.6. The curve 0.5 s after the
-	// throttle, 0.4·(0.5 - 1.957434)³ + 10 = 8.761698, is capped at 2·3.6 =
-	// 7.2: fill 7.2, capacity max(0.72, 1) = 1, still 0 tokens.
+	// count 1: measured 0.8·1/0.5 + 0.2·10 = 3.6. The line 0.5 s after the
+	// throttle, 7 + 2.5·0.5 = 8.25, is under the cap max(2·3.6, 10) = 10:
+	// fill 8.25, capacity max(0.825, 1) = 1, still 0 tokens.
 	a.RecordAt(t0, "s", classify.Success)
-	// Also at 1 s: nothing refilled, so the wait is (1 - 0)/7.2 =
-	// 138.888889 ms (rounded up to the nanosecond) and -1 token is left.
+	// Also at 1 s: nothing refilled, so the wait is (1 - 0)/8.25 =
+	// 121.212121 ms (rounded up to the nanosecond) and -1 token is left.
 	// Time counted backwards would instead refill a negative amount or run
 	// the curve back to its floor.
 	_, w, ok := a.ReserveAt(t0, "s")
@@ -258,7 +258,7 @@ func TestAdaptiveClockBackwardsCountsAsStandingStill(t *testing.T) {
 		Fill, Measured, Tokens, Capacity float64
 	}
 	got := state{w, ok, st.FillRate, st.MeasuredRate, st.Tokens, st.Capacity}
-	want := state{138888889, true, 7.2, 3.6, -1, 1}
+	want := state{121212122, true, 8.25, 3.6, -1, 1}
 	if diff := cmp.Diff(want, got, approx); diff != "" {
 		t.Errorf("ReserveAt and StateAt at t0 after 1 s was seen mismatch (-want +got):\n%s", diff)
 	}

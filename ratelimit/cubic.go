@@ -7,7 +7,9 @@ import "math"
 // bucket of docs/aws.md, as the AWS SDKs' adaptive retry mode computes them
 // (botocore retries/adaptive.py, throttling.py and bucket.py; aws-sdk-go-v2
 // aws/retry/adaptive_ratelimit.go), with the changes described on
-// [Adaptive] unless in reference mode. Nothing here locks, allocates or reads a clock. Every method
+// [Adaptive] unless in reference mode; outside it, the rate climbs back
+// along a line rather than the CUBIC curve (see climb). Nothing here locks,
+// allocates or reads a clock. Every method
 // takes the instant t in seconds since the scope's origin, the instant its
 // state was created: a float64 counted from there keeps sub-microsecond
 // precision, which seconds since 1970 would not.
@@ -54,6 +56,42 @@ const (
 	dueSlack = 1e-9
 )
 
+// The line of the changed algorithm (see climb), in seconds and requests per
+// second.
+const (
+	// lineSlope is how fast the line climbs, in requests per second per
+	// second for each reservation outstanding (taken and not yet answered):
+	// a client with two requests in flight or waiting climbs 5 req/s each
+	// second, one with sixteen 40. The same slope for every client of the
+	// same concurrency is what makes independent clients converge on equal
+	// shares: a decrease takes more from a larger rate, the climb gives each
+	// the same.
+	lineSlope = 2.5
+	// lineMinRegain bounds the slope from above: the line never regains the
+	// decrease from a rate r, (1-beta)·r, in less than this many seconds,
+	// so a client whose concurrency is large against its rate (sixteen
+	// workers against 20 req/s) does not return at once to the rate it was
+	// just throttled at.
+	lineMinRegain = 1.0
+	// coldStartClimb multiplies the slope while the last decrease is the
+	// one made from the cold-start estimate (see cubic.provisional).
+	coldStartClimb = 3.0
+	// memoryTau is the time constant, in seconds, of the scope's long-run
+	// rate (cubic.memory): the fill rate averaged over about the last 16
+	// seconds.
+	memoryTau = 16.0
+	// recoverBelow, recoverQuiet and recoverTau define the recovery: once
+	// the line is below recoverBelow times the long-run rate and no
+	// throttle has come for recoverQuiet seconds, the line closes its gap
+	// to the long-run rate with time constant recoverTau, until the next
+	// throttle. Two decreases in a row leave 0.7·0.7 = 0.49 of a rate, so
+	// ordinary throttling rarely starts it; a capacity that fell to a
+	// quarter and came back does.
+	recoverBelow = 0.5
+	recoverQuiet = 0.3
+	recoverTau   = 0.3
+)
+
 // params are an [Adaptive]'s settings with the defaults resolved.
 type params struct {
 	beta, scale, smoothing, minFill float64
@@ -82,6 +120,13 @@ type cubic struct {
 	lastMax      float64 // the rate when the last decrease happened (W_max)
 	window       float64 // cbrt(lastMax·(1-beta)/scale): seconds from a throttle to the plateau (K in RFC 9438)
 	lastThrottle float64 // instant of the last throttle
+
+	// The line, outside reference mode (see climb).
+	line        float64 // the rate the line has reached
+	lineAt      float64 // instant of its latest step
+	provisional bool    // the last decrease was made from the cold-start estimate
+	memory      float64 // the long-run rate, an average of the fill rate; 0 until the first measured decrease
+	recovering  bool    // the line is closing its gap to memory (see recoverBelow)
 
 	// The send-token bucket.
 	fill     float64 // tokens added per second
@@ -137,6 +182,13 @@ func (c *cubic) measure(t float64, p *params) {
 		return
 	}
 	prev := c.measuredRate(t, p)
+	if c.provisional {
+		// The first measurement ends the cold start: the rate the line
+		// reached without a throttle is the least the scope has shown it
+		// may send.
+		c.provisional = false
+		c.lastMax = max(c.lastMax, c.line)
+	}
 	c.measured = p.smoothing*c.count/(b-c.lastBucket) + (1-p.smoothing)*prev
 	c.count, c.lastBucket, c.closed = 0, b, true
 }
@@ -144,7 +196,8 @@ func (c *cubic) measure(t float64, p *params) {
 // record updates the state with the outcome of one attempt answered at t:
 // throttled or not. Each response is measured first; then a throttle
 // decreases the rate (or, during a hold, pins it) and any other response
-// moves it along the CUBIC curve.
+// moves it along the CUBIC curve, or once enabled outside reference mode
+// along the line.
 func (c *cubic) record(t float64, throttled bool, p *params) {
 	t = c.advance(t)
 	c.done++
@@ -152,6 +205,8 @@ func (c *cubic) record(t float64, throttled bool, p *params) {
 	m := c.measuredRate(t, p)
 	var r float64
 	switch {
+	case !throttled && c.enabled && !p.reference:
+		r = c.climb(t, p)
 	case !throttled:
 		// The curve: scale·(t - lastThrottle - window)³ + lastMax. It
 		// starts at beta·lastMax, flattens out at lastMax after window
@@ -170,19 +225,76 @@ func (c *cubic) record(t float64, throttled bool, p *params) {
 		// that rate, as TCP holds its window during fast recovery.
 		c.lastThrottle = t
 		r = p.beta * c.lastMax
+		c.line, c.lineAt = r, t
 	default:
 		r = c.decrease(t, m, p)
 	}
 	c.setRate(t, r, m, p)
 }
 
-// decrease applies a throttle at t to the curve and returns the new rate,
-// beta times the rate in use: the measured rate m or, once enabled, the fill
-// rate if lower. It enables the limiter and opens a hold.
+// climb moves the line from its latest step to t and returns the new rate,
+// outside reference mode once enabled. After a decrease at rate r the line
+// starts at beta·r and climbs, with no ceiling, by
+//
+//	slope = min(lineSlope·n, max(line, lastMax)·(1-beta)/lineMinRegain)
+//
+// requests per second each second, n the reservations outstanding (at least
+// 1), three times that while provisional; and it recovers towards the long-run rate
+// after a fall (see recoverBelow). The CUBIC curve instead returns every
+// client to the rate of its own last throttle, which keeps the ratios between
+// independent clients as they started, and climbs past it by Scale·t³
+// whatever the rate, too slowly to find a capacity that came back.
+func (c *cubic) climb(t float64, p *params) float64 {
+	dt := max(t-c.lineAt, 0)
+	c.lineAt = t
+	n := max(float64(c.sent)-float64(c.done), 1)
+	slope := min(lineSlope*n, max(c.line, c.lastMax)*(1-p.beta)/lineMinRegain)
+	if c.provisional {
+		slope *= coldStartClimb
+	}
+	c.line += slope * dt
+	if c.memory > 0 {
+		c.memory -= (c.memory - c.fill) * -math.Expm1(-dt/memoryTau)
+		if c.line < recoverBelow*c.memory && t-c.lastThrottle >= recoverQuiet {
+			c.recovering = true
+		}
+		if c.recovering && c.line < c.memory {
+			c.line += (c.memory - c.line) * -math.Expm1(-dt/recoverTau)
+		}
+	}
+	r := c.line
+	if p.additive > 0 {
+		r = max(r, p.beta*c.lastMax+p.additive*(t-c.lastThrottle))
+	}
+	return r
+}
+
+// decrease applies a throttle at t and returns the new rate, beta times the
+// rate in use: the measured rate m or, once enabled, the fill rate if lower.
+// Outside reference mode, once enabled, the rate in use is the fill rate
+// alone, which is what the client was allowed to send. It enables the
+// limiter and opens a hold.
 func (c *cubic) decrease(t, m float64, p *params) float64 {
 	rate := m
-	if c.enabled {
+	switch {
+	case c.enabled && p.reference:
 		rate = min(m, c.fill)
+	case c.enabled:
+		// The measured rate lags by half-second buckets and falls while
+		// workers wait out a Retry-After; decreasing from it took a
+		// client throttled twice in a row far below its share.
+		rate = c.fill
+	}
+	if !p.reference {
+		// A decrease before any bucket closed rests on the cold-start
+		// estimate, a count of the responses that came back before the
+		// first throttle: the line climbs faster until a throttle or the
+		// first measurement says where the capacity is.
+		c.provisional = !c.enabled && !c.closed
+		c.line, c.lineAt, c.recovering = rate*p.beta, t, false
+		if c.memory == 0 && !c.provisional {
+			c.memory = rate
+		}
 	}
 	c.lastMax = rate
 	c.window = math.Cbrt(rate * (1 - p.beta) / p.scale)
@@ -222,13 +334,20 @@ func (c *cubic) held(t float64, p *params) bool {
 	return !p.reference && c.enabled && c.done <= c.holdSeq && t < c.holdEnd
 }
 
-// setRate makes r, capped at maxRateFactor times the measured rate m, the
-// bucket's new rate at t: fill = max(r, minFill), capacity = max(r·window,
+// setRate makes r, capped at maxRateFactor times the measured rate m (or,
+// enabled outside reference mode, at lastMax if higher), the bucket's new
+// rate at t: fill = max(r, minFill), capacity = max(r·window,
 // 1), where window is burstWindow (0.1 s), or 1 s in reference mode as in
 // the SDKs. The time since the last refill is paid at the old rate first.
 func (c *cubic) setRate(t, r, m float64, p *params) {
 	c.refill(t, p)
-	r = min(r, maxRateFactor*m)
+	limit := maxRateFactor * m
+	if c.enabled && !p.reference {
+		// The rate of the last throttle was sent: a client whose
+		// measured rate fell while its workers slept may go back to it.
+		limit = max(limit, c.lastMax)
+	}
+	r = min(r, limit)
 	c.fill = max(r, p.minFill)
 	c.capacity = max(r*p.window, minCapacity)
 	c.tokens = min(c.tokens, c.capacity)

@@ -108,17 +108,20 @@ func TestAdaptiveArithmetic(t *testing.T) {
 		{"reference_throttle", &ratelimit.Adaptive{Reference: true}, [][]ev{throttleAt500}, 500 * ms, want{true, 5.6, 8, 5.6, 8}},
 		// Beta 0.5: 0.5·10 = 5; capacity max(0.5, 1) = 1.
 		{"throttle_beta_05", &ratelimit.Adaptive{Beta: 0.5}, [][]ev{throttleAt500}, 500 * ms, want{true, 5, 10, 1, 10}},
-		// W = cbrt(10·0.3/0.4) = cbrt(7.5) = 1.957434 s. One second after
-		// the throttle, at 10 req/s: 0.4·(1 - 1.957434)³ + 10
-		// = 0.4·(-0.877660) + 10 = 9.648936; capacity max(0.964894, 1) = 1.
-		{"curve_1s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 9.64893600966, 10, 1, 10}},
-		// Three seconds after: 0.4·(3 - 1.957434)³ + 10 = 0.4·1.133211 + 10
-		// = 10.453285; capacity 0.1·10.453285 = 1.0453285.
-		{"curve_3s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 3500*ms, ok, ok)}, 3500 * ms, want{true, 10.453284520772, 10, 1.0453284520772, 10}},
-		// Additive 2: one second after the throttle the line is
-		// 0.7·10 + 2·1 = 9, under the curve's 9.648936, which wins.
-		{"additive_under_curve", &ratelimit.Adaptive{Additive: 2}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 9.64893600966, 10, 1, 10}},
-		// Additive 5: 0.7·10 + 5·1 = 12 is over the curve and under the cap
+		// After a throttle the changed algorithm climbs along a line from
+		// 0.7·10 = 7 at 2.5 req/s per second per reservation outstanding;
+		// these records answer none, so the slope is 2.5 (under the bound
+		// 10·0.3/1 s = 3). One second after the throttle: 7 + 2.5 = 9.5;
+		// capacity max(0.95, 1) = 1.
+		{"line_1s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 9.5, 10, 1, 10}},
+		// Three seconds after: 7 + 2.5·3 = 14.5, past the rate of the
+		// throttle with no plateau (the bound is now 14.5·0.3 > 2.5);
+		// capacity 1.45.
+		{"line_3s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 3500*ms, ok, ok)}, 3500 * ms, want{true, 14.5, 10, 1.45, 10}},
+		// Additive 2: one second after the throttle its line is
+		// 0.7·10 + 2·1 = 9, under the default line's 9.5, which wins.
+		{"additive_under_line", &ratelimit.Adaptive{Additive: 2}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 9.5, 10, 1, 10}},
+		// Additive 5: 0.7·10 + 5·1 = 12 is over the line and under the cap
 		// 2·10; capacity 1.2.
 		{"additive_over_curve", &ratelimit.Adaptive{Additive: 5}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 12, 10, 1.2, 10}},
 		// Reference mode ignores it: the curve from the throttle's lastMax
@@ -127,11 +130,13 @@ func TestAdaptiveArithmetic(t *testing.T) {
 		// capacity; the buckets closing at 1 and 1.5 s measured
 		// 0.8·10 + 0.2·8 = 9.6 and then 0.8·10 + 0.2·9.6 = 9.92.
 		{"reference_ignores_additive", &ratelimit.Adaptive{Reference: true, Additive: 5}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 7.781767987274984, 9.92, 7.781767987274984, 8}},
-		// The 2·measured cap: after the throttle, silence until 1.5 s. The
-		// response then closes [0.5, 1.5) with count 1: measured
-		// 0.8·1 + 0.2·10 = 2.8, so the curve's 9.648936 is capped at 5.6;
-		// capacity max(0.56, 1) = 1.
-		{"cap_2x_measured", &ratelimit.Adaptive{}, [][]ev{throttleAt500, {rec(1500*ms, ok)}}, 1500 * ms, want{true, 5.6, 2.8, 1, 10}},
+		// The cap: after the throttle, silence until 1.5 s. The response then
+		// closes [0.5, 1.5) with count 1: measured 0.8·1 + 0.2·10 = 2.8,
+		// twice which is 5.6; but the rate of the last throttle, 10, was
+		// sent, so the cap is max(5.6, 10) and the line's 7 + 2.5·1 = 9.5
+		// stands (a client whose workers slept through a Retry-After goes
+		// back to its rate). Capacity max(0.95, 1) = 1.
+		{"cap_last_max", &ratelimit.Adaptive{}, [][]ev{throttleAt500, {rec(1500*ms, ok)}}, 1500 * ms, want{true, 9.5, 2.8, 1, 10}},
 		// The same in reference mode, where capacity is the rate: the
 		// throttle's close measured 8 (lastMax 8, W = cbrt(8·0.3/0.4) =
 		// cbrt(6) = 1.817121 s); at 1.5 s, 0.8·1 + 0.2·8 = 2.4, so the
@@ -215,9 +220,16 @@ func TestAdaptiveDampsCompoundedDecreases(t *testing.T) {
 		// (the curve restarts at 0.7·10 = 7, under the cap 2·(0.8·1/0.5 +
 		// 0.2·10) = 7.2)...
 		{"held_under_1s", false, []ev{rec(500*ms, th), rec(1499*ms, th)}, 1499 * ms, want{7, 10}},
-		// ...one at 1500 ms decreases: measured 0.8·1/1 + 0.2·10 = 2.8, rate
-		// min(2.8, 7), new 0.7·2.8 = 1.96.
-		{"hold_expires_after_1s", false, []ev{rec(500*ms, th), rec(1500*ms, th)}, 1500 * ms, want{1.96, 2.8}},
+		// ...one at 1500 ms decreases, from the fill rate in use, 7 (the
+		// SDKs would take the measured 0.8·1/1 + 0.2·10 = 2.8, lower: a
+		// client throttled twice in a row would fall far below its share):
+		// 0.7·7 = 4.9.
+		{"hold_expires_after_1s", false, []ev{rec(500*ms, th), rec(1500*ms, th)}, 1500 * ms, want{4.9, 7}},
+		// The reference decreases from the lower of the measured and the
+		// fill rate, as the SDKs do: after its throttle at 500 ms (measured
+		// 8, fill 5.6) the throttle at 1500 ms, measured 0.8·1/1 + 0.2·8 =
+		// 2.4, takes 0.7·2.4 = 1.68.
+		{"reference_decreases_from_measured", true, []ev{rec(500*ms, th), rec(1500*ms, th)}, 1500 * ms, want{1.68, 2.4}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

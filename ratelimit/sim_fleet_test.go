@@ -309,7 +309,7 @@ func fleetScenario(seed uint64) *fleetSim {
 
 // fleetSeeds is how many seeded runs each fleet test makes: every bound
 // must hold on every one of them.
-const fleetSeeds = 7
+const fleetSeeds = 20
 
 // fleetRuns runs the scenario that setup makes of fleetScenario once per
 // seed, with the changed algorithm or the reference one.
@@ -329,16 +329,33 @@ func fleetRuns(t *testing.T, reference bool, setup func(*fleetSim)) []*fleetResu
 	return rs
 }
 
+// median returns the median of xs, which it sorts.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	if n := len(xs); n%2 == 0 {
+		return (xs[n/2-1] + xs[n/2]) / 2
+	}
+	return xs[len(xs)/2]
+}
+
 // TestFleetSimulation runs 8 independent clients against one server of 200
 // req/s without Retry-After. The changed algorithm must fill the capacity
-// and fail no logical request on every seed; the reference algorithm, whose
-// clients each collapse at cold start, is logged and must stay well below.
+// and fail no logical request on every seed, share it evenly (Jain's index
+// at least 0.94 on every seed, 0.975 at the median) with at most 3 % of
+// attempts throttled; the reference algorithm, whose clients each collapse
+// at cold start, is logged and must stay well below.
 func TestFleetSimulation(t *testing.T) {
+	var jains []float64
 	for _, r := range fleetRuns(t, false, nil) {
-		if g, f, n, p99, j := r.goodputShare(), r.throttledShare(), r.failed(), r.p99(), r.jain(0, r.sim.Duration); g < 0.95 || f > 0.03 || n > 0 || p99 > 250*ms || j < 0.9 {
-			t.Errorf("seed %d: goodput %.1f%%, 429s %.2f%%, %d failed, p99 %v, Jain %.3f; want >= 95%%, <= 3%%, 0, <= 250ms, >= 0.9",
+		g, f, n, p99, j := r.goodputShare(), r.throttledShare(), r.failed(), r.p99(), r.jain(0, r.sim.Duration)
+		jains = append(jains, j)
+		if g < 0.95 || f > 0.03 || n > 0 || p99 > 250*ms || j < 0.94 {
+			t.Errorf("seed %d: goodput %.1f%%, 429s %.2f%%, %d failed, p99 %v, Jain %.3f; want >= 95%%, <= 3%%, 0, <= 250ms, >= 0.94",
 				r.sim.Seed, 100*g, 100*f, n, p99, j)
 		}
+	}
+	if m := median(jains); m < 0.975 {
+		t.Errorf("median Jain's index %.3f; want >= 0.975", m)
 	}
 	for _, r := range fleetRuns(t, true, nil) {
 		if g := r.goodputShare(); g > 0.75 {
@@ -351,10 +368,13 @@ func TestFleetSimulation(t *testing.T) {
 // on every 429: each throttled worker sleeps a second. The bucket holding a
 // tenth of a second of tokens is what keeps the fleet near capacity: with a
 // second's worth, as the SDKs hold, the same fleet got 49 % to 76 % of it.
+// A client whose workers slept goes back to the rate of its last throttle
+// at once (the cap is not twice a measured rate that the sleep dragged
+// down), which keeps the shares even.
 func TestFleetSimulationRetryAfter(t *testing.T) {
 	for _, r := range fleetRuns(t, false, func(f *fleetSim) { f.RetryAfter = time.Second }) {
-		if g, f, n := r.goodputShare(), r.throttledShare(), r.failed(); g < 0.88 || f > 0.03 || n > 0 {
-			t.Errorf("seed %d: goodput %.1f%%, 429s %.2f%%, %d failed; want >= 88%%, <= 3%%, 0", r.sim.Seed, 100*g, 100*f, n)
+		if g, f, n, j := r.goodputShare(), r.throttledShare(), r.failed(), r.jain(0, r.sim.Duration); g < 0.9 || f > 0.03 || n > 0 || j < 0.95 {
+			t.Errorf("seed %d: goodput %.1f%%, 429s %.2f%%, %d failed, Jain %.3f; want >= 90%%, <= 3%%, 0, >= 0.95", r.sim.Seed, 100*g, 100*f, n, j)
 		}
 	}
 }
@@ -373,33 +393,33 @@ func capacityChange(f *fleetSim) {
 
 // TestFleetSimulationCapacityChange drops the server from 200 to 50 req/s
 // at 4 s and raises it back to 200 at 7 s. The fleet must follow the drop
-// within a second and keep 70 % of the run's capacity through (the
-// reference algorithm, collapsing at cold start, gets about half that); the
-// climb back, bounded by the CUBIC curve, is logged.
+// within a second and the return within two (the recovery towards each
+// client's long-run rate; the CUBIC curve alone did not within the run),
+// and keep 90 % of the run's capacity through. The logical requests that
+// fail, throttled on all three attempts during the drop, are logged.
 func TestFleetSimulationCapacityChange(t *testing.T) {
 	for _, r := range fleetRuns(t, false, capacityChange) {
 		down, up := r.settle(capacityDrop, capacityReturn), r.settle(capacityReturn, r.sim.Duration)
-		t.Logf("seed %d: within 10%% of 50 req/s after %v, of 200 req/s after %v (-1: not within the run)", r.sim.Seed, down, up)
-		if g := r.goodputShare(); down < 0 || down > time.Second || r.throttledShare() > 0.07 || g < 0.7 {
-			t.Errorf("seed %d: within 10%% of 50 req/s after %v, 429s %.2f%%, goodput %.1f%%; want within 1s, <= 7%%, >= 70%%",
-				r.sim.Seed, down, 100*r.throttledShare(), 100*g)
+		t.Logf("seed %d: within 10%% of 50 req/s after %v, of 200 req/s after %v (-1: not within the run), %d failed", r.sim.Seed, down, up, r.failed())
+		if g := r.goodputShare(); down < 0 || down > time.Second || up < 0 || up > 2*time.Second || r.throttledShare() > 0.08 || g < 0.9 {
+			t.Errorf("seed %d: within 10%% of 50 req/s after %v, of 200 req/s after %v, 429s %.2f%%, goodput %.1f%%; want within 1s, within 2s, <= 8%%, >= 90%%",
+				r.sim.Seed, down, up, 100*r.throttledShare(), 100*g)
 		}
 	}
 }
 
 // TestFleetSimulationAdditive runs the steady and the capacity-change fleets
-// with Additive set to 10 req/s per second. Each client then regains the
-// same rate after a throttle whatever its own, so the fleet climbs back to
-// 200 req/s within 2 s of the capacity's return (without the line it does
-// not within the run) while the steady fleet stays under 5 % of attempts
-// throttled.
+// with Additive set to 10 req/s per second, a line over the default one:
+// every client regains at least 10 req/s each second after a throttle. The
+// fleet climbs back to 200 req/s within 2 s of the capacity's return while
+// the steady fleet stays under 6 % of attempts throttled.
 func TestFleetSimulationAdditive(t *testing.T) {
 	additive := func(f *fleetSim) {
 		f.NewLimiter = func() *ratelimit.Adaptive { return &ratelimit.Adaptive{Additive: 10} }
 	}
 	for _, r := range fleetRuns(t, false, additive) {
-		if g, f := r.goodputShare(), r.throttledShare(); g < 0.95 || f > 0.05 {
-			t.Errorf("steady, seed %d: goodput %.1f%%, 429s %.2f%%; want >= 95%%, <= 5%%", r.sim.Seed, 100*g, 100*f)
+		if g, f := r.goodputShare(), r.throttledShare(); g < 0.95 || f > 0.06 {
+			t.Errorf("steady, seed %d: goodput %.1f%%, 429s %.2f%%; want >= 95%%, <= 6%%", r.sim.Seed, 100*g, 100*f)
 		}
 	}
 	for _, r := range fleetRuns(t, false, func(f *fleetSim) { additive(f); capacityChange(f) }) {

@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"cmp"
 	"container/heap"
 	"fmt"
 	"math/rand/v2"
@@ -159,27 +160,53 @@ func (st *simTurn) step(lim simLimiter, how simWaiting, now time.Time, scope str
 }
 
 // simRun drives the scopes for d of virtual time from t0, the callers
-// waiting as w says.
+// waiting as w says, with no perturbation but the timers' lateness.
 func simRun(lim simLimiter, w simWaiting, d time.Duration, scopes ...*simScope) {
+	simRunJittered(lim, w, d, simJitter{Seed: 1}, scopes...)
+}
+
+// simRunJittered is simRun with the perturbations of j, drawn from a
+// generator seeded with j.Seed.
+func simRunJittered(lim simLimiter, w simWaiting, d time.Duration, j simJitter, scopes ...*simScope) {
 	const (
 		reserve = iota
 		send
 		respond
 	)
-	rnd := rand.New(rand.NewPCG(1, 2))
-	late := func() time.Duration { return time.Duration(rnd.Int64N(int64(simLate))) }
+	rnd := rand.New(rand.NewPCG(j.Seed, 2))
+	lateMax := cmp.Or(j.Late, simLate)
+	late := func() time.Duration { return time.Duration(rnd.Int64N(int64(lateMax))) }
+	var stallAt, stallLen time.Duration
+	if j.Stall > 0 {
+		stallAt = time.Duration(rnd.Int64N(int64(simStartUp)))
+		stallLen = time.Duration(rnd.Int64N(int64(j.Stall)))
+	}
 	var q simQueue
 	var turns []simTurn // per worker
 	for i, s := range scopes {
 		s.bins = make([]int, int(d/(500*time.Millisecond)))
+		if j.ServerPhase {
+			s.Server.tokens, s.Server.started = s.Server.Burst-rnd.Float64(), true
+		}
 		for range s.Workers {
-			q.push(simEvent{at: 0, kind: reserve, scope: i, worker: len(turns)})
+			var at time.Duration
+			if j.StartSpread > 0 {
+				at = time.Duration(rnd.Int64N(int64(j.StartSpread)))
+			}
+			q.push(simEvent{at: at, kind: reserve, scope: i, worker: len(turns)})
 			turns = append(turns, simTurn{})
 		}
 	}
 	for q.Len() > 0 {
 		e := heap.Pop(&q).(simEvent)
 		if e.at >= d {
+			continue
+		}
+		// The client's own events wait out a stall; a request already on
+		// the wire reaches the server regardless.
+		if e.kind != send && stallLen > 0 && e.at >= stallAt && e.at < stallAt+stallLen {
+			e.at = stallAt + stallLen
+			q.push(e)
 			continue
 		}
 		s, now := scopes[e.scope], t0.Add(e.at)
@@ -206,7 +233,14 @@ func simRun(lim simLimiter, w simWaiting, d time.Duration, scopes ...*simScope) 
 			} else {
 				s.throttled++
 			}
-			next.at += s.RTT
+			rtt := s.RTT
+			if j.RTTJitter {
+				rtt = s.RTT/2 + time.Duration(rnd.Int64N(int64(s.RTT)))
+			}
+			if j.StartTail > 0 && e.at < simStartUp {
+				rtt += time.Duration(rnd.ExpFloat64() * float64(j.StartTail))
+			}
+			next.at += rtt
 			next.kind, next.throttled = respond, !admitted
 		case respond:
 			k := classify.Success
@@ -312,8 +346,14 @@ var simWaitings = []simWaiting{waitQueue, waitHeld, waitRecheck}
 
 // TestAdaptiveSimulation runs the scenario with both algorithms and every
 // way of waiting: queueing as the transport does, holding the reservation
-// ReserveAt returns, or rechecking as the SDKs' waiters do.
+// ReserveAt returns, or rechecking as the SDKs' waiters do. Queueing must
+// keep 90 % of the server's rate through. The line the changed algorithm
+// climbs along counts the reservations outstanding, which the other two
+// ways hide (a held reservation is answered late, a rechecked one is given
+// back while its caller sleeps): they climb more slowly after each
+// decrease and must keep 87 % (held) and 80 % (recheck).
 func TestAdaptiveSimulation(t *testing.T) {
+	want := map[simWaiting]float64{waitQueue: 180, waitHeld: 175, waitRecheck: 160}
 	for _, w := range simWaitings {
 		t.Run(w.String(), func(t *testing.T) {
 			fixed, fixedAt := simColdStart(&ratelimit.Adaptive{}, w)
@@ -330,8 +370,8 @@ func TestAdaptiveSimulation(t *testing.T) {
 				t.Logf("%s: goodput %.1f req/s, throttled %.2f%%, fill rate within 140..240 req/s from %s\n%v",
 					s.name, s.s.goodput(simDuration), 100*s.s.throttledShare(), at, s.s)
 			}
-			if g := fixed.goodput(simDuration); g < 0.9*200 {
-				t.Errorf("goodput = %.1f req/s; want at least 180 (90%% of the server's 200)", g)
+			if g := fixed.goodput(simDuration); g < want[w] {
+				t.Errorf("goodput = %.1f req/s; want at least %v", g, want[w])
 			}
 			if f := fixed.throttledShare(); f > 0.10 {
 				t.Errorf("throttled share = %.2f%%; want at most 10%%", 100*f)
@@ -376,16 +416,19 @@ func TestAdaptiveSimulationOtherScopeUnaffected(t *testing.T) {
 // after 8 seconds and runs 8 more: the limiter must follow it down without
 // collapsing, and up. Callers that hold their first wait are only logged:
 // after a decrease they keep the old pace, and each of their throttles
-// decreases the rate again, down to the least fill rate.
+// decreases the rate again, down to the least fill rate. Callers that
+// recheck climb along the line's least slope (see TestAdaptiveSimulation)
+// and must only be on their way up from 50 req/s after 8 s.
 func TestAdaptiveSimulationFollowsCapacityChange(t *testing.T) {
 	const d = 16 * time.Second
 	tests := []struct {
-		from, to  float64
-		wantLast2 float64 // least goodput over the last 2 seconds, req/s
+		from, to    float64
+		wantLast2   float64 // least goodput over the last 2 seconds, req/s
+		wantRecheck float64 // the same for callers that recheck
 	}{
-		{200, 50, 45},
-		{200, 20, 17},
-		{50, 200, 85},
+		{200, 50, 45, 45},
+		{200, 20, 17, 17},
+		{50, 200, 85, 60},
 	}
 	for _, tt := range tests {
 		for _, w := range simWaitings {
@@ -397,9 +440,13 @@ func TestAdaptiveSimulationFollowsCapacityChange(t *testing.T) {
 				last2 += n
 			}
 			t.Logf("%v to %v req/s, %v: %v", tt.from, tt.to, w, s)
-			if g := float64(last2) / 2; w != waitHeld && (g < tt.wantLast2 || s.throttledShare() > 0.10) {
+			want := tt.wantLast2
+			if w == waitRecheck {
+				want = tt.wantRecheck
+			}
+			if g := float64(last2) / 2; w != waitHeld && (g < want || s.throttledShare() > 0.10) {
 				t.Errorf("%v to %v req/s, %v: goodput over the last 2 s %.1f req/s, throttled %.2f%%; want at least %v req/s, at most 10%%",
-					tt.from, tt.to, w, g, 100*s.throttledShare(), tt.wantLast2)
+					tt.from, tt.to, w, g, 100*s.throttledShare(), want)
 			}
 		}
 	}
@@ -423,10 +470,11 @@ func TestAdaptiveSimulationSlowServer(t *testing.T) {
 // against a server that answers each throttle with Retry-After: 1, and
 // clients that, as the transport does, record the throttle, sleep exactly
 // that second and then ask the limiter again. The changed algorithm must
-// keep 90 % of the server's rate through; the reference algorithm is only
-// logged: its cold-start collapse keeps it below the server's rate whether
-// or not the clients sleep.
+// keep as much of the server's rate through as in TestAdaptiveSimulation;
+// the reference algorithm is only logged: its cold-start collapse keeps it
+// below the server's rate whether or not the clients sleep.
 func TestAdaptiveSimulationRetryAfter(t *testing.T) {
+	want := map[simWaiting]float64{waitQueue: 180, waitHeld: 175, waitRecheck: 160}
 	for _, w := range simWaitings {
 		t.Run(w.String(), func(t *testing.T) {
 			var scopes []*simScope
@@ -439,8 +487,8 @@ func TestAdaptiveSimulationRetryAfter(t *testing.T) {
 				scopes = append(scopes, s)
 			}
 			s := scopes[0]
-			if g := s.goodput(simDuration); g < 0.9*200 {
-				t.Errorf("goodput = %.1f req/s; want at least 180 (90%% of the server's 200)", g)
+			if g := s.goodput(simDuration); g < want[w] {
+				t.Errorf("goodput = %.1f req/s; want at least %v", g, want[w])
 			}
 			if f := s.throttledShare(); f > 0.02 {
 				t.Errorf("throttled share = %.2f%%; want at most 2%%", 100*f)

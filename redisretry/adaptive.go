@@ -44,7 +44,10 @@ const (
 // Before a scope's first throttle nothing is limited. A replica asks
 // Redis at most once per Refresh whether the scope is limited and, in the
 // same round trip, reports its sends since it last asked, for the
-// measured rate; in between its attempts cost no round trip.
+// measured rate; in between its attempts cost no round trip. While the
+// replica has no answer it believes, first or older than Refresh, one
+// attempt asks, and those that come while its question is in flight wait
+// for the answer rather than go unpaced (see Bursts below).
 //
 // Once the scope is limited, Reserve is one round trip to a script that,
 // at the server's clock now, computes the rate
@@ -63,6 +66,23 @@ const (
 // instant now + wait; Delay counts down to it without a round trip. A
 // slot once handed out does not move, so a throttle slows the slots
 // handed out after it.
+//
+// # Bursts
+//
+// A replica has at most one reserve call of a scope in flight. The
+// Reserve calls that come meanwhile wait for it, then make one call
+// together, which hands out as many slots one after the other, an
+// interval apart, at its now: the slots that as many calls at that instant
+// would take, in the order the calls came. So right after another
+// replica's throttle, a burst that comes while the replica asks whether
+// the scope is limited is paced by the queue, in two round trips, instead
+// of going unpaced; if the answer is that the scope is not limited, the
+// burst goes without a further round trip. With MaxWait or FailFast, the
+// calls are refused from the first whose wait is too long, and take
+// nothing. The calls that waited make their call within what is left of
+// the Store's Timeout since the first of them came, so that none waits on
+// Redis longer than Timeout in all; if the call they waited for failed,
+// they do not ask (the Store's circuit is open) and Local decides.
 //
 // Record(Throttle) is one round trip: it decreases the rate, lastMax =
 // the rate in use (the lower of the curve and the measured rate), the
@@ -96,7 +116,8 @@ const (
 //
 // Every outcome is also recorded in Local, so that it stays warm: when
 // Redis fails (see [Store]), Reserve returns Local's reservation and
-// counts a fallback ([ratelimit.FallbackCounter]). Cancel gives a slot
+// counts a fallback ([ratelimit.FallbackCounter]), for each of the calls
+// that made or waited for the call that failed. Cancel gives a slot
 // back, in one round trip, only if it is still the latest handed out; it
 // is best effort. State returns the scope as of the last
 // answer, without a round trip, or Local's state while the Store's
@@ -132,9 +153,10 @@ type Adaptive struct {
 // adaptiveScope is what a replica knows of one scope, guarded by its
 // Adaptive's mutex.
 type adaptiveScope struct {
-	enabled    bool      // the last answer said the scope is limited
-	checked    time.Time // when that answer came; zero if none yet
-	refreshing bool      // a call is asking whether the scope is limited
+	enabled bool          // the last answer said the scope is limited
+	checked time.Time     // when that answer came; zero if none yet
+	flight  *adaptiveCall // the scope's reserve call in flight; nil if none
+	next    *adaptiveCall // the Reserve calls that came while flight was in flight, to make after it; nil if none
 
 	unreported uint64 // sends made without asking, not yet reported
 	gen        uint64 // the latest decrease heard of
@@ -144,62 +166,153 @@ type adaptiveScope struct {
 	ans adaptiveAnswer // the last answer
 }
 
+// adaptiveCall is one reserve call of the script, for n Reserve calls of
+// a scope: the one that made it, or those that came while the scope's
+// previous call was in flight, which take their slots in the order they
+// came. Its results are set before done is closed.
+type adaptiveCall struct {
+	n    int             // Reserve calls it serves; guarded by the Adaptive's mutex until it is made
+	ctx  context.Context // for the calls that waited: a deadline Timeout after the first came
+	done chan struct{}   // closed when the results are in
+
+	now     time.Time      // the replica's clock when the call was made
+	err     error          // why Redis did not answer
+	enabled bool           // the scope is limited: the slots are in ans
+	ans     adaptiveAnswer // the answer, if the call was made
+}
+
 // Reserve takes a send slot of scope and returns the reservation with the
 // wait before sending. Before the scope's first throttle it makes a round
 // trip at most once per Refresh and returns the zero Reservation and 0;
 // once the scope is limited, one round trip (see Algorithm on [Adaptive]).
-// With ok false nothing was taken and the attempt must not be sent: Local
+// A Reserve call that comes while another of the scope is in flight waits
+// for it, then makes one round trip with the others that came meanwhile
+// (see Bursts on [Adaptive]), waiting on Redis no longer than the Store's
+// Timeout in all. With ok false nothing was taken and the attempt must not be sent: Local
 // has FailFast set and a wait was needed, or the wait exceeds its MaxWait.
 // When Redis fails, Local decides.
 func (a *Adaptive) Reserve(scope string) (r ratelimit.Reservation, wait time.Duration, ok bool) {
 	now := a.store().now()
 	a.mu.Lock()
 	st := a.scopeLocked(scope)
-	if !st.enabled && (st.refreshing || (!st.checked.IsZero() && now.Sub(st.checked) < positive(a.Refresh, DefaultAdaptiveRefresh))) {
+	if !st.enabled && !st.checked.IsZero() && now.Sub(st.checked) < positive(a.Refresh, DefaultAdaptiveRefresh) {
 		st.unreported++
 		st.sent++
 		a.mu.Unlock()
 		return ratelimit.Reservation{}, 0, true
 	}
-	refreshing := !st.enabled
-	st.refreshing = st.refreshing || refreshing
-	sends := st.unreported
+	if st.flight == nil {
+		c := &adaptiveCall{n: 1, ctx: context.Background(), done: make(chan struct{})}
+		st.flight = c
+		a.mu.Unlock()
+		a.call(st, scope, c, nil, now)
+		return a.take(st, scope, c, 0)
+	}
+	// A call is in flight: it may be the question whether the scope is
+	// limited, right after another replica's throttle, and a burst must
+	// not go unpaced meanwhile; and a burst of calls of their own would
+	// queue for the client's connections and Redis past the Timeout.
+	c := st.next
+	if c == nil {
+		var cancel context.CancelFunc
+		c = &adaptiveCall{done: make(chan struct{})}
+		c.ctx, cancel = context.WithTimeout(context.Background(), a.store().timeout())
+		defer cancel()
+		st.next = c
+	}
+	i := c.n
+	c.n++
+	prev := st.flight
+	a.mu.Unlock()
+	if i == 0 {
+		<-prev.done
+		a.call(st, scope, c, prev, a.store().now())
+	} else {
+		<-c.done
+	}
+	return a.take(st, scope, c, i)
+}
+
+// call makes c, the scope's call in flight, at now, then hands the scope
+// over to the calls that came meanwhile. prev is the call before c, nil if
+// none. If prev failed, so does c, without asking (the Store's circuit is
+// open); if prev said that the scope is not limited, c's calls are sends
+// without asking, as within Refresh of that answer.
+func (a *Adaptive) call(st *adaptiveScope, scope string, c, prev *adaptiveCall, now time.Time) {
+	defer func() {
+		a.mu.Lock()
+		st.flight, st.next = st.next, nil
+		a.mu.Unlock()
+		close(c.done)
+	}()
+	c.now = now
+	a.mu.Lock()
+	switch {
+	case prev != nil && prev.err != nil:
+		c.err = prev.err
+		a.mu.Unlock()
+		return
+	case prev != nil && !prev.enabled && !st.enabled:
+		st.unreported += uint64(c.n)
+		st.sent += uint64(c.n)
+		a.mu.Unlock()
+		return
+	}
+	n, sends := c.n, st.unreported
 	st.unreported = 0
 	a.mu.Unlock()
 
-	l := a.local()
-	p := adaptiveParamsOf(l)
-	ans, err := a.run(now, scope, &p, sends, "reserve", p.maxWait)
+	p := adaptiveParamsOf(a.local())
+	ans, err := a.run(c.ctx, now, scope, &p, sends, "reserve", p.maxWait, n)
 
 	a.mu.Lock()
-	if refreshing {
-		st.refreshing = false
-	}
+	defer a.mu.Unlock()
 	if err != nil {
 		st.unreported += sends
-		a.mu.Unlock()
-		a.store().fallback(&a.fb, scope, err)
-		r, wait, ok = l.ReserveAt(now, scope)
-		if ok {
-			a.mu.Lock()
-			st.sent++
-			a.mu.Unlock()
-		}
-		return r, wait, ok
+		c.err = err
+		return
 	}
 	a.answerLocked(st, now, &ans)
-	if !ans.ok {
-		a.mu.Unlock()
-		return ratelimit.Reservation{}, micros(ans.wait), false
+	st.sent += uint64(ans.taken)
+	c.enabled, c.ans = ans.enabled, ans
+}
+
+// take returns the reservation of the i-th of the Reserve calls that c,
+// now done, served.
+func (a *Adaptive) take(st *adaptiveScope, scope string, c *adaptiveCall, i int) (ratelimit.Reservation, time.Duration, bool) {
+	if c.err != nil {
+		return a.reserveLocal(a.store().now(), scope, st, c.err)
 	}
-	st.sent++
-	a.mu.Unlock()
-	wait = micros(ans.wait)
-	if !ans.enabled || wait == 0 {
+	if !c.enabled {
 		return ratelimit.Reservation{}, 0, true
 	}
-	t := ratelimit.Ticket{Gen: uint64(now.Add(wait).UnixNano()), Seq: math.Float64bits(ans.slot)}
+	ans := &c.ans
+	slot := ans.slot + float64(i)*ans.interval
+	if i == ans.taken-1 {
+		slot = ans.tat // the script's own figure, which Cancel compares
+	}
+	wait := micros(max(slot-ans.scriptClock, 0))
+	if i >= ans.taken {
+		return ratelimit.Reservation{}, wait, false
+	}
+	if wait == 0 {
+		return ratelimit.Reservation{}, 0, true
+	}
+	t := ratelimit.Ticket{Gen: uint64(c.now.Add(wait).UnixNano()), Seq: math.Float64bits(slot)}
 	return ratelimit.NewReservation(a, scope, t), wait, true
+}
+
+// reserveLocal is Reserve decided by Local because Redis did not answer
+// (err), counted as a fallback of scope, whose record is st.
+func (a *Adaptive) reserveLocal(now time.Time, scope string, st *adaptiveScope, err error) (ratelimit.Reservation, time.Duration, bool) {
+	a.store().fallback(&a.fb, scope, err)
+	r, wait, ok := a.local().ReserveAt(now, scope)
+	if ok {
+		a.mu.Lock()
+		st.sent++
+		a.mu.Unlock()
+	}
+	return r, wait, ok
 }
 
 // Record records the outcome of an attempt sent to scope, in Local too. A
@@ -226,7 +339,7 @@ func (a *Adaptive) Record(scope string, k classify.Kind) {
 	a.mu.Unlock()
 
 	p := adaptiveParamsOf(l)
-	ans, err := a.run(now, scope, &p, sends, "throttle", int64(known), old)
+	ans, err := a.run(context.Background(), now, scope, &p, sends, "throttle", int64(known), old)
 	a.mu.Lock()
 	if err != nil {
 		st.unreported += sends

@@ -13,15 +13,21 @@
 -- ARGV[8]  TTL of the key, milliseconds
 -- ARGV[9]  sends the replica made without asking (before the scope was
 --          limited), to count in the measured rate
--- reserve:  ARGV[10] the longest wait to accept, microseconds; -1: any
+-- reserve:  ARGV[10] the longest wait to accept, microseconds; -1: any;
+--           ARGV[11] how many slots to take, one after the other (1 if
+--           absent): the replica's Reserve calls that came together
 -- throttle: ARGV[10] the decrease generation the replica knew of;
 --           ARGV[11] "1" if the throttled request was sent before the
 --           replica knew of it
 -- cancel:   ARGV[10] the slot of the reservation given up
 --
--- Returns {enabled, gen, ok, wait, slot, fill, measured, lastMax,
--- lastThrottle, burst, tat, now}: enabled and ok 0 or 1, gen an integer,
--- the rest strings. ok 0: the wait was longer than ARGV[10], nothing taken.
+-- Returns {enabled, gen, taken, wait, slot, fill, measured, lastMax,
+-- lastThrottle, burst, tat, now, interval}: enabled 0 or 1, gen and taken
+-- integers, the rest strings. taken is the number of slots handed out,
+-- fewer than asked when the next would wait longer than ARGV[10]: nothing
+-- is taken from there on. wait and slot are the first slot's (handed out
+-- or not), interval the time between two slots (0 unless limited): slot
+-- i is slot + i*interval, the last one taken is tat.
 local key = KEYS[1]
 local op = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -110,27 +116,32 @@ local function rate(mm)
 end
 
 measure(sends)
-local ok, wait, slot = 1, 0, 0
+local taken, wait, slot, interval = 1, 0, 0, 0
 
 if op == 'reserve' then
+  local n = tonumber(ARGV[11]) or 1
   if en then
     local r = rate(measured())
     local fill = math.max(r, minFill)
     local burst = math.max(r * WINDOW, 1)
-    local interval = 1000000 / fill
+    interval = 1000000 / fill
     -- The GCRA queue: the next slot is an interval after the last one
-    -- handed out, or after now less a burst's worth if that is later.
+    -- handed out, or after now less a burst's worth if that is later;
+    -- the slots after it in the same call, an interval apart, are those
+    -- that as many calls at this instant would take.
     slot = math.max(tat, now - burst * interval) + interval
     wait = math.max(slot - now, 0)
     local maxWait = tonumber(ARGV[10])
-    if maxWait >= 0 and wait > maxWait then
-      ok = 0
-    else
-      ptat, tat = tat, slot
-      measure(1)
+    local s = slot
+    taken = 0
+    while taken < n and (maxWait < 0 or math.max(s - now, 0) <= maxWait) do
+      ptat, tat = tat, s
+      taken, s = taken + 1, s + interval
     end
+    measure(taken)
   else
-    measure(1)
+    taken = n
+    measure(n)
   end
 elseif op == 'throttle' then
   local mm = measured()
@@ -184,7 +195,7 @@ if en then
   local r = rate(mm)
   fill, burst = math.max(r, minFill), math.max(r * WINDOW, 1)
 end
-return {en and 1 or 0, gen, ok, string.format(fmt, wait), string.format(fmt, slot),
+return {en and 1 or 0, gen, taken, string.format(fmt, wait), string.format(fmt, slot),
   string.format(fmt, fill), string.format(fmt, mm), string.format(fmt, lastMax),
   string.format(fmt, thr), string.format(fmt, burst), string.format(fmt, tat),
-  string.format(fmt, now)}
+  string.format(fmt, now), string.format(fmt, interval)}

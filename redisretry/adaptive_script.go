@@ -23,11 +23,13 @@ var adaptiveScript = redis.NewScript(adaptiveSource)
 // adaptiveAnswer is what the script returns. Times are microseconds of
 // the script's clock, rates requests per second.
 type adaptiveAnswer struct {
-	enabled, ok                           bool
+	enabled                               bool
 	gen                                   uint64
-	wait, slot                            float64 // µs
+	taken                                 int     // slots handed out, of those asked for
+	wait, slot                            float64 // µs, of the first slot
 	fill, measured, lastMax               float64
 	lastThrottle, burst, tat, scriptClock float64 // µs, tokens, µs, µs
+	interval                              float64 // µs between two slots
 }
 
 // adaptiveParams are a ratelimit.Adaptive's parameters with the defaults
@@ -70,9 +72,10 @@ func (a *Adaptive) args(now time.Time, p *adaptiveParams, sends uint64, op strin
 		a.store().ttlMillis(), sends}, extra...)
 }
 
-// run calls the script for op on scope at now and parses its answer.
-func (a *Adaptive) run(now time.Time, scope string, p *adaptiveParams, sends uint64, op string, extra ...any) (ans adaptiveAnswer, err error) {
-	err = a.store().do(func(ctx context.Context, c redis.UniversalClient) error {
+// run calls the script for op on scope at now and parses its answer,
+// within ctx (see Store.doWithin).
+func (a *Adaptive) run(ctx context.Context, now time.Time, scope string, p *adaptiveParams, sends uint64, op string, extra ...any) (ans adaptiveAnswer, err error) {
+	err = a.store().doWithin(ctx, func(ctx context.Context, c redis.UniversalClient) error {
 		v, err := adaptiveScript.Run(ctx, c, []string{a.store().key(scope, "adaptive")}, a.args(now, p, sends, op, extra...)...).Slice()
 		if err != nil {
 			return err
@@ -84,13 +87,15 @@ func (a *Adaptive) run(now time.Time, scope string, p *adaptiveParams, sends uin
 
 // parse reads the script's reply v into ans.
 func (ans *adaptiveAnswer) parse(v []any) error {
-	if len(v) != 12 {
-		return fmt.Errorf("redisretry: adaptive script returned %d values, want 12", len(v))
+	if len(v) != 13 {
+		return fmt.Errorf("redisretry: adaptive script returned %d values, want 13", len(v))
 	}
-	ans.enabled, ans.ok = v[0] == int64(1), v[2] == int64(1)
+	ans.enabled = v[0] == int64(1)
 	gen, _ := v[1].(int64)
 	ans.gen = uint64(max(gen, 0))
-	fs := [...]*float64{&ans.wait, &ans.slot, &ans.fill, &ans.measured, &ans.lastMax, &ans.lastThrottle, &ans.burst, &ans.tat, &ans.scriptClock}
+	taken, _ := v[2].(int64)
+	ans.taken = int(max(taken, 0))
+	fs := [...]*float64{&ans.wait, &ans.slot, &ans.fill, &ans.measured, &ans.lastMax, &ans.lastThrottle, &ans.burst, &ans.tat, &ans.scriptClock, &ans.interval}
 	for i, f := range fs {
 		s, _ := v[3+i].(string)
 		x, err := strconv.ParseFloat(s, 64)

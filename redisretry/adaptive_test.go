@@ -1,7 +1,12 @@
 package redisretry_test
 
 import (
+	"context"
+	"errors"
 	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -270,5 +275,285 @@ func assertTTL(t *testing.T, c *redis.Client, key string, max time.Duration) {
 	ttl, err := c.PTTL(t.Context(), key).Result()
 	if err != nil || ttl <= 0 || ttl > max {
 		t.Errorf("PTTL %s = %v, %v; want within (0, %v]", key, ttl, err, max)
+	}
+}
+
+// scriptHook is a go-redis hook on a replica's client. Once armed, it
+// numbers the script calls from 1 and runs hold, if set, before each: hold
+// may wait, honouring ctx, and fail the call with an error. answered
+// reports that the first call has returned.
+type scriptHook struct {
+	hold     func(ctx context.Context, call int64) error
+	armed    atomic.Bool
+	calls    atomic.Int64
+	answered atomic.Bool
+}
+
+func (h *scriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); (name != "evalsha" && name != "eval") || !h.armed.Load() {
+			return next(ctx, cmd)
+		}
+		k := h.calls.Add(1)
+		var err error
+		if h.hold != nil {
+			err = h.hold(ctx, k)
+		}
+		if err == nil {
+			err = next(ctx, cmd)
+		} else {
+			cmd.SetErr(err)
+		}
+		if k == 1 {
+			h.answered.Store(true)
+		}
+		return err
+	}
+}
+
+func (h *scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// sleepCtx waits d, or until ctx is done and then returns its error.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// burstAfterThrottle returns replica b of a fleet of two on srv, whose
+// Stores have timeout, and the hook on b's client, not armed: b's answer
+// that the scope is not limited is just past Refresh when a records a
+// throttle; with known, b has heard of it since, by a Reserve of its own.
+// Local's least fill rate is 10 req/s, the rate in use, so that the queue
+// lets out one slot every 100 ms from the throttle on; its MaxWait is
+// maxWait.
+func burstAfterThrottle(t *testing.T, srv *redisServer, known bool, timeout, maxWait time.Duration) (*redisretry.Adaptive, *scriptHook) {
+	t.Helper()
+	clock := faketime.New()
+	prefix := uniquePrefix(t)
+	adaptive := func(c *redis.Client) *redisretry.Adaptive {
+		s := &redisretry.Store{Client: c, Prefix: prefix, Timeout: timeout, Now: clock.Now}
+		return s.Adaptive(&ratelimit.Adaptive{MinFillRate: 10, MaxWait: maxWait, Now: clock.Now})
+	}
+	a := adaptive(srv.client(t, nil))
+	h := &scriptHook{}
+	bc := srv.client(t, &redis.Options{ContextTimeoutEnabled: true}) // keeps the hook
+	bc.AddHook(h)
+	b := adaptive(bc)
+	if _, wait, ok := b.Reserve(scope); wait != 0 || !ok || b.State(scope).Enabled {
+		t.Fatalf("b's first Reserve = %v, %t, %+v; want 0, true, not limited", wait, ok, b.State(scope))
+	}
+	clock.Advance(redisretry.DefaultAdaptiveRefresh) // b's answer is no longer believed
+	a.Record(scope, classify.Throttle)
+	if known {
+		if _, _, ok := b.Reserve(scope); !ok || !b.State(scope).Enabled {
+			t.Fatalf("b's Reserve after a's throttle = %t, %+v; want true, limited", ok, b.State(scope))
+		}
+	}
+	return b, h
+}
+
+// burstResult is what one Reserve call of a burst returned.
+type burstResult struct {
+	r     ratelimit.Reservation
+	wait  time.Duration
+	ok    bool
+	early bool          // it returned before the burst's first script call was answered
+	took  time.Duration // of the wall clock
+}
+
+// burst arms h and makes n Reserve calls of scope on b at once, counting
+// each in started as it begins.
+func burst(b *redisretry.Adaptive, h *scriptHook, n int, started *atomic.Int64) []burstResult {
+	h.armed.Store(true)
+	res := make([]burstResult, n)
+	var wg sync.WaitGroup
+	for i := range res {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started.Add(1)
+			start := time.Now()
+			r, wait, ok := b.Reserve(scope)
+			res[i] = burstResult{r: r, wait: wait, ok: ok, early: !h.answered.Load(), took: time.Since(start)}
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+// untilStarted returns a hold for scriptHook that holds the first call
+// until n calls have started and 20 ms more, so that they come while it is
+// in flight, and fails it with fail if that is set.
+func untilStarted(started *atomic.Int64, n int, fail error) func(context.Context, int64) error {
+	return func(ctx context.Context, call int64) error {
+		if call != 1 {
+			return nil
+		}
+		for started.Load() < int64(n) {
+			if err := sleepCtx(ctx, time.Millisecond); err != nil {
+				return err
+			}
+		}
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+		return fail
+	}
+}
+
+// TestAdaptiveBurstWaitsForCallInFlight checks that the Reserve calls of
+// a burst that come while another call of the replica asks Redis wait for
+// its answer and then take their slots together, in one round trip: right
+// after another replica's throttle, when that call asks whether the scope
+// is limited, none of the burst goes unpaced meanwhile; and once the
+// replica knows that the scope is limited, the burst does not queue up
+// one round trip each.
+func TestAdaptiveBurstWaitsForCallInFlight(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		known bool // b knows that the scope is limited
+		first int  // the queue's slots handed out before the burst
+	}{
+		{"afterThrottleElsewhere", false, 0},
+		{"limited", true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			const n = 60
+			srv := startRedis(t)
+			b, h := burstAfterThrottle(t, srv, tt.known, 5*time.Second, 0)
+			var started atomic.Int64
+			h.hold = untilStarted(&started, n, nil)
+			res := burst(b, h, n, &started)
+
+			var early, unpaced int
+			waits := make([]time.Duration, 0, n)
+			for _, r := range res {
+				if !r.ok {
+					t.Fatal("Reserve refused without FailFast or MaxWait")
+				}
+				if r.early {
+					early++
+				}
+				if r.wait == 0 {
+					unpaced++
+				}
+				waits = append(waits, r.wait)
+			}
+			if early != 0 || unpaced != 0 {
+				t.Errorf("a burst of %d Reserve calls on b right after a's throttle: %d returned while b's first call was in flight, %d without a wait; want 0 and 0",
+					n, early, unpaced)
+			}
+			if got := h.calls.Load(); got != 2 {
+				t.Errorf("a burst of %d Reserve calls on b made %d script calls; want 2 (the first, then the rest together)", n, got)
+			}
+			// The queue was empty at the throttle, with a burst of 1: each
+			// call has its own slot, an interval after the one before.
+			slices.Sort(waits)
+			interval := time.Duration(float64(time.Second) / b.State(scope).FillRate)
+			for i, w := range waits {
+				if want := time.Duration(tt.first+i+1) * interval; w < want-time.Microsecond || w > want+time.Microsecond {
+					t.Fatalf("sorted waits of the burst = %v; want steps of %v from %v", waits, interval, time.Duration(tt.first+1)*interval)
+				}
+			}
+		})
+	}
+}
+
+// TestAdaptiveBurstFallsBackWhenCallFails checks that the Reserve calls
+// that wait for a replica's call to Redis are decided by Local, each
+// counted as a fallback, when that call fails.
+func TestAdaptiveBurstFallsBackWhenCallFails(t *testing.T) {
+	const n = 60
+	srv := startRedis(t)
+	b, h := burstAfterThrottle(t, srv, false, 5*time.Second, 0)
+	var started atomic.Int64
+	h.hold = untilStarted(&started, n, errors.New("redisretry test: no answer"))
+	for _, r := range burst(b, h, n, &started) {
+		if !r.ok {
+			t.Fatal("Reserve refused without FailFast or MaxWait")
+		}
+	}
+	if got := b.Fallbacks(scope); got != n {
+		t.Errorf("Fallbacks after a burst of %d Reserve calls whose call to Redis failed = %d; want %d (each decided by Local)", n, got, n)
+	}
+	if got := h.calls.Load(); got != 1 {
+		t.Errorf("a burst of %d Reserve calls whose first call to Redis failed made %d script calls; want 1", n, got)
+	}
+}
+
+// TestAdaptiveBurstWaitsTimeoutInAll checks that a Reserve call that waits
+// for another's call to Redis, then makes one with the others that came
+// meanwhile, waits for Redis no longer than the Store's Timeout in all:
+// that call has what is left of the Timeout since the first of them came.
+func TestAdaptiveBurstWaitsTimeoutInAll(t *testing.T) {
+	const (
+		n       = 10
+		timeout = time.Second // long, so that a loaded machine's delays stay well inside each margin
+	)
+	srv := startRedis(t)
+	b, h := burstAfterThrottle(t, srv, true, timeout, 0)
+	var started atomic.Int64
+	first := untilStarted(&started, n, nil)
+	h.hold = func(ctx context.Context, call int64) error {
+		if call == 1 { // answered, within its Timeout
+			if err := first(ctx, call); err != nil {
+				return err
+			}
+			return sleepCtx(ctx, timeout/2)
+		}
+		return sleepCtx(ctx, timeout*9/10) // a stall: more than is left
+	}
+	res := burst(b, h, n, &started)
+	if got := b.Fallbacks(scope); got != n-1 {
+		t.Errorf("Fallbacks after a burst of %d Reserve calls, the first answered after half the Timeout, the rest together after it stalled = %d; want %d",
+			n, got, n-1)
+	}
+	for i, r := range res {
+		if bound := timeout + timeout/4; r.took > bound {
+			t.Errorf("Reserve %d of the burst took %v; want at most %v (Timeout %v)", i, r.took, bound, timeout)
+		}
+	}
+}
+
+// TestAdaptiveBurstTakesNothingPastMaxWait checks that the Reserve calls
+// of a burst that take their slots together are refused from the first
+// whose wait exceeds MaxWait on, taking nothing, and that the last slot
+// taken can be given back.
+func TestAdaptiveBurstTakesNothingPastMaxWait(t *testing.T) {
+	const n = 10
+	srv := startRedis(t)
+	b, h := burstAfterThrottle(t, srv, false, 5*time.Second, 250*time.Millisecond)
+	var started atomic.Int64
+	h.hold = untilStarted(&started, n, nil)
+	res := burst(b, h, n, &started)
+	var taken []time.Duration
+	var last ratelimit.Reservation
+	for _, r := range res {
+		if r.ok {
+			taken = append(taken, r.wait)
+			if r.wait == 200*time.Millisecond {
+				last = r.r
+			}
+		} else if r.wait <= 250*time.Millisecond {
+			t.Errorf("Reserve refused with a wait of %v; want only waits over MaxWait 250ms refused", r.wait)
+		}
+	}
+	slices.Sort(taken)
+	if want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}; !slices.Equal(taken, want) {
+		t.Fatalf("waits of the %d Reserve calls of a burst taken with MaxWait 250ms at one slot per 100ms = %v; want %v", n, taken, want)
+	}
+	last.Cancel()
+	if _, wait, ok := b.Reserve(scope); wait != 200*time.Millisecond || !ok {
+		t.Errorf("Reserve after the burst's last slot was given back = %v, %t; want 200ms, true (nothing taken past it)", wait, ok)
 	}
 }

@@ -1,6 +1,7 @@
 package redisretry_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -53,6 +54,21 @@ func BenchmarkAdaptiveReserveUnlimited(b *testing.B) {
 	}
 }
 
+// BenchmarkAdaptiveReserveUnlimitedParallel is a scope never throttled,
+// called by 8 goroutines per CPU: no round trip but one per Refresh, which
+// the calls that come while it is in flight wait for.
+func BenchmarkAdaptiveReserveUnlimitedParallel(b *testing.B) {
+	a := benchStore(b).Adaptive(nil)
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			a.Reserve(scope)
+			a.Record(scope, classify.Success)
+		}
+	})
+}
+
 // BenchmarkAdaptiveReserveLimited is a throttled scope: one round trip per
 // attempt.
 func BenchmarkAdaptiveReserveLimited(b *testing.B) {
@@ -62,6 +78,50 @@ func BenchmarkAdaptiveReserveLimited(b *testing.B) {
 	for b.Loop() {
 		a.Reserve(scope)
 		a.Record(scope, classify.Success)
+	}
+}
+
+// BenchmarkAdaptiveReserveLimitedParallel is a throttled scope called by
+// 8 goroutines per CPU: at most one round trip in flight per scope, the
+// calls that come meanwhile taking their slots together in the next.
+func BenchmarkAdaptiveReserveLimitedParallel(b *testing.B) {
+	a := benchStore(b).Adaptive(&ratelimit.Adaptive{MinFillRate: 1e9})
+	a.Record(scope, classify.Throttle)
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			a.Reserve(scope)
+			a.Record(scope, classify.Success)
+		}
+	})
+}
+
+// BenchmarkAdaptiveReserveBurst is a burst of 60 attempts at once on a
+// throttled scope: ns/op is per burst, as long as its last Reserve took,
+// and round-trips/op counts its script calls.
+func BenchmarkAdaptiveReserveBurst(b *testing.B) {
+	s := benchStore(b)
+	h := &scriptHook{}
+	s.Client.(*redis.Client).AddHook(h)
+	a := s.Adaptive(&ratelimit.Adaptive{MinFillRate: 1e9})
+	a.Record(scope, classify.Throttle)
+	h.armed.Store(true)
+	b.ReportAllocs()
+	var wg sync.WaitGroup
+	for b.Loop() {
+		for range 60 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.Reserve(scope)
+			}()
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(h.calls.Load())/float64(b.N), "round-trips/op")
+	if n := a.Fallbacks(scope); n > 0 {
+		b.Logf("%d attempts decided locally", n)
 	}
 }
 

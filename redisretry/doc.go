@@ -50,7 +50,7 @@
 //	Quota.Acquire                   1 (a retry is about to be made)
 //	Quota.Success, Refund           0; 1 per scope per Refresh (1 s) when healthy, per Flush (100 ms) when owed tokens matter
 //	Quota.Level                     0
-//	Adaptive.Reserve                0 before the scope's first throttle (1 per Refresh, 100 ms), then 1
+//	Adaptive.Reserve                0 before the scope's first throttle (1 per Refresh, 100 ms), then 1, shared by the calls that come while one is in flight
 //	Adaptive.Record                 1 for a throttle, else 0
 //	Adaptive.Delay, State           0
 //	Adaptive.Cancel                 1, best effort
@@ -58,7 +58,11 @@
 //	Fixed.Delay                     0 until its turn, then 1
 //
 // Every call is one Lua script (EVALSHA; EVAL once after a server restart)
-// that does its arithmetic atomically in Redis.
+// that does its arithmetic atomically in Redis. An Adaptive has at most
+// one Reserve call per scope in flight: the attempts that come meanwhile
+// wait for its answer, then take their slots together in one call, so
+// that a burst right after another replica's throttle is paced, not let
+// through while the replica asks whether the scope is limited.
 //
 // # Failures
 //
@@ -67,7 +71,9 @@
 // Store's circuit: for Backoff (1 s) every call decides locally at once,
 // then one call probes Redis, and the first answer closes the circuit. So
 // a request waits on a Redis that does not answer for at most Timeout,
-// and once more per Backoff only if it outlasts one (see [Store]). A
+// and once more per Backoff only if it outlasts one (see [Store]); an
+// Adaptive's Reserve that waits for another's call in flight counts that
+// wait in its Timeout. A
 // Quota decides locally from the last level Redis reported for the scope,
 // less what the replica has taken since, so a fleet whose Redis fails
 // during an outage does not start over with a full quota per replica; the

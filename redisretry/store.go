@@ -39,11 +39,13 @@ const (
 //
 // # Failures
 //
-// Every call to Redis has Timeout to answer. A call that fails or passes
-// the deadline makes the decision from this replica's local state instead
-// (see Local of the Quota, Fixed or Adaptive) and counts it as a fallback
-// of its scope, and it opens the Store's circuit: for Backoff, calls do
-// not go to Redis but decide locally at once. After Backoff one call, and
+// Every call to Redis has Timeout to answer (the Reserve calls of an
+// Adaptive that waited for another call of their scope, what is left of
+// it: see [Adaptive]). A call that fails or passes the deadline makes the
+// decision from this replica's local state instead (see Local of the
+// Quota, Fixed or Adaptive) and counts it as a fallback of its scope, and
+// it opens the Store's circuit: for Backoff, calls do not go to Redis but
+// decide locally at once. After Backoff one call, and
 // only one at a time, probes Redis again; the first that succeeds closes
 // the circuit, and one that fails opens it for another Backoff. The
 // circuit is the Store's, not a scope's: with Redis Cluster, a node that
@@ -163,6 +165,13 @@ func (s *Store) Adaptive(local *ratelimit.Adaptive) *Adaptive {
 // deadline too: each of them belongs to a request that was waiting on
 // Redis for the first time, or was probing.
 func (s *Store) do(fn func(ctx context.Context, c redis.UniversalClient) error) error {
+	return s.doWithin(context.Background(), fn)
+}
+
+// doWithin is do within ctx. A ctx without a deadline gets one Timeout
+// from now; one with a deadline keeps it: the caller set it from Timeout
+// when the first of the callers it serves began to wait.
+func (s *Store) doWithin(ctx context.Context, fn func(ctx context.Context, c redis.UniversalClient) error) error {
 	c, err := s.resolved()
 	if err != nil {
 		s.failed(err, false)
@@ -176,9 +185,12 @@ func (s *Store) do(fn func(ctx context.Context, c redis.UniversalClient) error) 
 		probe = true
 		defer s.probing.Store(false)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout())
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.timeout())
+		defer cancel()
+	}
 	err = fn(ctx, c)
-	cancel()
 	if err != nil {
 		// A Redis that is stalled or down fails every call: had the circuit
 		// waited for more failures before opening, each would have been a
