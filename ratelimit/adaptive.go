@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
@@ -199,18 +200,37 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 // Zero fields mean the defaults above; a Beta outside (0, 1), a Smoothing
 // outside (0, 1], or a non-positive or NaN Scale or MinFillRate also means
 // the default. The Kotlin SDK's example settings (docs/aws.md) are
-// MinFillRate 1 and Smoothing 0.75. At most MaxScopes scopes are stored; a new scope beyond that evicts
-// the least recently used one. An evicted scope starts over as never
-// throttled: it is not limited until its next throttle, which then sets its
-// rate from the cold-start estimate. For a scope idle for a few seconds
-// little is lost: its bucket has refilled to capacity, so its next requests
-// would not have waited until they exceeded a tenth of a second's worth, and
-// its measured rate is stale.
+// MinFillRate 1 and Smoothing 0.75.
 //
-// The zero value is ready to use. An Adaptive is safe for concurrent use; it
-// never sleeps, starts no goroutine and holds its mutex only for arithmetic.
-// It must not be copied, nor its fields changed, after first use. Two
-// transports share send rates only if given the same *Adaptive.
+// At most MaxScopes scopes are stored at any moment. A new scope that finds
+// MaxScopes stored evicts one, chosen by CLOCK, an approximation of least
+// recently used: the stored scopes stand in a ring that a hand goes round,
+// sparing each scope used since the hand last passed it (and marking it
+// unused) and evicting the first one not used since; the new scope takes
+// its place, which the hand visits last. So whenever some stored scope has
+// not been used since the hand last passed it, one of those is evicted;
+// only when every one was used since is a scope used lately evicted: the
+// one the hand started at, after a full turn. ReserveAt and RecordAt use a
+// scope; DelayAt, CancelAt and StateAt do not, and neither does its
+// creation. An evicted scope starts over as never throttled: it is not
+// limited until its next throttle, which then sets its rate from the
+// cold-start estimate. For a scope idle for a few seconds little is lost:
+// its bucket has refilled to capacity, so its next requests would not have
+// waited until they exceeded a tenth of a second's worth, and its measured
+// rate is stale.
+//
+// The zero value is ready to use. An Adaptive is safe for concurrent use,
+// and goroutines using different scopes never wait for each other: each
+// scope has its own mutex, held only for its arithmetic, and finding a
+// stored scope takes no lock (a sync.Map load). Only a scope's first use,
+// with the eviction it may cause, takes a mutex that all scopes share. A
+// call that finds a scope just as another goroutine evicts it acts on the
+// evicted state: an outcome it records is lost, as if recorded before the
+// eviction, and a reservation it takes is due at once when asked again, as
+// is any reservation of an evicted scope. An Adaptive never sleeps and
+// starts no goroutine. It must not be copied, nor its fields changed,
+// after first use. Two transports share send rates only if given the same
+// *Adaptive.
 type Adaptive struct {
 	Beta        float64 // multiplicative decrease on a throttle, in (0, 1); zero means DefaultBeta
 	Scale       float64 // CUBIC scale constant C; zero means DefaultScale
@@ -234,13 +254,20 @@ type Adaptive struct {
 	MaxScopes int              // most scopes stored at once; zero means DefaultMaxScopes
 	Now       func() time.Time // clock of the methods without an At suffix; nil means time.Now
 
-	mu     sync.Mutex
-	scopes scopemap.Map[adaptiveScope] // guarded by mu
-	gens   uint64                      // scopes created; guarded by mu
+	scopes scopemap.Sync[adaptiveScope]
+	gens   atomic.Uint64 // scopes created
 }
 
-// adaptiveScope is one scope's state and the instant its time counts from.
+// adaptiveScope is one scope's state, behind the scope's own lock.
 type adaptiveScope struct {
+	mu sync.Mutex
+	scopeState
+}
+
+// scopeState is one scope's arithmetic and the instant its time counts
+// from. Its fields are guarded by its adaptiveScope's mu, except gen, set
+// before the scope is stored and never changed.
+type scopeState struct {
 	cubic
 	origin time.Time
 	gen    uint64 // tells this scope's reservations from those of an evicted scope of the same name
@@ -248,7 +275,7 @@ type adaptiveScope struct {
 
 // at returns now in seconds since the scope's origin, never earlier than an
 // instant seen before.
-func (s *adaptiveScope) at(now time.Time) float64 {
+func (s *scopeState) at(now time.Time) float64 {
 	return s.advance(now.Sub(s.origin).Seconds())
 }
 
@@ -280,9 +307,9 @@ type AdaptiveState struct {
 // later calls do not.
 func (a *Adaptive) ReserveAt(now time.Time, scope string) (r Reservation, wait time.Duration, ok bool) {
 	p := a.params()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s := a.scopeLocked(now, scope, &p)
+	s := a.scope(now, scope, &p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if w := s.wait(s.at(now), &p); w > 0 {
 		wait = seconds(w)
 		if a.FailFast || (a.MaxWait > 0 && wait > a.MaxWait) {
@@ -304,9 +331,9 @@ func (a *Adaptive) Reserve(scope string) (r Reservation, wait time.Duration, ok 
 // count towards the measured rate.
 func (a *Adaptive) RecordAt(now time.Time, scope string, k classify.Kind) {
 	p := a.params()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s := a.scopeLocked(now, scope, &p)
+	s := a.scope(now, scope, &p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.record(s.at(now), k == classify.Throttle, &p)
 }
 
@@ -318,13 +345,13 @@ func (a *Adaptive) Record(scope string, k classify.Kind) { a.RecordAt(a.now(), s
 // AdaptiveState: not enabled.
 func (a *Adaptive) StateAt(now time.Time, scope string) AdaptiveState {
 	p := a.params()
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	s := a.scopes.Peek(scope)
 	if s == nil {
 		return AdaptiveState{}
 	}
-	c := *s // a copy, so that looking changes nothing
+	s.mu.Lock()
+	c := s.scopeState // a copy, so that looking changes nothing
+	s.mu.Unlock()
 	t := c.at(now)
 	c.refill(t, &p)
 	st := AdaptiveState{
@@ -344,17 +371,17 @@ func (a *Adaptive) StateAt(now time.Time, scope string) AdaptiveState {
 // State is StateAt at a.Now(), or the wall clock if a.Now is nil.
 func (a *Adaptive) State(scope string) AdaptiveState { return a.StateAt(a.now(), scope) }
 
-// scopeLocked returns scope's state, marked most recently used, creating it
-// with its origin at now if needed. The caller holds a.mu.
-func (a *Adaptive) scopeLocked(now time.Time, scope string, p *params) *adaptiveScope {
+// scope returns scope's state, marked used, creating it with its origin at
+// now if needed. Finding a stored scope takes no lock.
+func (a *Adaptive) scope(now time.Time, scope string, p *params) *adaptiveScope {
 	if s := a.scopes.Get(scope); s != nil {
 		return s
 	}
-	s := a.scopes.Add(scope, orDefault(a.MaxScopes, DefaultMaxScopes))
-	a.gens++
-	s.origin, s.gen = now, a.gens
-	s.fill, s.capacity = p.minFill, minCapacity // the formulas' values for a rate of 0
-	return s
+	minFill := p.minFill
+	return a.scopes.Add(scope, orDefault(a.MaxScopes, DefaultMaxScopes), func(s *adaptiveScope) {
+		s.origin, s.gen = now, a.gens.Add(1)
+		s.fill, s.capacity = minFill, minCapacity // the formulas' values for a rate of 0
+	})
 }
 
 // params resolves a's settings, out-of-range values to their defaults.

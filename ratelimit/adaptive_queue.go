@@ -12,12 +12,12 @@ func (a *Adaptive) DelayAt(now time.Time, r Reservation) time.Duration {
 		return 0
 	}
 	p := a.params()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	s := a.reservedLocked(r)
+	s := a.reserved(r)
 	if s == nil {
 		return 0
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return seconds(s.delay(s.at(now), r.ticket.Seq, &p))
 }
 
@@ -37,9 +37,9 @@ func (a *Adaptive) CancelAt(now time.Time, r Reservation) {
 		return
 	}
 	p := a.params()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if s := a.reservedLocked(r); s != nil {
+	if s := a.reserved(r); s != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		s.giveBack(s.at(now), r.ticket.Seq, &p)
 	}
 }
@@ -55,10 +55,10 @@ func (a *Adaptive) Cancel(r Reservation) { a.CancelAt(a.now(), r) }
 // policy.
 func (a *Adaptive) ChargesThrottles() bool { return a.Reference }
 
-// reservedLocked returns the scope r was taken from, or nil if it has been
+// reserved returns the scope r was taken from, or nil if it has been
 // evicted since (a scope of the same name created later has another
-// generation). a.mu must be held.
-func (a *Adaptive) reservedLocked(r Reservation) *adaptiveScope {
+// generation). It takes no lock, and does not mark the scope used.
+func (a *Adaptive) reserved(r Reservation) *adaptiveScope {
 	if s := a.scopes.Peek(r.scope); s != nil && s.gen == r.ticket.Gen {
 		return s
 	}

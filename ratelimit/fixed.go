@@ -23,14 +23,19 @@ import (
 // holds more than Rate+1 of them.
 //
 // A Rate that is zero, negative, NaN or +Inf means no limit: ReserveAt returns
-// at once without looking the scope up. At most MaxScopes scopes are stored;
-// a new scope beyond that evicts the least recently used one, which starts
+// at once without looking the scope up. At most MaxScopes scopes are stored
+// at any moment; a new scope beyond that evicts one as [Adaptive] does (an
+// approximation of least recently used that evicts a scope ReserveAt has
+// not used lately, whenever there is one), and the evicted scope starts
 // again with a full burst when next used. A scope unused for Burst/Rate
 // seconds has a full bucket anyway, so evicting it changes nothing.
 //
 // The zero value is ready to use and limits nothing. A Fixed is safe for
-// concurrent use; it never sleeps and starts no goroutine. It must not be
-// copied, nor its fields changed, after first use.
+// concurrent use, and as with [Adaptive] goroutines using different scopes
+// never wait for each other: each scope has its own mutex, and only a
+// scope's first use takes one that all scopes share. It never sleeps and
+// starts no goroutine. It must not be copied, nor its fields changed, after
+// first use.
 type Fixed struct {
 	Rate      float64          // sends per second per scope; zero or negative means no limit
 	Burst     int              // most sends at once after an idle spell; zero or negative means 1 (evenly spaced sends)
@@ -39,16 +44,16 @@ type Fixed struct {
 	MaxScopes int              // most scopes stored at once; zero means DefaultMaxScopes
 	Now       func() time.Time // clock of the methods without an At suffix; nil means time.Now
 
-	mu     sync.Mutex
-	scopes scopemap.Map[fixedScope] // guarded by mu
+	scopes scopemap.Sync[fixedScope]
 }
 
 // fixedScope is one scope's bucket and its latest reservation that had to
-// wait, which CancelAt may give back.
+// wait, which CancelAt may give back, behind the scope's own lock.
 type fixedScope struct {
-	lim  *rate.Limiter
-	last *rate.Reservation // nil once given back
-	act  time.Time         // when last may send
+	mu   sync.Mutex
+	lim  *rate.Limiter     // set before the scope is stored, never changed
+	last *rate.Reservation // nil once given back; guarded by mu
+	act  time.Time         // when last may send; guarded by mu
 }
 
 // ReserveAt takes one send token from scope's bucket as of now, through
@@ -62,13 +67,9 @@ func (f *Fixed) ReserveAt(now time.Time, scope string) (r Reservation, wait time
 	if !f.limited() {
 		return Reservation{}, 0, true
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s := f.scopes.Get(scope)
-	if s == nil {
-		s = f.scopes.Add(scope, orDefault(f.MaxScopes, DefaultMaxScopes))
-		s.lim = rate.NewLimiter(rate.Limit(f.Rate), orDefault(f.Burst, 1))
-	}
+	s := f.scope(scope)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	rr := s.lim.ReserveN(now, 1) // always OK: one token never exceeds the burst
 	wait = rr.DelayFrom(now)
 	if wait == 0 {
@@ -114,10 +115,13 @@ func (f *Fixed) CancelAt(now time.Time, r Reservation) {
 	if r.q != Queue(f) || !f.limited() {
 		return
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	s := f.scopes.Peek(r.scope)
-	if s == nil || s.last == nil || !s.act.After(now) || actSeq(s.act) != r.ticket.Seq {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil || !s.act.After(now) || actSeq(s.act) != r.ticket.Seq {
 		return
 	}
 	// Waiting reservations send 1/Rate apart, so the latest is the only one
@@ -133,6 +137,17 @@ func (f *Fixed) CancelAt(now time.Time, r Reservation) {
 // Cancel is CancelAt at f.Now(), or the wall clock if f.Now is nil; it is
 // what [Reservation.Cancel] calls.
 func (f *Fixed) Cancel(r Reservation) { f.CancelAt(f.now(), r) }
+
+// scope returns scope's state, marked used, creating it if needed. Finding
+// a stored scope takes no lock.
+func (f *Fixed) scope(scope string) *fixedScope {
+	if s := f.scopes.Get(scope); s != nil {
+		return s
+	}
+	return f.scopes.Add(scope, orDefault(f.MaxScopes, DefaultMaxScopes), func(s *fixedScope) {
+		s.lim = rate.NewLimiter(rate.Limit(f.Rate), orDefault(f.Burst, 1))
+	})
+}
 
 // lastUnixNano is the last instant whose Unix time in nanoseconds an
 // int64 holds, in 2262.

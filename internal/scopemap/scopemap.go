@@ -1,5 +1,7 @@
 // Package scopemap holds one value per scope with a bound on how many are
-// kept, for the per-scope state of package quota's Budget and package
+// kept: [Map], exactly least recently used and for an owner that serialises
+// its calls, as package quota's Budget does; [Sync], for concurrent use
+// without a lock shared by all scopes, for the per-scope state of package
 // ratelimit's Adaptive and Fixed.
 package scopemap
 
