@@ -8,6 +8,7 @@ import (
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // compiled is a policy as a Transport runs it: its defaults resolved,
@@ -30,6 +31,10 @@ type compiled struct {
 	err            error                // why the policy cannot be used: New's configuration error
 	customClassify bool                 // Classify was set: it may read any response body
 	unclassified   bool                 // one attempt, no pacing, no time bounds: a response is the caller's as the base transport returned it
+
+	// quotas is the limiter, if it paces by the quotas that responses
+	// publish and the policy trusts the fields they come in; else nil.
+	quotas ratelimit.QuotaRecorder
 }
 
 // compile resolves p. A quota the Transport creates runs on the
@@ -54,6 +59,9 @@ func compile(p policy.Policy, now func() time.Time) *compiled {
 	cp.requests, _ = cp.quota.(quota.RequestCounter)
 	cp.limiter = p.Limiter
 	cp.learner, _ = cp.limiter.(ratelimit.Recorder)
+	if cp.p.ServerDelay.Headers&(retryafter.IETFRateLimit|retryafter.RateLimitReset) != 0 {
+		cp.quotas, _ = cp.limiter.(ratelimit.QuotaRecorder)
+	}
 	c, charges := cp.limiter.(throttleCharger)
 	cp.freeThrottles = cp.learner != nil && !(charges && c.ChargesThrottles())
 	cp.fixed = p.RateLimit

@@ -6,6 +6,7 @@ import (
 
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // race sends attempt a, and for a request that hedges, its copies (see
@@ -112,8 +113,9 @@ func (r *request) classifyResponse(req *http.Request, resp *http.Response) class
 }
 
 // settle records the outcome of copy a, in a's scope, whether the attempt
-// takes its result or not: the limiter learns it (unless the caller gave
-// up first, which says nothing of the server), a throttle is counted, a
+// takes its result or not: the limiter learns it, and the quota its
+// response publishes (unless the caller gave up first, which says nothing
+// of the server), a throttle is counted, a
 // penalty signal starts the scope's penalty, a hedged copy's latency is
 // learned, and a secondary's "not replicated yet" sends the request's
 // next attempts to the primary.
@@ -121,6 +123,9 @@ func (r *request) settle(a *attempt) {
 	cp := r.cp
 	if cp.learner != nil && r.ctx.Err() == nil {
 		cp.learner.Record(a.scope, a.out.Kind)
+	}
+	if cp.quotas != nil && a.resp != nil && r.ctx.Err() == nil {
+		r.recordQuota(a)
 	}
 	if a.out.Kind == classify.Throttle {
 		a.stats.throttles.Add(1)
@@ -138,6 +143,21 @@ func (r *request) settle(a *attempt) {
 		if a.notReplicated {
 			r.route.toPrimary = true
 		}
+	}
+}
+
+// recordQuota tells the limiter the quota that a's response publishes in
+// the fields the policy trusts, if any: on every status, since a server
+// that reports its quota on its successes lets the limiter pace before
+// the quota runs out.
+func (r *request) recordQuota(a *attempt) {
+	h := a.resp.Header
+	// Most responses publish nothing: look before reading the clock.
+	if h["Ratelimit"] == nil && h["Ratelimit-Remaining"] == nil && h["X-Ratelimit-Remaining"] == nil {
+		return
+	}
+	if q, _, ok := retryafter.ParseQuota(h, r.t.now(), r.cp.p.ServerDelay.Headers); ok {
+		r.cp.quotas.RecordQuota(a.scope, q.Remaining, q.Reset)
 	}
 }
 

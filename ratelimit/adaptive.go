@@ -269,6 +269,7 @@ type adaptiveScope struct {
 // before the scope is stored and never changed.
 type scopeState struct {
 	cubic
+	quota  published // the pace of the quota its server publishes (published.go)
 	origin time.Time
 	gen    uint64 // tells this scope's reservations from those of an evicted scope of the same name
 }
@@ -290,6 +291,12 @@ type AdaptiveState struct {
 	Capacity     float64   // most send tokens held: a tenth of a second of the rate (a second in reference mode), at least 1
 	LastMax      float64   // the rate in use at the last decrease, the curve's plateau
 	LastThrottle time.Time // when the last throttle was recorded; zero if never
+
+	// The quota the server publishes (see [Adaptive.RecordQuotaAt]), while
+	// it paces the scope; all zero when none does.
+	QuotaRemaining int64     // the remaining count last published
+	QuotaRate      float64   // sends per second it allows: remaining over the time to reset, when published
+	QuotaReset     time.Time // when its window resets
 }
 
 // ReserveAt takes one send token from scope's bucket as of now and returns
@@ -310,13 +317,13 @@ func (a *Adaptive) ReserveAt(now time.Time, scope string) (r Reservation, wait t
 	s := a.scope(now, scope, &p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w := s.wait(s.at(now), &p); w > 0 {
+	if w := s.sendWait(s.at(now), &p); w > 0 {
 		wait = seconds(w)
 		if a.FailFast || (a.MaxWait > 0 && wait > a.MaxWait) {
 			return Reservation{}, wait, false
 		}
 	}
-	return Reservation{q: a, scope: scope, ticket: Ticket{Gen: s.gen, Seq: s.take()}}, wait, true
+	return Reservation{q: a, scope: scope, ticket: Ticket{Gen: s.gen, Seq: s.sendTake()}}, wait, true
 }
 
 // Reserve is ReserveAt at a.Now(), or the wall clock if a.Now is nil.
@@ -364,6 +371,9 @@ func (a *Adaptive) StateAt(now time.Time, scope string) AdaptiveState {
 	}
 	if c.enabled {
 		st.LastThrottle = c.origin.Add(roundSeconds(c.lastThrottle))
+	}
+	if q := c.quota; q.pacing(t) {
+		st.QuotaRemaining, st.QuotaRate, st.QuotaReset = q.remaining, q.rate, c.origin.Add(roundSeconds(q.reset))
 	}
 	return st
 }

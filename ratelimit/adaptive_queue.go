@@ -18,7 +18,7 @@ func (a *Adaptive) DelayAt(now time.Time, r Reservation) time.Duration {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return seconds(s.delay(s.at(now), r.ticket.Seq, &p))
+	return seconds(s.sendDelay(s.at(now), r.ticket.Seq, &p))
 }
 
 // Delay is DelayAt at a.Now(), or the wall clock if a.Now is nil; it is
@@ -40,7 +40,7 @@ func (a *Adaptive) CancelAt(now time.Time, r Reservation) {
 	if s := a.reserved(r); s != nil {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.giveBack(s.at(now), r.ticket.Seq, &p)
+		s.sendGiveBack(s.at(now), r.ticket.Seq, &p)
 	}
 }
 

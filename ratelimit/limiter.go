@@ -36,6 +36,17 @@ type Recorder interface {
 	Record(scope string, k classify.Kind)
 }
 
+// QuotaRecorder is implemented by a [Limiter] that paces a scope by the
+// quota its server publishes, such as [Adaptive]: the transport calls
+// RecordQuota after every attempt of scope whose response publishes one
+// (retryafter.ParseQuota: the IETF RateLimit fields or X-RateLimit-*),
+// successful or not, with the requests left in the server's window and the
+// time until it resets, read from the fields the policy trusts
+// (policy.ServerDelay's Headers).
+type QuotaRecorder interface {
+	RecordQuota(scope string, remaining int64, reset time.Duration)
+}
+
 // Queue is implemented by a [Limiter] that issues reservations which wait:
 // a [Reservation]'s Delay and Cancel call it back with the reservation. An
 // implementation tells its reservations apart by their scope and [Ticket].
@@ -67,9 +78,10 @@ type FallbackCounter interface {
 }
 
 var (
-	_ Limiter  = (*Adaptive)(nil)
-	_ Recorder = (*Adaptive)(nil)
-	_ Queue    = (*Adaptive)(nil)
-	_ Limiter  = (*Fixed)(nil)
-	_ Queue    = (*Fixed)(nil)
+	_ Limiter       = (*Adaptive)(nil)
+	_ Recorder      = (*Adaptive)(nil)
+	_ QuotaRecorder = (*Adaptive)(nil)
+	_ Queue         = (*Adaptive)(nil)
+	_ Limiter       = (*Fixed)(nil)
+	_ Queue         = (*Fixed)(nil)
 )

@@ -34,6 +34,10 @@
 // ASCII digits only, and the millisecond and seconds forms are parsed
 // without allocating.
 //
-// The package neither reads RateLimit-Policy nor paces requests ahead of a
-// limit; it only reads what a response asks for.
+// [ParseQuota] reads the quota a response publishes whatever is left of
+// it, from the same RateLimit and X-RateLimit fields: the requests the
+// current window still admits and the time until it resets, for a client
+// that paces itself so as never to run out (package ratelimit's Adaptive
+// does). The package does not read RateLimit-Policy, and paces nothing
+// itself.
 package retryafter

@@ -88,3 +88,25 @@ func ExampleSource_String() {
 	// Retry-After|x-amz-retry-after
 	// Retry-After|retry-after-ms|x-ms-retry-after-ms|x-amz-retry-after|X-RateLimit-Reset|RateLimit
 }
+
+func ExampleParseQuota() {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+	// GitHub, on any response: 4999 requests left until a Unix time an
+	// hour from now.
+	github := http.Header{}
+	github.Set("x-ratelimit-remaining", "4999")
+	github.Set("x-ratelimit-reset", "1767326645")
+	q, from, ok := retryafter.ParseQuota(github, now, retryafter.DefaultSources)
+	fmt.Println(q.Remaining, q.Reset, from, ok)
+
+	// IETF RateLimit with two policies: the one that admits the lower
+	// rate binds (800 a day is slower than 50 a second).
+	ietf := http.Header{}
+	ietf.Set("ratelimit", `"burst";r=50;t=1, "daily";r=800;t=86400`)
+	q, from, ok = retryafter.ParseQuota(ietf, now, retryafter.DefaultSources)
+	fmt.Println(q.Remaining, q.Reset, from, ok)
+	// Output:
+	// 4999 1h0m0s X-RateLimit-Reset true
+	// 800 24h0m0s RateLimit true
+}

@@ -241,3 +241,64 @@ func FuzzRemaining(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseQuota(f *testing.F) {
+	for _, tt := range quotaTests {
+		f.Add(first(tt.h, "Ratelimit"), first(tt.h, "Ratelimit-Remaining"), first(tt.h, "Ratelimit-Reset"),
+			first(tt.h, "X-Ratelimit-Remaining"), first(tt.h, "X-Ratelimit-Reset"), uint16(retryafter.AllSources))
+	}
+	for _, tt := range rateLimitTests {
+		f.Add(tt.v, "", "", "", "", uint16(retryafter.AllSources))
+	}
+	f.Fuzz(func(t *testing.T, rl, rlRemaining, rlReset, xRemaining, xReset string, trusted uint16) {
+		h := http.Header{}
+		for _, kv := range []struct{ k, v string }{
+			{"Ratelimit", rl},
+			{"Ratelimit-Remaining", rlRemaining},
+			{"Ratelimit-Reset", rlReset},
+			{"X-Ratelimit-Remaining", xRemaining},
+			{"X-Ratelimit-Reset", xReset},
+		} {
+			if kv.v != "" {
+				h[kv.k] = []string{kv.v}
+			}
+		}
+		src := retryafter.Source(trusted)
+		q, from, ok := retryafter.ParseQuota(h, now, src)
+		call := fmt.Sprintf("ParseQuota(%v, %v)", h, src)
+		if q.Remaining < 0 || q.Reset < 0 || q.Reset > retryafter.MaxDelay {
+			t.Fatalf("%s = %v; want a count >= 0 and a reset in [0, MaxDelay]", call, q)
+		}
+		if !ok && (q != retryafter.Quota{} || from != 0) {
+			t.Fatalf("%s = %v, %v, false; want the zero Quota and Source when false", call, q, from)
+		}
+		if ok && (from&src == 0 || (from != retryafter.IETFRateLimit && from != retryafter.RateLimitReset)) {
+			t.Fatalf("%s = %v, from %v; want a trusted quota source", call, q, from)
+		}
+		// An exhausted X-RateLimit quota's reset is the delay ParseSources
+		// reads from the same fields.
+		if ok && q.Remaining == 0 && from == retryafter.RateLimitReset {
+			if d, _, dok := retryafter.ParseSources(h, now, retryafter.RateLimitReset); !dok || d != q.Reset {
+				t.Fatalf("%s = %v; ParseSources(RateLimitReset) = %v, %t; want the same reset", call, q, d, dok)
+			}
+		}
+		// The X-RateLimit fields alone: both all digits (a fraction
+		// allowed in the reset) is a quota; anything else is not.
+		if src&retryafter.AllSources == retryafter.RateLimitReset && rl == "" && rlRemaining == "" && rlReset == "" {
+			_, remOK := allDigits(xRemaining)
+			intPart, fracPart, hasDot := strings.Cut(strings.Trim(xReset, " \t"), ".")
+			resetOK := isDigits(intPart) && (!hasDot || isDigits(fracPart))
+			if ok != (remOK && resetOK) {
+				t.Fatalf("%s = %v, %t; want ok %t", call, q, ok, remOK && resetOK)
+			}
+		}
+	})
+}
+
+// first returns the first value of the canonical field key in h, or "".
+func first(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}

@@ -68,18 +68,7 @@ func parseIETF(h http.Header, now time.Time) (time.Duration, bool) {
 // valid List nor a valid Dictionary, or has no reset that counts. It
 // allocates only to join several non-empty lines.
 func parseRateLimit(lines []string, now time.Time) (time.Duration, bool) {
-	var v string
-	for i, line := range lines {
-		if line = trimOWS(line); line == "" {
-			continue
-		}
-		if v != "" {
-			// Rare: join this and the remaining lines.
-			v = joinLines(v, lines[i:])
-			break
-		}
-		v = line
-	}
+	v := fieldValue(lines)
 	if v == "" {
 		return 0, false
 	}
@@ -87,6 +76,24 @@ func parseRateLimit(lines []string, now time.Time) (time.Duration, bool) {
 		return d, ok
 	}
 	return rateLimitDict(v, now)
+}
+
+// fieldValue returns the lines of a structured field as one value: the
+// lines that are not empty after trimming optional whitespace, joined with
+// ", " (RFC 9651 §4.2). It allocates only to join several non-empty lines.
+func fieldValue(lines []string) string {
+	var v string
+	for i, line := range lines {
+		if line = trimOWS(line); line == "" {
+			continue
+		}
+		if v != "" {
+			// Rare: join this and the remaining lines.
+			return joinLines(v, lines[i:])
+		}
+		v = line
+	}
+	return v
 }
 
 // joinLines appends to v the lines that are not empty after trimming
@@ -106,21 +113,37 @@ func joinLines(v string, lines []string) string {
 // rateLimitList reads v as a List of quota policies; valid is false on a
 // syntax error.
 func rateLimitList(v string, now time.Time) (d time.Duration, ok, valid bool) {
+	valid = eachPolicy(v, func(r, t sfValue) {
+		if rd, counts := policyDelay(r, t, now); counts && (!ok || rd > d) {
+			d, ok = rd, true
+		}
+	})
+	if !valid {
+		return 0, false, false
+	}
+	return d, ok, true
+}
+
+// eachPolicy reads v as a List of quota policies and calls f with the r
+// and t parameters of each Item, in order (each sfAbsent when not given,
+// the last value when repeated); Inner Lists are skipped. It reports false
+// on a syntax error, after calling f for the Items before it.
+func eachPolicy(v string, f func(r, t sfValue)) bool {
 	p := sfScanner{s: v}
 	for more := true; more; {
 		if p.peek('(') {
 			if !p.innerList() {
-				return 0, false, false
+				return false
 			}
 		} else {
 			if _, good := p.bareItem(); !good {
-				return 0, false, false
+				return false
 			}
 			var r, t sfValue
 			for p.peek(';') {
 				k, pv, good := p.param()
 				if !good {
-					return 0, false, false
+					return false
 				}
 				switch k {
 				case "r":
@@ -129,27 +152,35 @@ func rateLimitList(v string, now time.Time) (d time.Duration, ok, valid bool) {
 					t = pv
 				}
 			}
-			if rd, counts := policyDelay(r, t, now); counts && (!ok || rd > d) {
-				d, ok = rd, true
-			}
+			f(r, t)
 		}
 		var good bool
 		if more, good = p.next(); !good {
-			return 0, false, false
+			return false
 		}
 	}
-	return d, ok, true
+	return true
 }
 
 // rateLimitDict reads v as the Dictionary of draft -07, keeping the last
 // remaining and reset members. It reports false on a syntax error too.
 func rateLimitDict(v string, now time.Time) (time.Duration, bool) {
-	var remaining, reset sfValue
+	remaining, reset, ok := dictMembers(v)
+	if !ok {
+		return 0, false
+	}
+	return policyDelay(remaining, reset, now)
+}
+
+// dictMembers reads v as the Dictionary of draft -07 and returns its last
+// remaining and reset members (sfAbsent when not given); ok is false on a
+// syntax error.
+func dictMembers(v string) (remaining, reset sfValue, ok bool) {
 	p := sfScanner{s: v}
 	for more := true; more; {
 		k, good := p.key()
 		if !good {
-			return 0, false
+			return sfValue{}, sfValue{}, false
 		}
 		val := sfValue{kind: sfOther} // a member without "=" is the Boolean true
 		if p.peek('=') {
@@ -164,7 +195,7 @@ func rateLimitDict(v string, now time.Time) (time.Duration, bool) {
 			good = p.skipParams()
 		}
 		if !good {
-			return 0, false
+			return sfValue{}, sfValue{}, false
 		}
 		switch k {
 		case "remaining":
@@ -173,10 +204,10 @@ func rateLimitDict(v string, now time.Time) (time.Duration, bool) {
 			reset = val
 		}
 		if more, good = p.next(); !good {
-			return 0, false
+			return sfValue{}, sfValue{}, false
 		}
 	}
-	return policyDelay(remaining, reset, now)
+	return remaining, reset, true
 }
 
 // policyDelay returns the delay that one policy's remaining quota r and

@@ -1,0 +1,122 @@
+package retrytransport_test
+
+// Published quotas: the transport tells a limiter that paces by them the
+// quota every response publishes, in the scope that answered.
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
+	"github.com/retrytransport/retrytransport/retryafter"
+)
+
+// quotaHeard is a limiter that never waits and records the quotas it is
+// told.
+type quotaHeard struct {
+	mu    sync.Mutex
+	heard []quotaCall
+}
+
+type quotaCall struct {
+	Scope     string
+	Remaining int64
+	Reset     time.Duration
+}
+
+func (l *quotaHeard) Reserve(string) (ratelimit.Reservation, time.Duration, bool) {
+	return ratelimit.Reservation{}, 0, true
+}
+
+func (l *quotaHeard) RecordQuota(scope string, remaining int64, reset time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.heard = append(l.heard, quotaCall{scope, remaining, reset})
+}
+
+func TestPublishedQuotaIsRecordedOnEveryStatus(t *testing.T) {
+	s := &script{steps: []step{
+		{status: 429, header: http.Header{"Ratelimit": {`"q";r=0;t=2`}}},
+		{status: 200, header: http.Header{"X-Ratelimit-Remaining": {"599"}, "X-Ratelimit-Reset": {"10"}}},
+		{status: 200}, // no fields: nothing to record
+	}}
+	l := &quotaHeard{}
+	p := policy.Standard()
+	p.Limiter = l
+	tr := newRig(t, s, p)
+	for range 2 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := []quotaCall{{"api.example.com", 0, 2 * time.Second}, {"api.example.com", 599, 10 * time.Second}}
+	if diff := cmp.Diff(want, l.heard); diff != "" {
+		t.Errorf("RecordQuota calls mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPublishedQuotaNotReadWhenItsFieldsAreNotTrusted(t *testing.T) {
+	s := &script{steps: []step{{status: 200, header: http.Header{
+		"Ratelimit":             {`"q";r=5;t=2`},
+		"X-Ratelimit-Remaining": {"599"}, "X-Ratelimit-Reset": {"10"},
+	}}}}
+	for _, tt := range []struct {
+		name    string
+		headers retryafter.Source
+		want    []quotaCall
+	}{
+		{"none", retryafter.None, nil},
+		{"retry_after_only", retryafter.RetryAfter, nil},
+		{"x_ratelimit_only", retryafter.RateLimitReset, []quotaCall{{"api.example.com", 599, 10 * time.Second}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &quotaHeard{}
+			p := policy.Standard()
+			p.Limiter = l
+			p.ServerDelay.Headers = tt.headers
+			tr := newRig(t, s, p)
+			resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if diff := cmp.Diff(tt.want, l.heard); diff != "" {
+				t.Errorf("RecordQuota calls with Headers %v mismatch (-want +got):\n%s", tt.headers, diff)
+			}
+		})
+	}
+}
+
+// TestAdaptivePacesByThePublishedQuota: policy.Adaptive() as it comes
+// waits for the reset of a quota that a success said was spent, before
+// any throttle.
+func TestAdaptivePacesByThePublishedQuota(t *testing.T) {
+	s := &script{steps: []step{
+		{status: 200, header: http.Header{"Ratelimit": {`"q";r=0;t=3`}}},
+		{status: 200},
+	}}
+	tr := newRig(t, s, policy.Adaptive(), adaptiveOnRig())
+	for range 2 {
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	var waited time.Duration
+	for _, d := range tr.clock.Sleeps() {
+		waited += d
+	}
+	if waited < 3*time.Second-time.Millisecond || waited > 3*time.Second+time.Millisecond {
+		t.Errorf("waits = %v (%v in all); want 3s: the second request waits for the reset", tr.clock.Sleeps(), waited)
+	}
+	if st := tr.scopeStats("api.example.com").Adaptive; st.Enabled {
+		t.Errorf("Adaptive state %+v; want the CUBIC bucket off: no throttle", st)
+	}
+}
