@@ -21,6 +21,7 @@ type compiled struct {
 	limiter        ratelimit.Limiter    // the adaptive limiter (Policy.Limiter); nil for none
 	learner        ratelimit.Recorder   // limiter, if it learns from outcomes; else nil
 	freeThrottles  bool                 // retries after throttles cost no quota: see pacesThrottles
+	throttleExtra  int                  // retries after paced throttles that MaxAttempts does not count: see throttleRetrier
 	fixed          ratelimit.Limiter    // nil unless the policy has a fixed rate (Policy.RateLimit)
 	budget         quota.Quota          // Policy.Budget; nil for none
 	budgetRequests quota.RequestCounter // budget, if it counts requests; else nil
@@ -64,6 +65,9 @@ func compile(p policy.Policy, now func() time.Time) *compiled {
 	}
 	c, charges := cp.limiter.(throttleCharger)
 	cp.freeThrottles = cp.learner != nil && !(charges && c.ChargesThrottles())
+	if r, ok := cp.limiter.(throttleRetrier); ok && cp.freeThrottles {
+		cp.throttleExtra = max(r.ExtraThrottleRetries(), 0)
+	}
 	cp.fixed = p.RateLimit
 	if p.Budget != quota.None {
 		cp.budget = p.Budget

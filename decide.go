@@ -18,7 +18,9 @@ import (
 // success credits the quotas) and ends it with stop nil. Otherwise stop
 // says why the request ends: the outcome is final (ErrNotRetryable, or the
 // caller's cancellation), the request may not be sent again
-// (ErrNotRetryable), no attempt is left (ErrExhausted, ErrSDKRetries), or
+// (ErrNotRetryable), no attempt is left (ErrExhausted, ErrSDKRetries;
+// retries after throttles the limiter paced may not count, see
+// throttleRetrier), or
 // the retry cannot be scheduled (see schedule). A retry that is decided
 // is paid for (r.paid).
 func (r *request) decide(a *attempt) (retry bool, stop error) {
@@ -34,13 +36,16 @@ func (r *request) decide(a *attempt) (retry bool, stop error) {
 	if a.n == 1 && r.max > 1 && !r.cp.p.IgnoreSDKAttempts && len(r.req.Header) > 0 {
 		r.limitForSDK() // only now: the happy path never looks for the mark
 	}
+	if r.extra < r.cp.throttleExtra && r.cp.pacesThrottles(a.out.Kind) && r.max > 1 && !r.marked {
+		r.extra++ // the limiter's retry, not one of the policy's attempts
+	}
 	switch {
 	case !r.idempotent && !unprocessed(a.out, a.resp, a.err, r.watch, a.body),
 		r.replay != nil && !r.replay.replayable(): // known already; decided for good when the retry is prepared
 		return false, ErrNotRetryable
 	case a.n >= r.max && r.sdk:
 		return false, ErrSDKRetries
-	case a.n >= r.max:
+	case a.n-r.extra >= r.max:
 		return false, ErrExhausted
 	}
 	if stop := r.schedule(a); stop != nil {
@@ -210,6 +215,21 @@ func addSaturating(a, b time.Duration) time.Duration {
 // ratelimit.Adaptive in reference mode.
 func (cp *compiled) pacesThrottles(k classify.Kind) bool {
 	return k == classify.Throttle && cp.freeThrottles
+}
+
+// throttleRetrier is a limiter that paces throttled scopes and says how
+// many retries after throttles it paced a request may make beyond the
+// policy's MaxAttempts, as ratelimit.Adaptive does: once the limiter has
+// slowed a scope, a throttle there is the limiter's to prevent, not the
+// request's to pay for with one of its attempts, so that a logical request
+// does not fail while the limiter is still finding the server's new rate.
+// The extra retries are bounded, because a server that throttles every
+// attempt must still end the request. They count only where
+// pacesThrottles does (a limiter that charges throttles, as the AWS SDKs
+// do, gives none), and never for a request an SDK marked, whose attempts
+// per call the SDK's count bounds.
+type throttleRetrier interface {
+	ExtraThrottleRetries() int
 }
 
 // throttleCharger is a limiter that says whether the retry quota should

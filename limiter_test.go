@@ -462,3 +462,95 @@ func TestCallerCancelWhilePacingARetry(t *testing.T) {
 		t.Errorf("the 503's body closed %d times; want 1", n)
 	}
 }
+
+// allowing gives an adaptive limiter an allowance of n retries after
+// throttles it paced, beyond MaxAttempts.
+type allowing struct {
+	*ratelimit.Adaptive
+	n int
+}
+
+func (l allowing) ExtraThrottleRetries() int { return l.n }
+
+// A retry after a throttle that the limiter paces does not use up one of
+// MaxAttempts, up to the limiter's allowance: the request that met the
+// server while the limiter was still finding its rate gets through. Other
+// failures count as before, and the allowance ends.
+func TestPacedThrottlesDoNotUseUpAttempts(t *testing.T) {
+	tests := []struct {
+		name      string
+		allowance int
+		reference bool
+		steps     []step
+		attempts  int
+		mark      string // amz-sdk-request
+		want      int    // the status the caller gets
+	}{
+		{"ThrottlesWithinAllowance", 3, false, throttleThenOK(5).steps, 6, "", 200},
+		{"AllowanceSpent", 2, false, throttleThenOK(9).steps, 5, "", 429},
+		{"NoAllowance", 0, false, throttleThenOK(5).steps, 3, "", 429},
+		{"OtherFailuresCount", 3, false, []step{{status: 503}, {status: 503}, {status: 429}, {status: 200}}, 4, "", 200},
+		{"OnlyThrottlesAreFree", 3, false, []step{{status: 503}, {status: 503}, {status: 503}, {status: 200}}, 3, "", 503},
+		{"ReferenceModeChargesThrottles", 3, true, throttleThenOK(5).steps, 3, "", 429},
+		// The SDK's last attempt gets what is left of MaxAttempts (5)
+		// after its two earlier ones, and no more: the server sees at
+		// most 5 per call.
+		{"SDKsLastAttempt", 3, false, throttleThenOK(5).steps, 3, "attempt=3; max=3", 429},
+		{"SDKRetriesItself", 3, false, throttleThenOK(5).steps, 1, "attempt=1; max=3", 429},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := faketime.NewAt(time.Now())
+			s := &script{steps: tt.steps}
+			p := policy.Adaptive()
+			p.MaxAttempts = 3
+			if tt.mark != "" {
+				p.MaxAttempts = 5
+			}
+			p.Quota = quota.None // what reference mode charges is not what is tested
+			p.Limiter = allowing{&ratelimit.Adaptive{Now: clock.Now, Reference: tt.reference}, tt.allowance}
+			tr := newRig(t, s, p, onClock(clock), recordFinals())
+			req := newReq(t, "GET", url, "")
+			if tt.mark != "" {
+				req.Header.Set("amz-sdk-request", tt.mark)
+			}
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("RoundTrip: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("status %d; want %d", resp.StatusCode, tt.want)
+			}
+			if got := s.count(); got != tt.attempts {
+				t.Errorf("attempts = %d; want %d", got, tt.attempts)
+			}
+			finals := tr.finalEvents()
+			wantStop := retrytransport.ErrExhausted
+			if tt.mark == "attempt=1; max=3" {
+				wantStop = retrytransport.ErrSDKRetries
+			}
+			if tt.want != 200 && (len(finals) != 1 || !errors.Is(finals[0].Stop, wantStop)) {
+				t.Errorf("final events %+v; want one whose Stop is %v", finals, wantStop)
+			}
+		})
+	}
+}
+
+// MaxAttempts 1 turns retries off, those after paced throttles too.
+func TestOneAttemptHasNoThrottleRetries(t *testing.T) {
+	clock := faketime.NewAt(time.Now())
+	s := throttleThenOK(5)
+	p := policy.Adaptive()
+	p.MaxAttempts = 1
+	p.Limiter = allowing{&ratelimit.Adaptive{Now: clock.Now}, 3}
+	tr := newRig(t, s, p, onClock(clock))
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 429 || s.count() != 1 {
+		t.Errorf("status %d after %d attempts; want the 429 of the only attempt", resp.StatusCode, s.count())
+	}
+}

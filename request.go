@@ -28,7 +28,9 @@ type request struct {
 
 	max    int           // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
 	sdk    bool          // the SDK will retry what this request does not
+	marked bool          // an SDK that retries marked it: every attempt counts, paced throttles too (sdk.go)
 	n      int           // attempts sent so far
+	extra  int           // retries after paced throttles that max does not count (see throttleRetrier)
 	hedges int           // hedged copies sent so far
 	waited time.Duration // time spent waiting before attempts so far
 	paid   payment       // what decide paid for the next attempt, until prepare hands it over

@@ -111,7 +111,7 @@ func (r *request) limitForSDK() {
 		return
 	}
 	r.max = a.attemptsFor(r.max)
-	r.sdk = a.retries()
+	r.sdk, r.marked = a.retries(), true
 	t := r.t
 	if t.logger != nil && t.sdkWarned.CompareAndSwap(false, true) {
 		t.logger.LogAttrs(r.ctx, slog.LevelWarn,
