@@ -74,7 +74,9 @@ func TestAdaptiveFailFast(t *testing.T) {
 	s := throttleThenOK(1000)
 	p := policy.Standard()
 	p.MaxAttempts = 1 + 1
-	p.Limiter = &ratelimit.Adaptive{FailFast: true}
+	// No retries after throttles beyond MaxAttempts: their growing backoffs
+	// are not the limiter's waits, which this test bounds.
+	p.Limiter = &ratelimit.Adaptive{FailFast: true, ThrottleRetries: -1}
 	tr := newRig(t, s, p)
 	p.Limiter.(*ratelimit.Adaptive).Now = tr.clock.Now
 	var err error
@@ -463,19 +465,11 @@ func TestCallerCancelWhilePacingARetry(t *testing.T) {
 	}
 }
 
-// allowing gives an adaptive limiter an allowance of n retries after
-// throttles it paced, beyond MaxAttempts.
-type allowing struct {
-	*ratelimit.Adaptive
-	n int
-}
-
-func (l allowing) ExtraThrottleRetries() int { return l.n }
-
 // A retry after a throttle that the limiter paces does not use up one of
 // MaxAttempts, up to the limiter's allowance: the request that met the
-// server while the limiter was still finding its rate gets through. Other
-// failures count as before, and the allowance ends.
+// server while the limiter was still finding its rate gets through
+// (ratelimit.Adaptive's ThrottleRetries). Other failures count as before,
+// and the allowance ends.
 func TestPacedThrottlesDoNotUseUpAttempts(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -488,7 +482,9 @@ func TestPacedThrottlesDoNotUseUpAttempts(t *testing.T) {
 	}{
 		{"ThrottlesWithinAllowance", 3, false, throttleThenOK(5).steps, 6, "", 200},
 		{"AllowanceSpent", 2, false, throttleThenOK(9).steps, 5, "", 429},
-		{"NoAllowance", 0, false, throttleThenOK(5).steps, 3, "", 429},
+		{"NoAllowance", -1, false, throttleThenOK(5).steps, 3, "", 429},
+		{"DefaultAllowance", 0, false, throttleThenOK(ratelimit.DefaultThrottleRetries + 2).steps, ratelimit.DefaultThrottleRetries + 3, "", 200},
+		{"DefaultAllowanceSpent", 0, false, throttleThenOK(20).steps, ratelimit.DefaultThrottleRetries + 3, "", 429},
 		{"OtherFailuresCount", 3, false, []step{{status: 503}, {status: 503}, {status: 429}, {status: 200}}, 4, "", 200},
 		{"OnlyThrottlesAreFree", 3, false, []step{{status: 503}, {status: 503}, {status: 503}, {status: 200}}, 3, "", 503},
 		{"ReferenceModeChargesThrottles", 3, true, throttleThenOK(5).steps, 3, "", 429},
@@ -508,7 +504,7 @@ func TestPacedThrottlesDoNotUseUpAttempts(t *testing.T) {
 				p.MaxAttempts = 5
 			}
 			p.Quota = quota.None // what reference mode charges is not what is tested
-			p.Limiter = allowing{&ratelimit.Adaptive{Now: clock.Now, Reference: tt.reference}, tt.allowance}
+			p.Limiter = &ratelimit.Adaptive{Now: clock.Now, Reference: tt.reference, ThrottleRetries: tt.allowance}
 			tr := newRig(t, s, p, onClock(clock), recordFinals())
 			req := newReq(t, "GET", url, "")
 			if tt.mark != "" {
@@ -543,7 +539,7 @@ func TestOneAttemptHasNoThrottleRetries(t *testing.T) {
 	s := throttleThenOK(5)
 	p := policy.Adaptive()
 	p.MaxAttempts = 1
-	p.Limiter = allowing{&ratelimit.Adaptive{Now: clock.Now}, 3}
+	p.Limiter = &ratelimit.Adaptive{Now: clock.Now, ThrottleRetries: 3}
 	tr := newRig(t, s, p, onClock(clock))
 	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {

@@ -62,9 +62,13 @@ const (
 // to that meaning; a value the comment calls an error fails Validate, and
 // New still uses the value the comment names, usually zero.
 type Policy struct {
-	// MaxAttempts is the number of attempts, the first included.
-	// Zero means DefaultMaxAttempts (3); 1 disables retries;
-	// a negative value is treated as zero.
+	// MaxAttempts is the number of attempts, the first included. A
+	// Limiter that paces throttled scopes may allow a few retries after
+	// throttles on top, which do not count (ratelimit.Adaptive's
+	// ThrottleRetries): MaxAttempts then bounds the attempts spent on
+	// failures the limiter cannot prevent. Zero means DefaultMaxAttempts
+	// (3); 1 disables retries, those after throttles too; a negative value
+	// is treated as zero.
 	MaxAttempts int
 
 	// Backoff gives the wait before each retry when the server asked for

@@ -55,6 +55,21 @@ func (a *Adaptive) Cancel(r Reservation) { a.CancelAt(a.now(), r) }
 // policy.
 func (a *Adaptive) ChargesThrottles() bool { return a.Reference }
 
+// ExtraThrottleRetries returns how many retries after throttles a request
+// may make beyond its policy's MaxAttempts while a paces the scope:
+// ThrottleRetries resolved (DefaultThrottleRetries for zero, none for a
+// negative value), and none in reference mode. The transport asks it once
+// per policy.
+func (a *Adaptive) ExtraThrottleRetries() int {
+	switch {
+	case a.Reference || a.ThrottleRetries < 0:
+		return 0
+	case a.ThrottleRetries == 0:
+		return DefaultThrottleRetries
+	}
+	return a.ThrottleRetries
+}
+
 // reserved returns the scope r was taken from, or nil if it has been
 // evicted since (a scope of the same name created later has another
 // generation). It takes no lock, and does not mark the scope used.

@@ -414,6 +414,12 @@ func (a *Adaptive) State(scope string) ratelimit.AdaptiveState {
 // [Store]).
 func (a *Adaptive) Fallbacks(scope string) uint64 { return a.fb.get(scope) }
 
+// ExtraThrottleRetries returns how many retries after throttles a request
+// may make beyond its policy's MaxAttempts while the shared limiter paces
+// the scope: Local's (ratelimit.Adaptive.ThrottleRetries, by default
+// ratelimit.DefaultThrottleRetries). The transport asks it once per policy.
+func (a *Adaptive) ExtraThrottleRetries() int { return a.local().ExtraThrottleRetries() }
+
 // answerLocked records ans, which came at now, in st. A decrease not
 // heard of before makes every reservation taken so far one sent before
 // it. The caller holds a.mu.
