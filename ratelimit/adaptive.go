@@ -143,7 +143,11 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 // chance, so the shares drift by about one over the square root of that
 // count. Over 20 seeds the fleet's fairness index is at least 0.942 (0.953
 // on 20 more), where the SDKs' curve, which keeps the shares the first
-// throttles gave, reached 0.895. Additive adds its own line over the
+// throttles gave, reached 0.895. Replicas that start one after another,
+// as on loopback, fare worse: the first take the server's burst and the
+// cold-start estimate gives them up to nine times the others' rate, which
+// the line does not even out within ten seconds (0.778 on the worst of 20
+// seeds starting within 10 ms; docs/adaptive.md). Additive adds its own line over the
 // default one, for a faster climb at the cost of more throttles. A fleet
 // that needs exact shares needs shared state (module redisretry).
 //

@@ -60,9 +60,10 @@ const (
 // second.
 const (
 	// lineSlope is how fast the line climbs, in requests per second per
-	// second for each reservation outstanding (taken and not yet answered):
-	// a client with two requests in flight or waiting climbs 5 req/s each
-	// second, one with sixteen 40. The same slope for every client of the
+	// second for each reservation outstanding (taken and not yet answered)
+	// when a response is recorded, that response's own no longer counted:
+	// a closed-loop client of two workers climbs 2.5 req/s each second, one
+	// of sixteen 37.5. The same slope for every client of the
 	// same concurrency is what makes independent clients converge on equal
 	// shares: a decrease takes more from a larger rate, the climb gives each
 	// the same.

@@ -38,6 +38,12 @@ type fleetSim struct {
 	NewLimiter       func() *ratelimit.Adaptive // nil means &ratelimit.Adaptive{}
 	NewQuota         func() *quota.Bucket       // nil means &quota.Bucket{}
 	Waiting          simWaiting                 // how the workers wait for their send tokens; zero means as the transport does
+
+	// ClientStart, if set, starts each client's workers at an offset drawn
+	// for the client from [0, ClientStart), as replicas on loopback start
+	// one after another (see sim_startup_test.go); zero starts every
+	// worker within the first millisecond.
+	ClientStart time.Duration
 }
 
 // The transport's defaults that the fleet runs use: AWS standard mode's
@@ -104,9 +110,17 @@ func (f *fleetSim) run() *fleetResult {
 	for i := range reqs {
 		reqs[i].start = -1
 	}
+	offsets := make([]time.Duration, f.Clients)
+	if f.ClientStart > 0 {
+		// Drawn only when set, so that the other runs draw as before.
+		for i := range offsets {
+			offsets[i] = time.Duration(rnd.Int64N(int64(f.ClientStart)))
+		}
+	}
 	for w := range reqs {
 		// Workers start within the first millisecond, not all at once.
-		q.push(simEvent{at: time.Duration(rnd.Int64N(int64(time.Millisecond))), kind: reserve, scope: w})
+		at := offsets[w/f.Workers] + time.Duration(rnd.Int64N(int64(time.Millisecond)))
+		q.push(simEvent{at: at, kind: reserve, scope: w})
 	}
 	for q.Len() > 0 {
 		e := heap.Pop(&q).(simEvent)
