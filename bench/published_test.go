@@ -13,7 +13,7 @@ import (
 
 // TestQuotaBlindForwards checks that quotaBlind has every method of
 // *ratelimit.Adaptive that the transport may look for, all but
-// RecordQuota: the "quota not read" row must differ from the default in
+// RecordQuota: the "limiter not told the quota" row must differ from the default in
 // nothing else. The …At forms take a time and are not called by the
 // transport.
 func TestQuotaBlindForwards(t *testing.T) {

@@ -44,7 +44,7 @@ func publishedContenders() []contender {
 // but IETFRateLimit and RateLimitReset) would make the 429s retry after
 // the backoff's milliseconds instead of at the reset.
 func oursWithQuotaIgnored() contender {
-	return contender{"retrytransport adaptive, quota not read", kindOurs, func(base http.RoundTripper) http.RoundTripper {
+	return contender{"retrytransport adaptive, limiter not told the quota", kindOurs, func(base http.RoundTripper) http.RoundTripper {
 		p := scaled(policy.Adaptive())
 		if a, ok := p.Limiter.(*ratelimit.Adaptive); ok {
 			p.Limiter = quotaBlind{a}
@@ -112,7 +112,7 @@ func runPublished(w io.Writer, cfg config, _ []contender) error {
 				"The 429s carry no Retry-After. 429s and the quota used are counted by the server; \"later\" windows: those after the first (%d). "+
 				"Jain's index is over the %d replicas' admitted attempts in those windows. "+
 				"goodput: successful logical requests that ended within the run, over the %d the windows admit. "+
-				"\"quota not read\": our limiter, hidden from the transport's quota reports; it waits a 429's reset as the default does.",
+				"\"limiter not told the quota\": our limiter behind a wrapper without RecordQuota; the transport still waits the reset a 429 carries.",
 				quota, cfg.publishedWindow.Seconds(), windows-1, fleetClients, quota*windows),
 			waitsNote},
 		cols: []string{"contender", "429s, first window", "429s after it", "quota used per later window (least)",
