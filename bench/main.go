@@ -3,7 +3,7 @@
 // Markdown table per scenario followed by the project's goals for that
 // scenario, each met or missed, as ratios measured in the same run.
 //
-//	go run .                   # full run, about 10 minutes on 2 cores
+//	go run .                   # full run, about 18 minutes on 2 cores
 //	go run . -quick            # every scenario shrunk, under a minute
 //	go run . -scenarios fleet,single-ra -runs 1 -svg /tmp/fleet
 //	                           # the fleet and single-client tables, with pictures
@@ -48,6 +48,9 @@ type config struct {
 	hedgeRuns        int           // runs of the hedge table per contender
 	budgetFor        time.Duration // the open-loop outage under a retry budget
 	failoverRequests int           // logical requests of each failover mode
+	publishedWindow  time.Duration // the published quota's fixed window
+	publishedFor     time.Duration // each run of the published quota
+	publishedRuns    int           // runs of the published quota per contender
 	scenarios        []string      // the scenarios to run (names from scenarios()); nil means all
 	svgDir           string        // where the fleet's pictures go; "" means none
 }
@@ -66,6 +69,7 @@ func fullConfig() config {
 		hedgeRequests: 2000, hedgeRuns: 3,
 		budgetFor:        4 * time.Second,
 		failoverRequests: 2000,
+		publishedWindow:  10 * time.Second, publishedFor: 30 * time.Second, publishedRuns: 5,
 	}
 }
 
@@ -83,6 +87,7 @@ func quickConfig() config {
 		hedgeRequests: 400, hedgeRuns: 1,
 		budgetFor:        1500 * time.Millisecond,
 		failoverRequests: 300,
+		publishedWindow:  2 * time.Second, publishedFor: 4 * time.Second, publishedRuns: 1,
 	}
 }
 
@@ -91,6 +96,7 @@ func main() {
 	quick := flag.Bool("quick", false, "shrink every scenario so that the whole run takes under a minute")
 	runs := flag.Int("runs", 0, "runs of each fleet variant, and of the fleet-redis outage and throttled tables, per contender; 0 means 3, or 1 with -quick")
 	singleRuns := flag.Int("single-runs", 0, "runs of the single-client Retry-After table per contender; 0 means 10, or 2 with -quick")
+	publishedRuns := flag.Int("published-runs", 0, "runs of the published-quota table per contender; 0 means 5, or 1 with -quick")
 	names := flag.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated `list` of the scenarios to run, always in this order")
 	svgDir := flag.String("svg", "", "write a picture (SVG) of each fleet variant, its contenders' first runs side by side, into `dir`")
 	flag.Parse()
@@ -103,6 +109,9 @@ func main() {
 	}
 	if *singleRuns != 0 {
 		cfg.singleRuns = *singleRuns
+	}
+	if *publishedRuns != 0 {
+		cfg.publishedRuns = *publishedRuns
 	}
 	for n := range strings.SplitSeq(*names, ",") {
 		if n = strings.TrimSpace(n); n != "" {
@@ -143,6 +152,7 @@ func scenarios() []scenario {
 		{"hedge", table(runHedge)},
 		{"budget-outage", table(runBudgetOutage)},
 		{"failover", table(runFailover)},
+		{"published", runPublished},
 	}
 }
 
@@ -170,6 +180,9 @@ func (cfg config) check() error {
 	}
 	if cfg.singleRuns < 1 {
 		return fmt.Errorf("-single-runs is %d; want at least 1", cfg.singleRuns)
+	}
+	if cfg.publishedRuns < 1 {
+		return fmt.Errorf("-published-runs is %d; want at least 1", cfg.publishedRuns)
 	}
 	return nil
 }

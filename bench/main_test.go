@@ -24,7 +24,7 @@ func TestQuickRun(t *testing.T) {
 		t.Fatalf("run(quick) = %v; want nil", err)
 	}
 	got := out.String()
-	if n, want := strings.Count(got, "\n### "), 18; n != want {
+	if n, want := strings.Count(got, "\n### "), 19; n != want {
 		t.Errorf("run(quick) printed %d tables; want %d\n%s", n, want, got)
 	}
 
@@ -62,6 +62,9 @@ func TestQuickRun(t *testing.T) {
 	for _, m := range failoverModes {
 		want[m.String()]++
 	}
+	for _, c := range publishedContenders() {
+		want[c.name]++
+	}
 	for name, n := range want {
 		if rows[name] != n {
 			t.Errorf("run(quick) printed %d rows for %q; want %d, one per table it runs in", rows[name], name, n)
@@ -93,10 +96,11 @@ func TestQuickRun(t *testing.T) {
 	}
 	// Then the hedge table's two goals (p99, load) for each of our two
 	// hedging rows, the budget's window goal for each of the two policies
-	// with a Budget, and the failover's two (reads, writes) for each mode.
+	// with a Budget, the failover's two (reads, writes) for each mode, and
+	// the published quota's four (429s, quota used, fairness, failures).
 	for title, n := range map[string]int{"fleet-redis, outage": 1, "fleet-redis, throttled": 3,
 		"fleet-redis, cost per call": 1, "fleet-redis, overhead": 2,
-		"hedge": 2 * 2, "budget-outage": 2, "failover": 2 * len(failoverModes)} {
+		"hedge": 2 * 2, "budget-outage": 2, "failover": 2 * len(failoverModes), "published quota": 4} {
 		if goals[title] != n {
 			t.Errorf("run(quick) printed %d goal lines under %q; want %d", goals[title], title, n)
 		}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/policy"
+	"github.com/retrytransport/retrytransport/ratelimit"
+)
+
+// The published quota (issue 27, item 4): the fleet's replicas and
+// workers (fleetClients × fleetWorkers) share a server that admits
+// publishedRate requests per second in fixed windows, aligned to the run's
+// start, and says on every response what is left of the current one.
+const publishedRate = 60 // requests per second: 600 per 10 s window
+
+// publishedContenders are our adaptive mode, which reads the published
+// quota, the same limiter never told it, and the SDK's adaptive mode, which
+// reads no field at all. The first has the goals.
+func publishedContenders() []contender {
+	return []contender{
+		oursAdaptive(),
+		oursWithQuotaIgnored(),
+		awsAdaptive(),
+	}
+}
+
+// oursWithQuotaIgnored is our adaptive mode with a limiter that the
+// transport cannot tell the published quota (quotaBlind). Everything else
+// is the preset's: the transport still reads the fields of a 429, whose
+// remaining count is 0, as the server's delay and waits the reset.
+//
+// Setting ServerDelay.Headers would not do: the quota fields are also the
+// 429's only delay, so leaving them out (retryafter.None, or every source
+// but IETFRateLimit and RateLimitReset) would make the 429s retry after
+// the backoff's milliseconds instead of at the reset.
+func oursWithQuotaIgnored() contender {
+	return contender{"retrytransport adaptive, limiter not told the quota", kindOurs, func(base http.RoundTripper) http.RoundTripper {
+		p := scaled(policy.Adaptive())
+		if a, ok := p.Limiter.(*ratelimit.Adaptive); ok {
+			p.Limiter = quotaBlind{a}
+		}
+		return retrytransport.New(base, retrytransport.WithPolicy(p))
+	}}
+}
+
+// quotaBlind is a *ratelimit.Adaptive without RecordQuota: the transport,
+// which looks for ratelimit.QuotaRecorder, never tells it a published
+// quota, and it learns the server's rate from 429s alone. It forwards
+// every other method of the limiter, since the transport looks for those
+// too (Recorder, the throttle charging and retries, State);
+// TestQuotaBlindForwards checks that none is missing.
+type quotaBlind struct{ a *ratelimit.Adaptive }
+
+func (b quotaBlind) Reserve(scope string) (ratelimit.Reservation, time.Duration, bool) {
+	return b.a.Reserve(scope)
+}
+
+func (b quotaBlind) Record(scope string, k classify.Kind) { b.a.Record(scope, k) }
+
+func (b quotaBlind) State(scope string) ratelimit.AdaptiveState { return b.a.State(scope) }
+
+func (b quotaBlind) Delay(r ratelimit.Reservation) time.Duration { return b.a.Delay(r) }
+
+func (b quotaBlind) Cancel(r ratelimit.Reservation) { b.a.Cancel(r) }
+
+func (b quotaBlind) ChargesThrottles() bool { return b.a.ChargesThrottles() }
+
+func (b quotaBlind) ExtraThrottleRetries() int { return b.a.ExtraThrottleRetries() }
+
+// publishedRun is one contender's result in one run.
+type publishedRun struct {
+	throttledFirst int64   // 429s in the first window
+	throttledLater int64   // 429s in the windows after it
+	leastUsed      float64 // the least share of the quota admitted in a window after the first
+	jain           float64 // over the replicas' admitted attempts in the windows after the first
+	goodputShare   float64 // successful logical requests over the quota of the run's windows
+	failed         int
+	p99            time.Duration
+}
+
+// runPublished runs every contender's fleet cfg.publishedRuns times,
+// interleaved round by round, and prints the table and our adaptive
+// mode's goals.
+func runPublished(w io.Writer, cfg config, _ []contender) error {
+	cs := publishedContenders()
+	runs := make([][]publishedRun, len(cs))
+	for range cfg.publishedRuns {
+		for i, c := range cs {
+			runs[i] = append(runs[i], published(cfg, c))
+		}
+	}
+	quota := publishedQuota(cfg.publishedWindow)
+	windows := int64(cfg.publishedFor / cfg.publishedWindow)
+	t := &table{
+		title: fmt.Sprintf("published quota: %d replicas × %d closed-loop workers against one server "+
+			"(fixed windows of %d requests per %v, publishing what is left), 429 beyond; %v, %s",
+			fleetClients, fleetWorkers, quota, cfg.publishedWindow, cfg.publishedFor, plural(cfg.publishedRuns, "run")),
+		notes: []string{cellsNote(cfg.publishedRuns) + " " +
+			fmt.Sprintf("The windows start with the run. Every response, 429s included, carries "+
+				"RateLimit: \"default\";r=<left>;t=<seconds to the reset, rounded up>, RateLimit-Policy: \"default\";q=%d;w=%.0f and "+
+				"X-RateLimit-Limit, -Remaining and -Reset (the reset as Unix seconds, rounded up): both resets are at most a second late, never early. "+
+				"The 429s carry no Retry-After. 429s and the quota used are counted by the server; \"later\" windows: those after the first (%d). "+
+				"Jain's index is over the %d replicas' admitted attempts in those windows. "+
+				"goodput: successful logical requests that ended within the run, over the %d the windows admit. "+
+				"\"limiter not told the quota\": our limiter behind a wrapper without RecordQuota; the transport still waits the reset a 429 carries.",
+				quota, cfg.publishedWindow.Seconds(), windows-1, fleetClients, quota*windows),
+			waitsNote},
+		cols: []string{"contender", "429s, first window", "429s after it", "quota used per later window (least)",
+			"Jain's index after the first window", "goodput", "p99", "failed"},
+	}
+	var goals []goal
+	for i, c := range cs {
+		rs := runs[i]
+		t.add(c.name,
+			spread(column(rs, func(r publishedRun) float64 { return float64(r.throttledFirst) }), whole),
+			spread(column(rs, func(r publishedRun) float64 { return float64(r.throttledLater) }), whole),
+			spread(column(rs, func(r publishedRun) float64 { return r.leastUsed }), percent),
+			spread(column(rs, func(r publishedRun) float64 { return r.jain }), ratio),
+			spread(column(rs, func(r publishedRun) float64 { return r.goodputShare }), percent),
+			spread(column(rs, func(r publishedRun) float64 { return r.p99.Seconds() }), msFromSeconds),
+			failedCell(column(rs, func(r publishedRun) float64 { return float64(r.failed) })))
+		if i == 0 {
+			goals = publishedGoals(c.name, rs)
+		}
+	}
+	t.write(w)
+	writeGoals(w, goals)
+	return nil
+}
+
+// publishedGoals checks issue 27's goals on every run; each line reports
+// the worst.
+func publishedGoals(name string, rs []publishedRun) []goal {
+	later := column(rs, func(r publishedRun) float64 { return float64(r.throttledLater) })
+	used := column(rs, func(r publishedRun) float64 { return r.leastUsed })
+	jains := column(rs, func(r publishedRun) float64 { return r.jain })
+	failed := column(rs, func(r publishedRun) float64 { return float64(r.failed) })
+	return []goal{
+		{slices.Max(later) == 0, fmt.Sprintf("%s no 429 after the first window in every run: worst %.0f%s",
+			name, slices.Max(later), everyRun(later, whole))},
+		{slices.Min(used) >= 0.95, fmt.Sprintf("%s at least 95.0 %% of every later window's quota used in every run: worst %s%s",
+			name, percent(slices.Min(used)), everyRun(used, percent))},
+		{slices.Min(jains) >= 0.97, fmt.Sprintf("%s Jain's index after the first window at least 0.97 in every run: worst %s%s",
+			name, ratio(slices.Min(jains)), everyRun(jains, ratio))},
+		{slices.Max(failed) == 0, fmt.Sprintf("%s no failed logical request in any run: worst %.0f%s",
+			name, slices.Max(failed), everyRun(failed, whole))},
+	}
+}
+
+// publishedQuota is the requests a window of length d admits.
+func publishedQuota(d time.Duration) int64 {
+	return int64(math.Round(publishedRate * d.Seconds()))
+}
+
+// published runs one contender's fleet once.
+func published(cfg config, c contender) publishedRun {
+	d, win := cfg.publishedFor, cfg.publishedWindow
+	srv := newQuotaServer(publishedQuota(win), win)
+	defer srv.Close()
+	clients, closeIdle := newFleetClients(c.wrap)
+	defer closeIdle()
+
+	start := time.Now()
+	end := start.Add(d)
+	srv.begin(start, d)
+	outs := sendFleet(clients, srv.URL, func(do func(ctx context.Context, i int) outcome) []outcome {
+		return runFor(fleetWorkers, end, do)
+	})
+
+	admitted, throttled := srv.results()
+	var r publishedRun
+	r.throttledFirst = sumClients(throttled, 0, 1)
+	r.throttledLater = sumClients(throttled, 1, len(throttled[0]))
+	r.leastUsed = math.Inf(1)
+	for k := 1; k < int(d/win); k++ { // the complete windows after the first
+		r.leastUsed = min(r.leastUsed, float64(sumClients(admitted, k, k+1))/float64(srv.quota))
+	}
+	if math.IsInf(r.leastUsed, 1) {
+		r.leastUsed = math.NaN()
+	}
+	shares := make([]float64, fleetClients)
+	for i := range shares {
+		for _, n := range admitted[i][1:] {
+			shares[i] += float64(n)
+		}
+	}
+	r.jain = jain(shares)
+	var all []outcome
+	for _, o := range outs {
+		all = append(all, o...)
+	}
+	r.failed = failures(all)
+	_, r.p99 = latencies(all)
+	r.goodputShare = float64(len(all)-r.failed) / float64(srv.quota*int64(binCount(d, win)))
+	return r
+}
+
+// sumClients sums counts[i][from:to] over every client i.
+func sumClients(counts [fleetClients][]int64, from, to int) int64 {
+	var n int64
+	for _, c := range counts {
+		for _, x := range c[from:to] {
+			n += x
+		}
+	}
+	return n
+}
+
+// quotaServer admits quota requests per fixed window, the windows aligned
+// to the run's start, and answers 429 beyond; every answer publishes what
+// is left (writeQuota). It records the attempts of the run it admitted and
+// refused, per client and window.
+type quotaServer struct {
+	*server
+	quota  int64
+	window time.Duration
+	now    func() time.Time // nil means time.Now
+
+	mu                  sync.Mutex
+	start, end          time.Time
+	win                 int64 // the current window, counted from the run's start; -1 before the run
+	count               int64 // admitted in it
+	admitted, throttled [fleetClients][]int64
+}
+
+// newQuotaServer starts the server; begin must be called before the first
+// request.
+func newQuotaServer(quota int64, window time.Duration) *quotaServer {
+	s := &quotaServer{quota: quota, window: window}
+	s.server = newServer(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		ok, left, now, reset := s.admit(fleetClientOf(r))
+		writeQuota(w.Header(), s.quota, s.window, left, now, reset)
+		if ok {
+			_, _ = w.Write([]byte("ok"))
+			return
+		}
+		writeThrottled(w, false)
+	})
+	return s
+}
+
+// begin starts a run of length d at start.
+func (s *quotaServer) begin(start time.Time, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.start, s.end = start, start.Add(d)
+	s.win, s.count = -1, 0
+	for i := range s.admitted {
+		s.admitted[i] = make([]int64, binCount(d, s.window))
+		s.throttled[i] = make([]int64, binCount(d, s.window))
+	}
+}
+
+// admit counts an attempt of client (-1 if unknown) against the current
+// window and records it: whether it is admitted, what is left of the
+// window after it, the instant it was counted and when the window ends. The clock is read under the
+// mutex, so that windows only go forward. An attempt outside the run is
+// answered from a window of its own, and not recorded.
+func (s *quotaServer) admit(client int) (ok bool, left int64, now, reset time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now = time.Now()
+	if s.now != nil {
+		now = s.now()
+	}
+	since := now.Sub(s.start)
+	k := int64(math.Floor(float64(since) / float64(s.window)))
+	if k != s.win {
+		s.win, s.count = k, 0
+	}
+	if ok = s.count < s.quota; ok {
+		s.count++
+	}
+	reset = s.start.Add(time.Duration(k+1) * s.window)
+	if since >= 0 && now.Before(s.end) && client >= 0 {
+		if ok {
+			s.admitted[client][k]++
+		} else {
+			s.throttled[client][k]++
+		}
+	}
+	return ok, s.quota - s.count, now, reset
+}
+
+// results returns the admitted and refused attempts per client and
+// window; call it after the run.
+func (s *quotaServer) results() (admitted, throttled [fleetClients][]int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.admitted, s.throttled
+}
+
+// writeQuota sets the quota fields in h: quota per window, left of the
+// current one as of now, which ends at reset. Both resets are rounded up to whole
+// seconds, so that a client never thinks the window over before it is
+// (docs/published-quotas.md, "A reset rounded down"): the IETF t is the
+// seconds from now to the reset, and X-RateLimit-Reset the Unix second at
+// or after it.
+func writeQuota(h http.Header, quota int64, window time.Duration, left int64, now, reset time.Time) {
+	t := int64(math.Ceil(reset.Sub(now).Seconds()))
+	unix := reset.Unix()
+	if reset.Nanosecond() > 0 {
+		unix++
+	}
+	w := strconv.FormatFloat(window.Seconds(), 'f', -1, 64)
+	h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, left, max(t, 0)))
+	h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=%s`, quota, w))
+	h.Set("X-RateLimit-Limit", strconv.FormatInt(quota, 10))
+	h.Set("X-RateLimit-Remaining", strconv.FormatInt(left, 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(unix, 10))
+}
