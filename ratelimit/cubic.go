@@ -149,7 +149,7 @@ type cubic struct {
 	// The line, outside reference mode (see climb).
 	line        float64 // the rate the line has reached
 	lineAt      float64 // instant of its latest step
-	provisional bool    // the last decrease was made from the cold-start estimate; the line climbs as coldSlope says
+	provisional bool    // the last decrease was made from the cold-start rate (coldRate); the line climbs as coldSlope says
 	memory      float64 // the long-run rate, an average of the fill rate; 0 until the first decrease after a bucket closed
 	recovering  bool    // the line is closing its gap to memory (see recoverBelow)
 
