@@ -78,23 +78,33 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 // clients against a server admitting 200 requests per second (burst 20)
 // over 20 seeded start-ups each, with the start-up jitter of a real
 // client (sim_seeds_test.go, sim_fleet_test.go): one client of 16 workers
-// gets 193 to 200 req/s through with 0.8 to 1.2 % of its attempts
-// throttled, where the reference algorithm gets 53; a fleet of 8 clients
-// of 2 workers, each with its own Adaptive, gets 101 % of the capacity
-// with 1.9 to 2.5 % throttled, a p99 of 143 to 187 ms and a Jain's
-// fairness index of 0.942 (median 0.980); when the capacity drops to 50
-// req/s and returns to 200, the fleet is within 10 % of each within 0.5 s
-// and 1.0 to 2.1 s.
+// gets 201 req/s through with 0.8 to 1.2 % of its attempts throttled,
+// where the reference algorithm gets 53; a fleet of 8 clients of 2
+// workers, each with its own Adaptive, gets 101 % of the capacity with 1.9
+// to 2.4 % throttled, a p99 of 143 to 176 ms and a Jain's fairness index
+// of 0.970 (median 0.986), 0.958 (median 0.986) when the clients start
+// one after another within 10 ms; when the capacity drops to 50 req/s and
+// returns to 200, the fleet is within 10 % of each within 0.5 s and 1.0
+// to 1.8 s.
 //
 //  1. Cold start. The measured rate is 0 until the first half-second bucket
 //     closes, so the SDKs' client throttled in its first half-second drops
 //     to MinFillRate. Until a bucket closes, Adaptive estimates the
 //     measured rate as the responses so far over the time since the
-//     scope's first event, at least 100 ms, and a decrease made from that
-//     estimate is provisional: the line of change 5 climbs three times as
-//     fast until the next throttle or the first closed bucket, so that an
-//     estimate made of a handful of responses does not set the client's
-//     rate for the run.
+//     scope's first event, at least 100 ms; but a throttle in that time
+//     decreases from the cold-start rate, the scope's concurrency (most
+//     reservations outstanding at once) over its first round trip, the
+//     round trip taken as at least 100 ms: 20 req/s for 2 workers, 160
+//     for 16. The responses counted would say in what order the clients
+//     sharing a server reached it (the first take its burst, the others'
+//     first response is the throttle); the concurrency and the round trip
+//     are the same for clients of the same concurrency. The decrease is
+//     provisional: the line of change 5 climbs 17.5 req/s per second for
+//     each reservation of the concurrency, counting only the time a
+//     reservation is outstanding, until the next throttle or for 0.4 s of
+//     that time, so that clients starting from the same rate reach the
+//     capacity together. The long-run rate of change 7 starts at the first
+//     decrease after a bucket closed.
 //  2. Compounded decreases. The SDKs multiply the rate by Beta at every
 //     throttled response of a burst (0.7, 0.49, 0.34…), although all were
 //     sent before the first decrease took effect. Adaptive decreases at
@@ -141,13 +151,13 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 // one receives, a dozen or so per client in ten seconds if throttles are
 // to stay a few percent of the attempts; which client a throttle hits is
 // chance, so the shares drift by about one over the square root of that
-// count. Over 20 seeds the fleet's fairness index is at least 0.942 (0.953
+// count. Over 20 seeds the fleet's fairness index is at least 0.970 (0.964
 // on 20 more), where the SDKs' curve, which keeps the shares the first
-// throttles gave, reached 0.895. Replicas that start one after another,
-// as on loopback, fare worse: the first take the server's burst and the
-// cold-start estimate gives them up to nine times the others' rate, which
-// the line does not even out within ten seconds (0.778 on the worst of 20
-// seeds starting within 10 ms; docs/adaptive.md). Additive adds its own line over the
+// throttles gave, reached 0.895. Replicas that start one after another
+// within 10 ms, as on loopback, reach 0.958 (0.941 on 20 more): the cold
+// start gives each the same rate, whatever order they reached the server
+// in, where a count of the responses gave the first up to nine times the
+// others' (0.778; docs/adaptive.md). Additive adds its own line over the
 // default one, for a faster climb at the cost of more throttles. A fleet
 // that needs exact shares needs shared state (module redisretry).
 //
@@ -194,8 +204,8 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 // one the hand started at, after a full turn. ReserveAt and RecordAt use a
 // scope; DelayAt, CancelAt and StateAt do not, and neither does its
 // creation. An evicted scope starts over as never throttled: it is not
-// limited until its next throttle, which then sets its rate from the
-// cold-start estimate. For a scope idle for a few seconds little is lost:
+// limited until its next throttle, which then sets its rate as a new
+// scope's first throttle does (change 1). For a scope idle for a few seconds little is lost:
 // its bucket has refilled to capacity, so its next requests would not have
 // waited until they exceeded a tenth of a second's worth, and its measured
 // rate is stale.

@@ -266,10 +266,11 @@ func TestAdaptiveClockBackwardsCountsAsStandingStill(t *testing.T) {
 
 func TestAdaptiveBurstAfterIdleIsATenthOfASecond(t *testing.T) {
 	var a ratelimit.Adaptive
-	// Twenty responses by 100 ms, the last a throttle: the cold-start
-	// estimate is 20/0.1 = 200 req/s, so fill 0.7·200 = 140 and capacity
-	// 0.1·140 = 14, from an empty bucket.
-	play(&a, append(burst(19, 100*ms, classify.Success), rec(100*ms, classify.Throttle)))
+	// Twenty reservations at t0 and twenty responses by 100 ms, the last a
+	// throttle: the cold-start rate is 20/0.1 = 200 req/s (see
+	// TestAdaptiveArithmetic), so fill 0.7·200 = 140 and capacity 0.1·140
+	// = 14, from an empty bucket.
+	play(&a, reserves(19, 0), append(burst(19, 100*ms, classify.Success), rec(100*ms, classify.Throttle)))
 	if st := a.StateAt(t0.Add(100*ms), "s"); st.FillRate != 140 || st.Capacity != 14 || st.Tokens != 0 {
 		t.Fatalf("setup: StateAt(s) = %+v; want fill rate 140, capacity 14, no token", st)
 	}

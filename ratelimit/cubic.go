@@ -35,16 +35,18 @@ const (
 	// maxRateFactor caps a new rate at this multiple of the measured rate:
 	// the limiter never allows much more than the client has shown it sends.
 	maxRateFactor = 2.0
-	// coldStartMinElapsed is the shortest span the cold-start estimate
-	// divides by: n responses read as at most 10·n per second. A client
-	// throttled a few milliseconds after it starts has seen a handful of
-	// responses, which over so short a span read as thousands per second
-	// (one response after 10 µs as 100,000). The first decrease would then
-	// keep a rate many times the server's, and the client's next requests
-	// would be throttled again until the decreases, one per round trip,
-	// caught up: in the fleet simulation (sim_fleet_test.go) a floor of 10 ms
-	// failed about 10 logical requests per run on their third throttle, and
-	// one of 100 ms none, with half the throttles.
+	// coldStartMinElapsed is the shortest span the cold-start estimates
+	// divide by: the measured rate's (n responses read as at most 10·n per
+	// second) and the first decrease's (a concurrency of n as at most 10·n
+	// per second; see cubic.coldRate). A client throttled a few
+	// milliseconds after it starts has seen a handful of responses, which
+	// over so short a span read as thousands per second (one response after
+	// 10 µs as 100,000). The first decrease would then keep a rate many
+	// times the server's, and the client's next requests would be throttled
+	// again until the decreases, one per round trip, caught up: in the
+	// fleet simulation (sim_fleet_test.go) a floor of 10 ms failed about 10
+	// logical requests per run on their third throttle, and one of 100 ms
+	// none, with half the throttles.
 	coldStartMinElapsed = 0.1
 	// holdMax bounds a hold (see cubic.held): however many reservations
 	// are still unanswered, throttles arriving this long after a decrease
@@ -74,9 +76,31 @@ const (
 	// workers against 20 req/s) does not return at once to the rate it was
 	// just throttled at.
 	lineMinRegain = 1.0
-	// coldStartClimb multiplies the slope while the last decrease is the
-	// one made from the cold-start estimate (see cubic.provisional).
-	coldStartClimb = 3.0
+	// coldSlope is the slope of the provisional line, the climb after the
+	// first decrease when it was made from the cold-start rate (see
+	// cubic.provisional and cubic.coldRate), in requests per second per
+	// second for each reservation of the scope's concurrency: a replica of
+	// two workers climbs 35 req/s each second, a client of sixteen 280, so
+	// that each regains the 30 % of its cold-start rate in 0.17 s. It
+	// counts only the time during which a reservation is outstanding, so a
+	// client whose workers all sleep out a Retry-After neither climbs nor
+	// uses up coldSpan meanwhile. Every replica of the same concurrency
+	// starts from the same rate and climbs the same line, so they reach the
+	// server's capacity together and with equal rates. A steeper line
+	// overshoots the capacity by more once the server's burst has refilled:
+	// in the fleet simulation 25 per reservation (50 req/s each second for
+	// a replica) took up to 3.6 % of attempts throttled, and for one
+	// client of 16 workers 525 req/s each second made callers that hold
+	// their first wait overshoot to 300 req/s and collapse to 35.
+	coldSlope = 17.5
+	// coldSpan is how long, in seconds during which a reservation is
+	// outstanding, the provisional line lasts at most: a replica that no
+	// throttle reaches as the fleet arrives at the capacity must not keep
+	// climbing fourteen times as fast as the others. A throttle, or the
+	// span's end, switches to the line of climb. It replaces the first
+	// closed bucket as the end, which came at once for a client whose
+	// workers had all slept out a Retry-After, at its cold-start rate.
+	coldSpan = 0.4
 	// memoryTau is the time constant, in seconds, of the scope's long-run
 	// rate (cubic.memory): the fill rate averaged over about the last 16
 	// seconds.
@@ -125,9 +149,16 @@ type cubic struct {
 	// The line, outside reference mode (see climb).
 	line        float64 // the rate the line has reached
 	lineAt      float64 // instant of its latest step
-	provisional bool    // the last decrease was made from the cold-start estimate
-	memory      float64 // the long-run rate, an average of the fill rate; 0 until the first measured decrease
+	provisional bool    // the last decrease was made from the cold-start rate (coldRate); the line climbs as coldSlope says
+	memory      float64 // the long-run rate, an average of the fill rate; 0 until the first decrease after a bucket closed
 	recovering  bool    // the line is closing its gap to memory (see recoverBelow)
+
+	// The cold start, outside reference mode (see coldRate).
+	concurrency uint64  // most reservations outstanding at once so far
+	firstAt     float64 // instant of the first response recorded
+	busy        float64 // seconds during which a reservation was outstanding
+	busyAt      float64 // busy at the line's latest step
+	coldUntil   float64 // busy at which the provisional line ends
 
 	// The send-token bucket.
 	fill     float64 // tokens added per second
@@ -153,6 +184,9 @@ type cubic struct {
 func (c *cubic) advance(t float64) float64 {
 	if t < c.now {
 		return c.now
+	}
+	if c.sent > c.done {
+		c.busy += t - c.now
 	}
 	c.now = t
 	return t
@@ -183,13 +217,6 @@ func (c *cubic) measure(t float64, p *params) {
 		return
 	}
 	prev := c.measuredRate(t, p)
-	if c.provisional {
-		// The first measurement ends the cold start: the rate the line
-		// reached without a throttle is the least the scope has shown it
-		// may send.
-		c.provisional = false
-		c.lastMax = max(c.lastMax, c.line)
-	}
 	c.measured = p.smoothing*c.count/(b-c.lastBucket) + (1-p.smoothing)*prev
 	c.count, c.lastBucket, c.closed = 0, b, true
 }
@@ -201,6 +228,9 @@ func (c *cubic) measure(t float64, p *params) {
 // along the line.
 func (c *cubic) record(t float64, throttled bool, p *params) {
 	t = c.advance(t)
+	if c.done == 0 {
+		c.firstAt = t
+	}
 	c.done++
 	c.measure(t, p)
 	m := c.measuredRate(t, p)
@@ -240,7 +270,8 @@ func (c *cubic) record(t float64, throttled bool, p *params) {
 //	slope = min(lineSlope·n, max(line, lastMax)·(1-beta)/lineMinRegain)
 //
 // requests per second each second, n the reservations outstanding (at least
-// 1), three times that while provisional; and it recovers towards the long-run rate
+// 1); while provisional, by coldSlope·concurrency for each second a
+// reservation was outstanding; and it recovers towards the long-run rate
 // after a fall (see recoverBelow). The CUBIC curve instead returns every
 // client to the rate of its own last throttle, which keeps the ratios between
 // independent clients as they started, and climbs past it by Scale·t³
@@ -250,10 +281,19 @@ func (c *cubic) climb(t float64, p *params) float64 {
 	c.lineAt = t
 	n := max(float64(c.sent)-float64(c.done), 1)
 	slope := min(lineSlope*n, max(c.line, c.lastMax)*(1-p.beta)/lineMinRegain)
+	busy := c.busy - c.busyAt
+	c.busyAt = c.busy
 	if c.provisional {
-		slope *= coldStartClimb
+		c.line += coldSlope * float64(max(c.concurrency, 1)) * busy
+		if c.busy >= c.coldUntil {
+			// The span is over and no throttle came: the rate the line
+			// reached without one is the least the scope may send.
+			c.provisional = false
+			c.lastMax = max(c.lastMax, c.line)
+		}
+	} else {
+		c.line += slope * dt
 	}
-	c.line += slope * dt
 	if c.memory > 0 {
 		c.memory -= (c.memory - c.fill) * -math.Expm1(-dt/memoryTau)
 		if c.line < recoverBelow*c.memory && t-c.lastThrottle >= recoverQuiet {
@@ -287,13 +327,23 @@ func (c *cubic) decrease(t, m float64, p *params) float64 {
 		rate = c.fill
 	}
 	if !p.reference {
-		// A decrease before any bucket closed rests on the cold-start
-		// estimate, a count of the responses that came back before the
-		// first throttle: the line climbs faster until a throttle or the
-		// first measurement says where the capacity is.
+		// A decrease before any bucket closed would rest on a count of the
+		// responses that came back before the first throttle, which says in
+		// what order the clients sharing the server reached it, not what
+		// each may send: decrease from the cold-start rate instead, and let
+		// the provisional line find the capacity.
 		c.provisional = !c.enabled && !c.closed
+		if c.provisional {
+			rate = c.coldRate()
+			c.busyAt, c.coldUntil = c.busy, c.busy+coldSpan
+		}
 		c.line, c.lineAt, c.recovering = rate*p.beta, t, false
-		if c.memory == 0 && !c.provisional {
+		// The long-run rate starts at the first decrease after a bucket
+		// closed, from a rate the provisional line found, not one the cold
+		// start set: seeded at 78 req/s in the first tenth of a second, as
+		// 16 workers came down to a server of 20, it pulled the line back
+		// up every half-second and a quarter of the attempts was throttled.
+		if c.memory == 0 && !c.provisional && c.closed {
 			c.memory = rate
 		}
 	}
@@ -312,6 +362,23 @@ func (c *cubic) decrease(t, m float64, p *params) float64 {
 	c.refill(t, p)
 	c.holdSeq, c.holdEnd = c.sent-min(c.queued(), c.sent), t+holdMax
 	return rate * p.beta
+}
+
+// coldRate returns the rate the first decrease starts from when no bucket
+// has closed, outside reference mode: the scope's concurrency over its
+// first round trip (Little's law), the round trip floored at
+// coldStartMinElapsed, so at most ten requests per second for each
+// reservation outstanding at once. The responses counted so far would say
+// more, for a client that had the server's burst to itself, and much less,
+// for one whose first response was the throttle (7 to 21 against 1 in a
+// fleet whose replicas start within 10 ms of each other); the concurrency
+// and the round trip are the same for every replica of the same
+// concurrency, whatever order they reached the server in. For the fleet of
+// sim_fleet_test.go (2 workers, 2 ms) that is 20 req/s, 14 after the
+// decrease; for one client of 16 workers 160, 112 after it. A client that
+// records without reserving counts as a concurrency of 1.
+func (c *cubic) coldRate() float64 {
+	return float64(max(c.concurrency, 1)) / max(c.firstAt, coldStartMinElapsed)
 }
 
 // queued returns how many reservations wait for a token, as of the last
@@ -383,6 +450,7 @@ func (c *cubic) wait(t float64, p *params) float64 {
 // is taken and the reservation is due at once.
 func (c *cubic) take() uint64 {
 	c.sent++
+	c.concurrency = max(c.concurrency, c.sent-min(c.done, c.sent))
 	c.issued++
 	if c.enabled {
 		c.tokens--

@@ -152,14 +152,22 @@ func TestAdaptiveArithmetic(t *testing.T) {
 		// 0.8·1 + 0.2·(estimate 1/1) = 1; new 0.7 is above the 0.5 floor but
 		// capacity stays at 1 (0.07 tokens).
 		{"capacity_floor", &ratelimit.Adaptive{}, [][]ev{{rec(time.Second, th)}}, time.Second, want{true, 0.7, 1, 1, 1}},
-		// The cold-start fix: 20 responses at 2 ms, a throttle at 4 ms. The
-		// estimate is 21/max(0.004, 0.1) = 210: fill 0.7·210 = 147,
-		// capacity 0.1·147 = 14.7 (the SDKs would hold 147).
-		{"cold_start", &ratelimit.Adaptive{}, [][]ev{burst(20, 2*ms, ok), {rec(4*ms, th)}}, 4 * ms, want{true, 147, 210, 14.7, 210}},
-		// Past the floor the estimate is the responses over the time: 30
-		// responses by 150 ms and a throttle read 31/0.15 = 206.67, so the
-		// fill is 0.7 of it, 144.67.
-		{"cold_start_past_floor", &ratelimit.Adaptive{}, [][]ev{burst(30, 100*ms, ok), {rec(150*ms, th)}}, 150 * ms, want{true, 0.7 * 31 / 0.15, 31 / 0.15, 0.07 * 31 / 0.15, 31 / 0.15}},
+		// The cold-start fix: 21 reservations at t0 (play's and 20 more),
+		// 20 responses at 2 ms, a throttle at 4 ms. The first decrease
+		// starts from the concurrency over the first round trip (Little's
+		// law), the round trip floored at 100 ms: 21/max(0.002, 0.1) = 210,
+		// so fill 0.7·210 = 147 and capacity 0.1·147 = 14.7 (the SDKs would
+		// hold 147). The measured rate is the responses so far over at
+		// least 100 ms, 21/0.1 = 210 too.
+		{"cold_start", &ratelimit.Adaptive{}, [][]ev{reserves(20, 0), burst(20, 2*ms, ok), {rec(4*ms, th)}}, 4 * ms, want{true, 147, 210, 14.7, 210}},
+		// The same client whose first response is the throttle (another
+		// client had the server's burst): the same 210 and 147, where a
+		// count of the responses would read 1/0.1 = 10.
+		{"cold_start_arrival_order", &ratelimit.Adaptive{}, [][]ev{reserves(20, 0), {rec(2*ms, th)}}, 2 * ms, want{true, 147, 10, 14.7, 210}},
+		// A round trip past the floor: 5 reservations at t0 and the first
+		// response, a throttle, at 250 ms read 5/0.25 = 20, so the fill is
+		// 14 and the capacity 1.4; the measured rate is 1/0.25 = 4.
+		{"cold_start_past_floor", &ratelimit.Adaptive{}, [][]ev{reserves(4, 0), {rec(250*ms, th)}}, 250 * ms, want{true, 14, 4, 1.4, 20}},
 		{"reference_cold_start_burst", &ratelimit.Adaptive{Reference: true}, [][]ev{burst(20, 2*ms, ok), {rec(4*ms, th)}}, 4 * ms, want{true, 0.5, 0, 1, 0}},
 	}
 	for _, tt := range tests {
@@ -175,6 +183,15 @@ func TestAdaptiveArithmetic(t *testing.T) {
 }
 
 // burst returns n records of kind k at one instant.
+// reserves returns n reservations at at.
+func reserves(n int, at time.Duration) []ev {
+	evs := make([]ev, n)
+	for i := range evs {
+		evs[i] = res(at)
+	}
+	return evs
+}
+
 func burst(n int, at time.Duration, k classify.Kind) []ev {
 	evs := make([]ev, n)
 	for i := range evs {

@@ -360,7 +360,8 @@ func median(xs []float64) float64 {
 // TestFleetSimulation runs 8 independent clients against one server of 200
 // req/s without Retry-After. The changed algorithm must fill the capacity
 // and fail no logical request on every seed, share it evenly (Jain's index
-// at least 0.94 on every seed, 0.975 at the median) with at most 3 % of
+// at least 0.96 on every seed, 0.98 at the median; 0.970 / 0.986 since the
+// cold start no longer counts responses) with at most 3 % of
 // attempts throttled; the reference algorithm, whose clients each collapse
 // at cold start, is logged and must stay well below.
 func TestFleetSimulation(t *testing.T) {
@@ -368,13 +369,13 @@ func TestFleetSimulation(t *testing.T) {
 	for _, r := range fleetRuns(t, false, nil) {
 		g, f, n, p99, j := r.goodputShare(), r.throttledShare(), r.failed(), r.p99(), r.jain(0, r.sim.Duration)
 		jains = append(jains, j)
-		if g < 0.95 || f > 0.03 || n > 0 || p99 > 250*ms || j < 0.94 {
-			t.Errorf("seed %d: goodput %.1f%%, 429s %.2f%%, %d failed, p99 %v, Jain %.3f; want >= 95%%, <= 3%%, 0, <= 250ms, >= 0.94",
+		if g < 0.95 || f > 0.03 || n > 0 || p99 > 250*ms || j < 0.96 {
+			t.Errorf("seed %d: goodput %.1f%%, 429s %.2f%%, %d failed, p99 %v, Jain %.3f; want >= 95%%, <= 3%%, 0, <= 250ms, >= 0.96",
 				r.sim.Seed, 100*g, 100*f, n, p99, j)
 		}
 	}
-	if m := median(jains); m < 0.975 {
-		t.Errorf("median Jain's index %.3f; want >= 0.975", m)
+	if m := median(jains); m < 0.98 {
+		t.Errorf("median Jain's index %.3f; want >= 0.98", m)
 	}
 	for _, r := range fleetRuns(t, true, nil) {
 		if g := r.goodputShare(); g > 0.75 {
@@ -411,7 +412,9 @@ const (
 // meet it (1.0 to 1.5 s, and 1.0 to 1.6 s on seeds 20 to 39); seed 19 takes
 // 2.1 s since the retries after throttles that the limiter paces no longer
 // end requests during the drop (DefaultThrottleRetries), and 1.8 s without
-// them, when 3 to 9 logical requests failed per run.
+// them, when 3 to 9 logical requests failed per run. Since the cold start
+// no longer counts responses the 20 seeds take 1.0 to 1.8 s; one of seeds
+// 20 to 39 takes 2.6 s.
 const capacityFound = 2100 * time.Millisecond
 
 func capacityChange(f *fleetSim) {
