@@ -74,6 +74,7 @@ var fuzzEdgeDocuments = []struct {
 	{`{"maxAttempts": 5, "limiter": {"maxWait": "1ns", "failFast": true, "maxScopes": 1}}`, 0},
 	{`{"maxAttempts": 5, "limiter": {"beta": 0.999, "scale": 1e-300, "minFillRate": 1e-300, "smoothing": 1}}`, 0},
 	{`{"maxAttempts": 5, "limiter": {"maxWait": "$d", "maxScopes": $n}}`, int64(time.Second)},
+	{`{"maxAttempts": 2, "limiter": {"throttleRetries": 100}, "maxDelay": "$d"}`, int64(time.Hour)},
 	{`{"maxAttempts": 5, "rateLimit": {"rate": 1e-300, "burst": 1, "maxWait": "2562047h"}}`, 0},
 	{`{"maxAttempts": 5, "rateLimit": {"rate": 1e300, "burst": 9223372036854775807, "failFast": true}}`, 0},
 	{`{"maxAttempts": 5, "rateLimit": {"rate": $n, "burst": $n, "maxWait": "$d"}}`, 1},

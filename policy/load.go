@@ -68,7 +68,8 @@ import (
 //	                    defaults): beta (0 <= n < 1), scale, minFillRate,
 //	                    additive (>= 0), smoothing (0..1), reference,
 //	                    failFast (booleans), maxWait (duration), maxScopes
-//	                    (integer)
+//	                    (integer), throttleRetries (integer -1..100; 0: the
+//	                    default, -1: none)
 //	rateLimit           object: rate (>= 0), burst, maxScopes (integers
 //	                    >= 0), failFast (boolean), maxWait (duration)
 //	failover            object: endpoints (a non-empty list of "host",

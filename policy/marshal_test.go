@@ -296,3 +296,23 @@ func TestMarshalJSONRejectsWhatJSONCannotHold(t *testing.T) {
 		})
 	}
 }
+
+// A ThrottleRetries outside the range Load takes is written as the value
+// in it that means the same: any negative as -1 (none), more than 100 as
+// 100, the most the limiter allows.
+func TestMarshalJSONThrottleRetriesInLoadsRange(t *testing.T) {
+	for _, tt := range []struct{ in, want int }{{-7, -1}, {-1, -1}, {3, 3}, {250, 100}} {
+		p := policy.Policy{Limiter: &ratelimit.Adaptive{ThrottleRetries: tt.in}}
+		data, err := json.Marshal(p)
+		if err != nil {
+			t.Fatalf("Marshal(ThrottleRetries %d): %v", tt.in, err)
+		}
+		q, err := policy.Load(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("Load(%s): %v", data, err)
+		}
+		if got := q.Limiter.(*ratelimit.Adaptive).ThrottleRetries; got != tt.want {
+			t.Errorf("ThrottleRetries %d written as %s, loaded as %d; want %d", tt.in, data, got, tt.want)
+		}
+	}
+}

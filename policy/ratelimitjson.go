@@ -89,6 +89,9 @@ func (v value) limiter() *ratelimit.Adaptive {
 		field{"smoothing", func(v value) { a.Smoothing = v.float(unit, "a number 0..1 (0: the default)") }},
 		field{"minFillRate", func(v value) { a.MinFillRate = v.float(nonNegative, "a number >= 0 (0: the default)") }},
 		field{"additive", func(v value) { a.Additive = v.float(nonNegative, "a number >= 0 (0: none)") }},
+		field{"throttleRetries", func(v value) {
+			a.ThrottleRetries = int(v.int(-1, 100, "an integer -1..100 (0: the default, 5; -1: none)"))
+		}},
 		field{"reference", setBool(&a.Reference)},
 		field{"failFast", setBool(&a.FailFast)},
 		field{"maxWait", setDuration(&a.MaxWait)},
@@ -186,6 +189,7 @@ func (e *encoder) limiter(path string, l ratelimit.Limiter) []byte {
 	o.float("smoothing", a.Smoothing)
 	o.float("minFillRate", a.MinFillRate)
 	o.float("additive", a.Additive)
+	o.int("throttleRetries", int64(max(-1, min(a.ThrottleRetries, 100)))) // the same meaning, in the range Load takes
 	o.bool("reference", a.Reference)
 	o.bool("failFast", a.FailFast)
 	o.dur("maxWait", a.MaxWait)

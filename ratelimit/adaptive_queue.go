@@ -58,8 +58,8 @@ func (a *Adaptive) ChargesThrottles() bool { return a.Reference }
 // ExtraThrottleRetries returns how many retries after throttles a request
 // may make beyond its policy's MaxAttempts while a paces the scope:
 // ThrottleRetries resolved (DefaultThrottleRetries for zero, none for a
-// negative value), and none in reference mode. The transport asks it once
-// per policy.
+// negative value, at most maxThrottleRetries), and none in reference mode.
+// The transport asks it once per policy.
 func (a *Adaptive) ExtraThrottleRetries() int {
 	switch {
 	case a.Reference || a.ThrottleRetries < 0:
@@ -67,8 +67,13 @@ func (a *Adaptive) ExtraThrottleRetries() int {
 	case a.ThrottleRetries == 0:
 		return DefaultThrottleRetries
 	}
-	return a.ThrottleRetries
+	return min(a.ThrottleRetries, maxThrottleRetries)
 }
+
+// maxThrottleRetries bounds ThrottleRetries, so that a request against a
+// server that throttles every attempt still ends after a bounded number of
+// waits, each at most the policy's MaxDelay.
+const maxThrottleRetries = 100
 
 // reserved returns the scope r was taken from, or nil if it has been
 // evicted since (a scope of the same name created later has another

@@ -425,3 +425,24 @@ func TestAdaptiveStateLastThrottleFarAhead(t *testing.T) {
 		t.Errorf("StateAt(t0 + %v).LastThrottle = %v; want %v, the throttle's instant", time.Duration(math.MaxInt64), st.LastThrottle, far)
 	}
 }
+
+// ExtraThrottleRetries resolves ThrottleRetries: the default for zero,
+// none for a negative value or in reference mode, and at most 100, so that
+// a request against a server that throttles everything still ends.
+func TestAdaptiveExtraThrottleRetries(t *testing.T) {
+	tests := []struct {
+		a    *ratelimit.Adaptive
+		want int
+	}{
+		{&ratelimit.Adaptive{}, ratelimit.DefaultThrottleRetries},
+		{&ratelimit.Adaptive{ThrottleRetries: 2}, 2},
+		{&ratelimit.Adaptive{ThrottleRetries: -1}, 0},
+		{&ratelimit.Adaptive{ThrottleRetries: 1 << 40}, 100},
+		{&ratelimit.Adaptive{ThrottleRetries: 3, Reference: true}, 0},
+	}
+	for _, tt := range tests {
+		if got := tt.a.ExtraThrottleRetries(); got != tt.want {
+			t.Errorf("Adaptive{ThrottleRetries: %d, Reference: %t}.ExtraThrottleRetries() = %d; want %d", tt.a.ThrottleRetries, tt.a.Reference, got, tt.want)
+		}
+	}
+}
