@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/secs"
 )
 
 // The defaults of a [Bucket], from docs/aws.md. Counts are tokens.
@@ -163,7 +164,7 @@ func (b *Bucket) AcquireAt(now time.Time, scope string, k classify.Kind) (cost i
 		return 0, 0, false
 	}
 	s.tokens -= float64(cost)
-	return cost, seconds(-s.tokens / rate), true
+	return cost, secs.Ceil(-s.tokens / rate), true
 }
 
 // Acquire is AcquireAt at b.Now(), or the wall clock if b.Now is nil.

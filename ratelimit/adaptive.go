@@ -9,6 +9,7 @@ import (
 
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/scopemap"
+	"github.com/retrytransport/retrytransport/internal/secs"
 )
 
 // The adaptive limiter's defaults, from docs/aws.md; botocore and aws-sdk-go-v2
@@ -320,7 +321,7 @@ func (a *Adaptive) ReserveAt(now time.Time, scope string) (r Reservation, wait t
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w := s.sendWait(s.at(now), &p); w > 0 {
-		wait = seconds(w)
+		wait = secs.Ceil(w)
 		if a.FailFast || (a.MaxWait > 0 && wait > a.MaxWait) {
 			return Reservation{}, wait, false
 		}
@@ -372,10 +373,10 @@ func (a *Adaptive) StateAt(now time.Time, scope string) AdaptiveState {
 		LastMax:      c.lastMax,
 	}
 	if c.enabled {
-		st.LastThrottle = c.origin.Add(roundSeconds(c.lastThrottle))
+		st.LastThrottle = c.origin.Add(secs.Round(c.lastThrottle))
 	}
 	if q := c.quota; q.pacing(t) {
-		st.QuotaRemaining, st.QuotaRate, st.QuotaReset = q.remaining, q.rate, c.origin.Add(roundSeconds(q.reset))
+		st.QuotaRemaining, st.QuotaRate, st.QuotaReset = q.remaining, q.rate, c.origin.Add(secs.Round(q.reset))
 	}
 	return st
 }

@@ -1,6 +1,10 @@
 package ratelimit
 
-import "time"
+import (
+	"time"
+
+	"github.com/retrytransport/retrytransport/internal/secs"
+)
 
 // DelayAt returns how long, as of now, the holder of r, a reservation a
 // took, must still wait before sending: 0 when it may send. A caller waits
@@ -18,7 +22,7 @@ func (a *Adaptive) DelayAt(now time.Time, r Reservation) time.Duration {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return seconds(s.sendDelay(s.at(now), r.ticket.Seq, &p))
+	return secs.Ceil(s.sendDelay(s.at(now), r.ticket.Seq, &p))
 }
 
 // Delay is DelayAt at a.Now(), or the wall clock if a.Now is nil; it is
