@@ -247,18 +247,29 @@ func (r *fleetResult) throttledShare() float64 {
 
 // failed returns the logical requests that failed.
 func (r *fleetResult) failed() int {
+	return sumOver(r.clients, func(c *fleetClient) int { return c.failed })
+}
+
+// sumOver returns the sum of f over clients.
+func sumOver[C any](clients []C, f func(C) int) int {
 	n := 0
-	for _, c := range r.clients {
-		n += c.failed
+	for _, c := range clients {
+		n += f(c)
 	}
 	return n
 }
 
 // p99 returns the 99th percentile of the logical requests' latencies.
 func (r *fleetResult) p99() time.Duration {
+	return p99Over(r.clients, func(c *fleetClient) []time.Duration { return c.latencies })
+}
+
+// p99Over returns the 99th percentile of the latencies f gives of clients,
+// all together.
+func p99Over[C any](clients []C, f func(C) []time.Duration) time.Duration {
 	var all []time.Duration
-	for _, c := range r.clients {
-		all = append(all, c.latencies...)
+	for _, c := range clients {
+		all = append(all, f(c)...)
 	}
 	slices.Sort(all)
 	return all[min(len(all)*99/100, len(all)-1)]

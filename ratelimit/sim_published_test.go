@@ -240,21 +240,12 @@ func (r *quotaResult) jain() float64 {
 
 // failed returns the logical requests that failed.
 func (r *quotaResult) failed() int {
-	n := 0
-	for _, c := range r.clients {
-		n += c.failed
-	}
-	return n
+	return sumOver(r.clients, func(c *quotaClient) int { return c.failed })
 }
 
 // p99 returns the 99th percentile of the logical requests' latencies.
 func (r *quotaResult) p99() time.Duration {
-	var all []time.Duration
-	for _, c := range r.clients {
-		all = append(all, c.latencies...)
-	}
-	slices.Sort(all)
-	return all[min(len(all)*99/100, len(all)-1)]
+	return p99Over(r.clients, func(c *quotaClient) []time.Duration { return c.latencies })
 }
 
 func (r *quotaResult) String() string {
