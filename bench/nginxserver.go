@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -258,4 +259,16 @@ func (s *nginxServer) exitErr() error {
 		return nil
 	}
 	return fmt.Errorf("nginx on %s (%s): %w", s.url, s.logs(), s.err)
+}
+
+// nginxVersion returns what "nginx -v" prints ("nginx/1.22.1"), or "nginx"
+// if it cannot tell within a few seconds.
+func nginxVersion(path string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "-v").CombinedOutput()
+	if v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "nginx version: "); err == nil && ok {
+		return v
+	}
+	return "nginx"
 }
