@@ -7,7 +7,8 @@ PKGS := ./...
 # The repository's other modules, each with its own go.mod so that their
 # dependencies (OpenTelemetry, SDKs, Prometheus, peer libraries) stay out of
 # the library's: make test vets, lints and tests them too. redisretry's
-# tests and the bench's fleet-on-Redis table start redis-server from PATH.
+# tests and the bench's fleet-on-Redis table start redis-server from PATH,
+# the bench's nginx table and its test nginx.
 MODULES := otelretry redisretry examples/sdk examples/prometheus bench
 
 # staticcheck runs from the module proxy at a pinned version, so CI needs no
@@ -19,9 +20,11 @@ test: deps fmt-check vet lint race modules
 
 # What the tests need that a fresh clone lacks: every module's dependencies
 # in the module cache (the docs' snippets are compiled offline, so nothing
-# may be left to download then), and redis-server on PATH for redisretry and
-# the bench, from Debian's package when it is missing. The package starts a
-# system service; the tests start their own servers, so it is stopped.
+# may be left to download then), redis-server on PATH for redisretry and
+# the bench, and nginx for the bench, each from Debian's package when it is
+# missing (nginx-light; its binary is in /usr/sbin, which the bench also
+# looks in). Each package starts a system service; the tests start their
+# own servers, so it is stopped.
 deps:
 	@set -e; for m in . $(MODULES); do (cd $$m && $(GO) mod download); done
 	@if ! command -v redis-server >/dev/null; then \
@@ -33,6 +36,15 @@ deps:
 	  $$sudo systemctl stop redis-server >/dev/null 2>&1 || $$sudo service redis-server stop >/dev/null 2>&1 || true; \
 	fi
 	@redis-server --version
+	@if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then \
+	  echo "installing nginx (Debian package nginx-light)"; \
+	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  $$sudo apt-get install -y -q nginx-light >/dev/null 2>&1 || \
+	    { $$sudo apt-get update -q >/dev/null && $$sudo apt-get install -y -q nginx-light >/dev/null; }; \
+	  $$sudo systemctl stop nginx >/dev/null 2>&1 || $$sudo service nginx stop >/dev/null 2>&1 || true; \
+	fi
+	@"$$(command -v nginx || echo /usr/sbin/nginx)" -v
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -3,13 +3,20 @@
 // Markdown table per scenario followed by the project's goals for that
 // scenario, each met or missed, as ratios measured in the same run.
 //
-//	go run .                   # full run, about 18 minutes on 2 cores
+//	go run .                   # full run, about 20 minutes on 2 cores
 //	go run . -quick            # every scenario shrunk, under a minute
 //	go run . -scenarios fleet,single-ra -runs 1 -svg /tmp/fleet
 //	                           # the fleet and single-client tables, with pictures
+//	go run . -scenarios nginx -nginx-bins
+//	                           # the single-client table against nginx's limit_req,
+//	                           # with every run's goodput and 429s per 500 ms
 //
 // The fleet-redis tables start a redis-server from PATH on a free loopback
-// port and stop it at the end; the bench fails if there is none.
+// port and stop it at the end; the bench fails if there is none. The nginx
+// table starts an nginx from PATH (or Debian's /usr/sbin/nginx) on a free
+// loopback port for each of its runs, configured with limit_req at the
+// throttled server's rate; without nginx it prints a line saying it did
+// not run, and the rest of the bench goes on.
 //
 // It is a separate module so that the peer libraries never become
 // dependencies of retrytransport itself.
@@ -42,6 +49,8 @@ type config struct {
 	fleetFor         time.Duration // each run of a fleet variant
 	fleetRuns        int           // runs of each fleet variant, and of the fleet-redis outage and throttled tables, per contender
 	singleRuns       int           // runs of the single-client Retry-After table per contender
+	nginxRuns        int           // runs of the nginx limit_req table per contender
+	nginxBins        bool          // print every nginx run's goodput and 429s per bin, not only the runs that miss a goal
 	redisOutage      int           // logical requests of the fleet-on-Redis outage, over all replicas
 	redisCalls       int           // calls of each kind in the fleet-on-Redis cost table
 	hedgeRequests    int           // logical GETs of each hedge run
@@ -64,7 +73,7 @@ func fullConfig() config {
 		faultRequests: 2000,
 		scopesFor:     4 * time.Second,
 		fleetFor:      10 * time.Second, fleetRuns: 3,
-		singleRuns:  10,
+		singleRuns: 10, nginxRuns: 5,
 		redisOutage: 1600, redisCalls: 20000,
 		hedgeRequests: 2000, hedgeRuns: 3,
 		budgetFor:        4 * time.Second,
@@ -82,7 +91,7 @@ func quickConfig() config {
 		faultRequests: 300,
 		scopesFor:     500 * time.Millisecond,
 		fleetFor:      2 * time.Second, fleetRuns: 1,
-		singleRuns:  2,
+		singleRuns: 2, nginxRuns: 1,
 		redisOutage: 800, redisCalls: 2000,
 		hedgeRequests: 400, hedgeRuns: 1,
 		budgetFor:        1500 * time.Millisecond,
@@ -96,6 +105,8 @@ func main() {
 	quick := flag.Bool("quick", false, "shrink every scenario so that the whole run takes under a minute")
 	runs := flag.Int("runs", 0, "runs of each fleet variant, and of the fleet-redis outage and throttled tables, per contender; 0 means 3, or 1 with -quick")
 	singleRuns := flag.Int("single-runs", 0, "runs of the single-client Retry-After table per contender; 0 means 10, or 2 with -quick")
+	nginxRuns := flag.Int("nginx-runs", 0, "runs of the nginx limit_req table per contender; 0 means 5, or 1 with -quick")
+	nginxBins := flag.Bool("nginx-bins", false, "print every nginx run's goodput and 429s per 500 ms, not only those of our runs that miss a goal")
 	publishedRuns := flag.Int("published-runs", 0, "runs of the published-quota table per contender; 0 means 5, or 1 with -quick")
 	names := flag.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated `list` of the scenarios to run, always in this order")
 	svgDir := flag.String("svg", "", "write a picture (SVG) of each fleet variant, its contenders' first runs side by side, into `dir`")
@@ -110,6 +121,10 @@ func main() {
 	if *singleRuns != 0 {
 		cfg.singleRuns = *singleRuns
 	}
+	if *nginxRuns != 0 {
+		cfg.nginxRuns = *nginxRuns
+	}
+	cfg.nginxBins = *nginxBins
 	if *publishedRuns != 0 {
 		cfg.publishedRuns = *publishedRuns
 	}
@@ -148,6 +163,7 @@ func scenarios() []scenario {
 		{"faults", table(runFaults)},
 		{"fleet", runFleet},
 		{"single-ra", runSingleRetryAfter},
+		{"nginx", runNginx},
 		{"fleet-redis", runFleetRedis},
 		{"hedge", table(runHedge)},
 		{"budget-outage", table(runBudgetOutage)},
@@ -180,6 +196,9 @@ func (cfg config) check() error {
 	}
 	if cfg.singleRuns < 1 {
 		return fmt.Errorf("-single-runs is %d; want at least 1", cfg.singleRuns)
+	}
+	if cfg.nginxRuns < 1 {
+		return fmt.Errorf("-nginx-runs is %d; want at least 1", cfg.nginxRuns)
 	}
 	if cfg.publishedRuns < 1 {
 		return fmt.Errorf("-published-runs is %d; want at least 1", cfg.publishedRuns)

@@ -12,7 +12,7 @@ import (
 // harness printed a table for each, a row for every contender, goal lines
 // and the fleet's pictures, with no failed benchmark. It checks the
 // harness, not the goals. The fleet-redis tables need redis-server on
-// PATH.
+// PATH, the nginx table nginx.
 func TestQuickRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the quick run takes about a minute")
@@ -24,7 +24,7 @@ func TestQuickRun(t *testing.T) {
 		t.Fatalf("run(quick) = %v; want nil", err)
 	}
 	got := out.String()
-	if n, want := strings.Count(got, "\n### "), 19; n != want {
+	if n, want := strings.Count(got, "\n### "), 20; n != want {
 		t.Errorf("run(quick) printed %d tables; want %d\n%s", n, want, got)
 	}
 
@@ -46,8 +46,8 @@ func TestQuickRun(t *testing.T) {
 	for _, fc := range fcs {
 		want[fc.name] += len(fleetVariants())
 	}
-	want[oursAdaptive().name]++ // the single-client Retry-After table
-	want[awsAdaptive().name]++
+	want[oursAdaptive().name] += 2 // the single-client Retry-After table, and the nginx one
+	want[awsAdaptive().name] += 2
 	want[contenders()[0].name]++ // the fleet-redis overhead table's baseline
 	for _, c := range append(append(redisOutageReplicas(), redisThrottledReplicas()...), redisSharedAdaptive()) {
 		want[c.name]++ // the last: the fleet-redis overhead table's
@@ -96,11 +96,13 @@ func TestQuickRun(t *testing.T) {
 	}
 	// Then the hedge table's two goals (p99, load) for each of our two
 	// hedging rows, the budget's window goal for each of the two policies
-	// with a Budget, the failover's two (reads, writes) for each mode, and
-	// the published quota's four (429s, quota used, fairness, failures).
+	// with a Budget, the failover's two (reads, writes) for each mode, the
+	// published quota's four (429s, quota used, fairness, failures), and
+	// the nginx table's two (rate, 429s).
 	for title, n := range map[string]int{"fleet-redis, outage": 1, "fleet-redis, throttled": 3,
 		"fleet-redis, cost per call": 1, "fleet-redis, overhead": 2,
-		"hedge": 2 * 2, "budget-outage": 2, "failover": 2 * len(failoverModes), "published quota": 4} {
+		"hedge": 2 * 2, "budget-outage": 2, "failover": 2 * len(failoverModes), "published quota": 4,
+		"nginx limit_req": 2} {
 		if goals[title] != n {
 			t.Errorf("run(quick) printed %d goal lines under %q; want %d", goals[title], title, n)
 		}

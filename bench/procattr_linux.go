@@ -2,6 +2,7 @@ package main
 
 import "syscall"
 
-// childAttr makes redis-server die with this program, even when a signal
-// or a crash ends it before it can stop the server.
+// childAttr makes a server child process (redis-server, nginx) die with
+// this program, even when a signal or a crash ends it before it can stop
+// the server.
 func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} }

@@ -5,5 +5,5 @@ package main
 import "syscall"
 
 // childAttr is nil where no parent-death signal exists: the program stops
-// redis-server itself.
+// its server child processes (redis-server, nginx) itself.
 func childAttr() *syscall.SysProcAttr { return nil }

@@ -89,7 +89,7 @@ func startRedisAt(path string) (*redisServer, error) {
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, fmt.Errorf("finding a free port for redis-server: %w", err)
+		return 0, fmt.Errorf("finding a free loopback port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
