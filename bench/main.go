@@ -11,8 +11,9 @@
 //	                           # the single-client table against nginx's limit_req,
 //	                           # with every run's goodput and 429s per 500 ms
 //
-// The fleet-redis tables start a redis-server from PATH on a free loopback
-// port and stop it at the end; the bench fails if there is none. The nginx
+// The fleet-redis and published tables start a redis-server from PATH on a
+// free loopback port and stop it at the end; the bench fails if there is
+// none. The nginx
 // table starts an nginx from PATH (or Debian's /usr/sbin/nginx) on a free
 // loopback port for each of its runs, configured with limit_req at the
 // throttled server's rate; without nginx it prints a line saying it did

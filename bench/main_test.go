@@ -62,7 +62,7 @@ func TestQuickRun(t *testing.T) {
 	for _, m := range failoverModes {
 		want[m.String()]++
 	}
-	for _, c := range publishedContenders() {
+	for _, c := range publishedContenders(nil) {
 		want[c.name]++
 	}
 	for name, n := range want {
@@ -97,11 +97,12 @@ func TestQuickRun(t *testing.T) {
 	// Then the hedge table's two goals (p99, load) for each of our two
 	// hedging rows, the budget's window goal for each of the two policies
 	// with a Budget, the failover's two (reads, writes) for each mode, the
-	// published quota's four (429s, quota used, fairness, failures), and
-	// the nginx table's two (rate, 429s).
+	// published quota's four (429s, quota used, fairness, failures) for
+	// each of its two rows with goals, in process and on Redis, and the
+	// nginx table's two (rate, 429s).
 	for title, n := range map[string]int{"fleet-redis, outage": 1, "fleet-redis, throttled": 3,
 		"fleet-redis, cost per call": 1, "fleet-redis, overhead": 2,
-		"hedge": 2 * 2, "budget-outage": 2, "failover": 2 * len(failoverModes), "published quota": 4,
+		"hedge": 2 * 2, "budget-outage": 2, "failover": 2 * len(failoverModes), "published quota": 2 * 4,
 		"nginx limit_req": 2} {
 		if goals[title] != n {
 			t.Errorf("run(quick) printed %d goal lines under %q; want %d", goals[title], title, n)

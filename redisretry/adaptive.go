@@ -25,13 +25,14 @@ const (
 )
 
 // Adaptive is an adaptive client-side rate limiter ([ratelimit.Limiter],
-// [ratelimit.Recorder]) whose state lives in Redis, so that a fleet of
-// replicas learns one send rate per scope and paces all its attempts
-// through one queue: a throttle that one replica receives slows every
-// replica, and the fleet's attempts are spaced evenly, whichever replica
-// sends them. It follows ratelimit.Adaptive: the CUBIC curve of the AWS
-// SDKs' adaptive mode, with the parameters of Local (Beta, Scale,
-// MinFillRate, Smoothing, Additive, FailFast, MaxWait).
+// [ratelimit.Recorder], [ratelimit.QuotaRecorder]) whose state lives in
+// Redis, so that a fleet of replicas learns one send rate per scope and
+// paces all its attempts through one queue: a throttle that one replica
+// receives slows every replica, and the fleet's attempts are spaced
+// evenly, whichever replica sends them. It follows ratelimit.Adaptive: the
+// CUBIC curve of the AWS SDKs' adaptive mode, with the parameters of Local
+// (Beta, Scale, MinFillRate, Smoothing, Additive, FailFast, MaxWait), and
+// the pacing by the quota a server publishes (see Published quotas).
 //
 // # Algorithm
 //
@@ -106,6 +107,41 @@ const (
 // has the reasons and the simulations behind these choices and the
 // default Beta.
 //
+// # Published quotas
+//
+// A server that says on its responses how much of its quota is left (the
+// IETF RateLimit fields, X-RateLimit-*) paces the fleet by it, through one
+// pacing per scope in Redis (the scope's key of kind "published"): the
+// freshest quota any replica has reported, and a queue of places for the
+// whole fleet, credited at
+//
+//	rate = (remaining − 1)/(seconds to the reset)
+//
+// places per second, with at most a tenth of a second's worth (at least
+// one place) credited ahead, so that the fleet spends what is left evenly
+// up to the reset and keeps one request, for its sends whose count the
+// answers did not include yet. Since every replica takes its places from
+// this one queue, the rate is the fleet's: no replica estimates how many
+// replicas share the quota, as ratelimit.Adaptive does in process, and the
+// queue's order is the fairness. Each slot waits the longer of its wait in
+// the CUBIC queue, once the scope is limited, and in this one. The rules
+// for answers are ratelimit.Adaptive.RecordQuotaAt's: a reset more than a
+// second before the known one, while that one is ahead, is from a window
+// that has ended and is ignored; one within a second of it, with no more
+// left, keeps the earlier reset; any other replaces the quota known, and
+// the remaining count always replaces the one before. From the reset on
+// nothing is paced until a replica reports the next window's quota, and
+// a wait longer than 20 s is not imposed.
+//
+// RecordQuota costs no round trip: a replica keeps the quotas it hears of
+// (the newest 8) and reports them with its next call for the scope, a
+// Reserve or a throttle, whose script applies them in order, each reset
+// as the time left to it on the replica's clock at the call. While the
+// quota paces the scope, or the replica has quotas to report, each Reserve
+// is one round trip, shared with the calls that come while it is in flight
+// (see Bursts). Cancel gives back a place of the queue as a place's
+// credit, which moves the places behind it up one.
+//
 // # Time
 //
 // The script reads the Redis server's clock (TIME), so that the
@@ -114,8 +150,9 @@ const (
 //
 // # Failures
 //
-// Every outcome is also recorded in Local, so that it stays warm: when
-// Redis fails (see [Store]), Reserve returns Local's reservation and
+// Every outcome and published quota is also recorded in Local, so that it
+// stays warm: when Redis fails (see [Store]), Reserve returns Local's
+// reservation, paced as ratelimit.Adaptive paces one replica of a fleet, and
 // counts a fallback ([ratelimit.FallbackCounter]), for each of the calls
 // that made or waited for the call that failed. Cancel gives a slot
 // back, in one round trip, only if it is still the latest handed out; it
@@ -125,8 +162,9 @@ const (
 //
 // A nil Local means a ratelimit.Adaptive with Beta DefaultBeta (0.9) and
 // the other defaults. A Local given with a zero Beta means
-// ratelimit.DefaultBeta (0.7), as it does for Local itself; Reference only
-// affects Local. An Adaptive is safe for concurrent use and starts no
+// ratelimit.DefaultBeta (0.7), as it does for Local itself; Reference
+// only affects Local, and turns the pacing by published quotas off, as in
+// ratelimit. An Adaptive is safe for concurrent use and starts no
 // goroutine. It must not be copied, nor its fields changed, after first
 // use.
 type Adaptive struct {
@@ -163,28 +201,18 @@ type adaptiveScope struct {
 	sent, done uint64 // reservations taken, responses recorded
 	holdSeq    uint64 // reservations taken before gen was heard of
 
+	notes      quotaNotes // published quotas heard of, not yet reported (published.go)
+	pacedUntil time.Time  // the last answer says the published quota paces the scope until then
+
 	ans adaptiveAnswer // the last answer
 }
 
-// adaptiveCall is one reserve call of the script, for n Reserve calls of
-// a scope: the one that made it, or those that came while the scope's
-// previous call was in flight, which take their slots in the order they
-// came. Its results are set before done is closed.
-type adaptiveCall struct {
-	n    int             // Reserve calls it serves; guarded by the Adaptive's mutex until it is made
-	ctx  context.Context // for the calls that waited: a deadline Timeout after the first came
-	done chan struct{}   // closed when the results are in
-
-	now     time.Time      // the replica's clock when the call was made
-	err     error          // why Redis did not answer
-	enabled bool           // the scope is limited: the slots are in ans
-	ans     adaptiveAnswer // the answer, if the call was made
-}
-
 // Reserve takes a send slot of scope and returns the reservation with the
-// wait before sending. Before the scope's first throttle it makes a round
-// trip at most once per Refresh and returns the zero Reservation and 0;
-// once the scope is limited, one round trip (see Algorithm on [Adaptive]).
+// wait before sending. Before the scope's first throttle, while no
+// published quota paces it, it makes a round trip at most once per Refresh
+// and returns the zero Reservation and 0; once the scope is limited or
+// paced, or a published quota is to be reported, one round trip (see
+// Algorithm and Published quotas on [Adaptive]).
 // A Reserve call that comes while another of the scope is in flight waits
 // for it, then makes one round trip with the others that came meanwhile
 // (see Bursts on [Adaptive]), waiting on Redis no longer than the Store's
@@ -195,7 +223,7 @@ func (a *Adaptive) Reserve(scope string) (r ratelimit.Reservation, wait time.Dur
 	now := a.store().now()
 	a.mu.Lock()
 	st := a.scopeLocked(scope)
-	if !st.enabled && !st.checked.IsZero() && now.Sub(st.checked) < positive(a.Refresh, DefaultAdaptiveRefresh) {
+	if !st.enabled && !st.paced(now) && !st.checked.IsZero() && now.Sub(st.checked) < positive(a.Refresh, DefaultAdaptiveRefresh) {
 		st.unreported++
 		st.sent++
 		a.mu.Unlock()
@@ -233,88 +261,6 @@ func (a *Adaptive) Reserve(scope string) (r ratelimit.Reservation, wait time.Dur
 	return a.take(st, scope, c, i)
 }
 
-// call makes c, the scope's call in flight, at now, then hands the scope
-// over to the calls that came meanwhile. prev is the call before c, nil if
-// none. If prev failed, so does c, without asking (the Store's circuit is
-// open); if prev said that the scope is not limited, c's calls are sends
-// without asking, as within Refresh of that answer.
-func (a *Adaptive) call(st *adaptiveScope, scope string, c, prev *adaptiveCall, now time.Time) {
-	defer func() {
-		a.mu.Lock()
-		st.flight, st.next = st.next, nil
-		a.mu.Unlock()
-		close(c.done)
-	}()
-	c.now = now
-	a.mu.Lock()
-	switch {
-	case prev != nil && prev.err != nil:
-		c.err = prev.err
-		a.mu.Unlock()
-		return
-	case prev != nil && !prev.enabled && !st.enabled:
-		st.unreported += uint64(c.n)
-		st.sent += uint64(c.n)
-		a.mu.Unlock()
-		return
-	}
-	n, sends := c.n, st.unreported
-	st.unreported = 0
-	a.mu.Unlock()
-
-	p := adaptiveParamsOf(a.local())
-	ans, err := a.run(c.ctx, now, scope, &p, sends, "reserve", p.maxWait, n)
-
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err != nil {
-		st.unreported += sends
-		c.err = err
-		return
-	}
-	a.answerLocked(st, now, &ans)
-	st.sent += uint64(ans.taken)
-	c.enabled, c.ans = ans.enabled, ans
-}
-
-// take returns the reservation of the i-th of the Reserve calls that c,
-// now done, served.
-func (a *Adaptive) take(st *adaptiveScope, scope string, c *adaptiveCall, i int) (ratelimit.Reservation, time.Duration, bool) {
-	if c.err != nil {
-		return a.reserveLocal(a.store().now(), scope, st, c.err)
-	}
-	if !c.enabled {
-		return ratelimit.Reservation{}, 0, true
-	}
-	ans := &c.ans
-	slot := ans.slot + float64(i)*ans.interval
-	if i == ans.taken-1 {
-		slot = ans.tat // the script's own figure, which Cancel compares
-	}
-	wait := micros(max(slot-ans.scriptClock, 0))
-	if i >= ans.taken {
-		return ratelimit.Reservation{}, wait, false
-	}
-	if wait == 0 {
-		return ratelimit.Reservation{}, 0, true
-	}
-	t := ratelimit.Ticket{Gen: uint64(c.now.Add(wait).UnixNano()), Seq: math.Float64bits(slot)}
-	return ratelimit.NewReservation(a, scope, t), wait, true
-}
-
-// reserveLocal is Reserve decided by Local because Redis did not answer
-// (err), counted as a fallback of scope, whose record is st.
-func (a *Adaptive) reserveLocal(now time.Time, scope string, st *adaptiveScope, err error) (ratelimit.Reservation, time.Duration, bool) {
-	a.store().fallback(&a.fb, scope, err)
-	r, wait, ok := a.local().ReserveAt(now, scope)
-	if ok {
-		a.mu.Lock()
-		st.sent++
-		a.mu.Unlock()
-	}
-	return r, wait, ok
-}
-
 // Record records the outcome of an attempt sent to scope, in Local too. A
 // throttle is one round trip that decreases the fleet's rate, unless the
 // throttled request was sent before the last decrease took effect (see
@@ -334,15 +280,16 @@ func (a *Adaptive) Record(scope string, k classify.Kind) {
 	if st.done <= st.holdSeq {
 		old = 1
 	}
-	known, sends := st.gen, st.unreported
-	st.unreported = 0
+	known, sends, notes := st.gen, st.unreported, st.notes
+	st.unreported, st.notes = 0, quotaNotes{}
 	a.mu.Unlock()
 
 	p := adaptiveParamsOf(l)
-	ans, err := a.run(context.Background(), now, scope, &p, sends, "throttle", int64(known), old)
+	ans, err := a.run(context.Background(), now, scope, &p, sends, "throttle", int64(known), old, &notes)
 	a.mu.Lock()
 	if err != nil {
 		st.unreported += sends
+		st.notes.putBack(notes)
 		a.mu.Unlock()
 		a.store().fallback(&a.fb, scope, err)
 		return
@@ -355,12 +302,14 @@ func (a *Adaptive) Record(scope string, k classify.Kind) {
 // still wait: until the instant it is due, without a round trip. It is
 // what [ratelimit.Reservation.Delay] calls.
 func (a *Adaptive) Delay(r ratelimit.Reservation) time.Duration {
-	return max(time.Unix(0, int64(r.Ticket().Gen)).Sub(a.store().now()), 0)
+	return max(time.Unix(0, int64(r.Ticket().Gen&^tookPlace)).Sub(a.store().now()), 0)
 }
 
 // Cancel gives back the slot of r, a reservation Reserve made whose
-// attempt will not be sent, if it is still the latest slot of its scope:
-// one round trip, best effort, within the Store's Timeout.
+// attempt will not be sent, if it is still the latest slot of its scope;
+// and, if r took a place in the published quota's queue while that still
+// paces the scope, a place's credit, which moves the places behind it up
+// one. One round trip, best effort, within the Store's Timeout.
 func (a *Adaptive) Cancel(r ratelimit.Reservation) {
 	a.mu.Lock()
 	if st := a.scopes[r.Scope()]; st != nil && st.sent > 0 {
@@ -369,8 +318,12 @@ func (a *Adaptive) Cancel(r ratelimit.Reservation) {
 	a.mu.Unlock()
 	err := a.store().do(func(ctx context.Context, c redis.UniversalClient) error {
 		p := adaptiveParamsOf(a.local())
-		return adaptiveScript.Run(ctx, c, []string{a.store().key(r.Scope(), "adaptive")}, a.args(a.store().now(), &p, 0, "cancel",
-			strconv.FormatFloat(math.Float64frombits(r.Ticket().Seq), 'g', -1, 64))...).Err()
+		giveBack := 0
+		if r.Ticket().Gen&tookPlace != 0 {
+			giveBack = 1
+		}
+		return adaptiveScript.Run(ctx, c, a.keys(r.Scope()), a.args(a.store().now(), &p, 0, "cancel",
+			strconv.FormatFloat(math.Float64frombits(r.Ticket().Seq), 'g', -1, 64), giveBack, nil)...).Err()
 	})
 	if err != nil {
 		a.store().failed(err, false)
@@ -379,7 +332,9 @@ func (a *Adaptive) Cancel(r ratelimit.Reservation) {
 
 // State returns scope's state as of the last answer from Redis, without a
 // round trip, or Local's while the Store's circuit is open. A scope this
-// replica has not asked about reads as the zero AdaptiveState.
+// replica has not asked about reads as the zero AdaptiveState. The
+// published quota's fields are the fleet's pacing: QuotaRate is the
+// fleet's rate, not this replica's.
 func (a *Adaptive) State(scope string) ratelimit.AdaptiveState {
 	now := a.store().now()
 	if a.store().down() {
@@ -406,6 +361,7 @@ func (a *Adaptive) State(scope string) ratelimit.AdaptiveState {
 		s.Tokens = math.Min(ans.burst-(ans.tat-clock)*ans.fill/1e6, ans.burst)
 		s.LastThrottle = time.UnixMicro(int64(ans.lastThrottle))
 	}
+	ans.quotaState(&s, st.checked, now)
 	return s
 }
 
@@ -431,6 +387,7 @@ func (a *Adaptive) answerLocked(st *adaptiveScope, now time.Time, ans *adaptiveA
 		return
 	}
 	st.enabled, st.checked, st.ans = ans.enabled, now, *ans
+	st.pacedUntil = ans.pacedUntil(now)
 }
 
 // scopeLocked returns scope's record, creating it (see record). The

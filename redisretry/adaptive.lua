@@ -1,33 +1,46 @@
 -- One scope's shared adaptive rate limiter (see adaptive.go and
 -- docs/redis.md): the fleet's measured send rate, the CUBIC curve of its
--- fill rate and a GCRA queue of send slots. Lua numbers are doubles: they are stored with %.17g, which
--- round-trips, and returned as strings, since Redis truncates a Lua number
--- in a reply to an integer. Times are microseconds of the server's clock
--- (TIME) unless the caller passes its own.
+-- fill rate and a GCRA queue of send slots; and, through the functions of
+-- published.lua, which adaptive_script.go puts before this file, the
+-- pacing by the quota the scope's server publishes. Lua numbers are
+-- doubles: they are stored with %.17g, which round-trips, and returned as
+-- strings, since Redis truncates a Lua number in a reply to an integer.
+-- Times are microseconds of the server's clock (TIME) unless the caller
+-- passes its own.
 --
 -- KEYS[1]  the scope's hash
+-- KEYS[2]  the scope's published quota (published.lua)
 -- ARGV[1]  "reserve", "throttle" or "cancel"
 -- ARGV[2]  now, in microseconds; empty for the server's clock
 -- ARGV[3]  beta, ARGV[4] scale (C), ARGV[5] least fill rate,
 -- ARGV[6]  smoothing, ARGV[7] additive (0 for none)
--- ARGV[8]  TTL of the key, milliseconds
+-- ARGV[8]  TTL of the keys, milliseconds
 -- ARGV[9]  sends the replica made without asking (before the scope was
 --          limited), to count in the measured rate
 -- reserve:  ARGV[10] the longest wait to accept, microseconds; -1: any;
---           ARGV[11] how many slots to take, one after the other (1 if
---           absent): the replica's Reserve calls that came together
+--           ARGV[11] how many slots to take, one after the other: the
+--           replica's Reserve calls that came together
 -- throttle: ARGV[10] the decrease generation the replica knew of;
 --           ARGV[11] "1" if the throttled request was sent before the
 --           replica knew of it
--- cancel:   ARGV[10] the slot of the reservation given up
+-- cancel:   ARGV[10] the slot of the reservation given up; ARGV[11] "1"
+--           if it took a place of the published quota's queue
+-- ARGV[12] k, the published quotas the replica has heard of since its last
+--          call, then k pairs from ARGV[13]: remaining, and the µs from
+--          now to the reset; applied in order, before the op
 --
 -- Returns {enabled, gen, taken, wait, slot, fill, measured, lastMax,
--- lastThrottle, burst, tat, now, interval}: enabled 0 or 1, gen and taken
--- integers, the rest strings. taken is the number of slots handed out,
--- fewer than asked when the next would wait longer than ARGV[10]: nothing
--- is taken from there on. wait and slot are the first slot's (handed out
--- or not), interval the time between two slots (0 unless limited): slot
--- i is slot + i*interval, the last one taken is tat.
+-- lastThrottle, burst, tat, now, interval, paced, remaining, rate, reset,
+-- waits}: enabled and paced 0 or 1, gen and taken integers, waits a list,
+-- the rest strings. taken is the number of slots handed out, fewer than
+-- asked when the next would wait longer than ARGV[10]: nothing is taken
+-- from there on. wait and slot are the first slot's of the CUBIC queue
+-- (handed out or not), interval the time between two of its slots (0
+-- unless limited): slot i is slot + i*interval, the last one taken is tat.
+-- paced says whether the published quota paces the scope; remaining, rate
+-- and reset are its. waits has, while it paces, the wait in the published
+-- queue of each slot taken, and of the first one refused if any: each
+-- slot waits the longer of its two waits.
 local key = KEYS[1]
 local op = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -40,6 +53,7 @@ local smoothing, additive = tonumber(ARGV[6]), tonumber(ARGV[7])
 local ttl, sends = tonumber(ARGV[8]), tonumber(ARGV[9])
 
 local fmt = '%.17g'
+local function f17(x) return string.format(fmt, x) end
 local BUCKET = 500000   -- measured rate: half-second buckets
 local SPAN_MIN = 100000 -- cold start: the least span a count is divided by
 local HOLD_MAX = 1000000 -- a hold ends this long after its decrease at the latest
@@ -73,12 +87,22 @@ local bt = num(13, beta)
 local ds = num(14, 0)
 local dt = num(15, 0)
 
+local pub = pubLoad(KEYS[2])
+
 if op == 'cancel' then
   -- Best effort: only the latest slot can be given back.
   if en and f[10] and tonumber(f[10]) == tonumber(ARGV[10]) then
     redis.call('HSET', key, 'tat', string.format(fmt, ptat))
   end
+  if ARGV[11] == '1' then
+    pubGiveBack(pub, now)
+    pubSave(pub, ttl)
+  end
   return {}
+end
+
+for i = 1, tonumber(ARGV[12]) or 0 do
+  pubUpdate(pub, now, tonumber(ARGV[11 + 2 * i]), tonumber(ARGV[12 + 2 * i]))
 end
 
 -- The measured send rate, requests per second: the smoothed rate of the
@@ -117,9 +141,12 @@ end
 
 measure(sends)
 local taken, wait, slot, interval = 1, 0, 0, 0
+local waits = {}
 
 if op == 'reserve' then
   local n = tonumber(ARGV[11]) or 1
+  local maxWait = tonumber(ARGV[10])
+  local paced = pubPacing(pub, now)
   if en then
     local r = rate(measured())
     local fill = math.max(r, minFill)
@@ -131,18 +158,25 @@ if op == 'reserve' then
     -- that as many calls at this instant would take.
     slot = math.max(tat, now - burst * interval) + interval
     wait = math.max(slot - now, 0)
-    local maxWait = tonumber(ARGV[10])
+  end
+  if en or paced then
+    -- Each slot waits the longer of the CUBIC queue's wait and the
+    -- published quota's, and takes a place in both.
     local s = slot
     taken = 0
-    while taken < n and (maxWait < 0 or math.max(s - now, 0) <= maxWait) do
-      ptat, tat = tat, s
-      taken, s = taken + 1, s + interval
+    while taken < n do
+      local w = pubWait(pub, now)
+      if paced then waits[#waits + 1] = f17(w) end
+      if en then w = math.max(w, s - now) end
+      if maxWait >= 0 and w > maxWait then break end
+      if en then ptat, tat, s = tat, s, s + interval end
+      pubTake(pub, now)
+      taken = taken + 1
     end
-    measure(taken)
   else
     taken = n
-    measure(n)
   end
+  measure(taken)
 elseif op == 'throttle' then
   local mm = measured()
   local known, old = tonumber(ARGV[10]), ARGV[11] == '1'
@@ -178,7 +212,7 @@ end
 
 -- Write what changed: a reservation changes the measured rate and the
 -- queue; a throttle, or the key's first call, everything.
-local function f17(x) return string.format(fmt, x) end
+pubSave(pub, ttl)
 local w = {'m', f17(m), 'cnt', f17(cnt), 'bkt', f17(bkt), 'cl', closed and '1' or '0', 'ds', f17(ds),
   'tat', f17(tat), 'ptat', f17(ptat)}
 if op == 'throttle' or not f[8] then
@@ -198,4 +232,5 @@ end
 return {en and 1 or 0, gen, taken, string.format(fmt, wait), string.format(fmt, slot),
   string.format(fmt, fill), string.format(fmt, mm), string.format(fmt, lastMax),
   string.format(fmt, thr), string.format(fmt, burst), string.format(fmt, tat),
-  string.format(fmt, now), string.format(fmt, interval)}
+  string.format(fmt, now), string.format(fmt, interval),
+  pubPacing(pub, now) and 1 or 0, f17(pub.rem), f17(pub.rate), f17(pub.reset), waits}

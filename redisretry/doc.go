@@ -1,7 +1,8 @@
 // Package redisretry keeps the retry quotas of package quota and the send
 // rates of package ratelimit in Redis, so that a fleet of replicas shares
 // them: one retry quota per scope for the whole fleet, one adaptive send
-// rate learned from every replica's throttles, one published rate limit.
+// rate learned from every replica's throttles, one pacing by the quota the
+// server publishes on its responses, one fixed rate limit.
 // It is a separate module, so that the core module depends on no Redis
 // client.
 //
@@ -9,11 +10,13 @@
 //	s := &redisretry.Store{Client: rdb}
 //	p := policy.Adaptive()
 //	p.Quota = s.Quota(nil)      // quota.Quota
-//	p.Limiter = s.Adaptive(nil) // ratelimit.Limiter and Recorder
+//	p.Limiter = s.Adaptive(nil) // ratelimit.Limiter, Recorder and QuotaRecorder
 //
 // [Quota] is AWS standard mode's retry quota with quota.Bucket's
 // arithmetic, [Adaptive] the adaptive limiter of AWS adaptive mode with
-// one curve and one queue for the fleet, [Fixed] a published limit on
+// one curve and one queue for the fleet, which also paces the fleet by
+// the quota a server publishes (the IETF RateLimit fields,
+// X-RateLimit-*: what is left until when), [Fixed] a published limit on
 // package redis_rate's GCRA. Each takes its parameters from an
 // in-process value of package quota or ratelimit (a quota.Bucket, a
 // ratelimit.Adaptive, a ratelimit.Fixed), its Local field, which is also
@@ -27,7 +30,10 @@
 // them, or an outage during which the fleet, not each replica, should stop
 // retrying. In process, N replicas retry N quotas' worth during an outage
 // and learn N rates from the throttles each happens to receive; sharing
-// makes it one quota and one rate, with equal shares between replicas.
+// makes it one quota and one rate, with equal shares between replicas. A
+// quota that the API publishes on its responses paces replicas in process
+// too, each estimating from the answers how many replicas spend it;
+// sharing paces the fleet through one queue, with no estimate.
 //
 // Do not share when the limit is per replica (per connection, per source
 // address), when a round trip to Redis on every limited attempt costs too
@@ -38,10 +44,11 @@
 // # Keys and round trips
 //
 // A scope's keys are Prefix + "{" + scope + "}:" + kind, kind "quota",
-// "adaptive" or "fixed" (with redis_rate's "rate:" first). The braces make
-// the scope a Redis Cluster hash tag, so every script touches one slot.
-// Keys expire after the Store's TTL without a write. TestCluster runs
-// Quota, Adaptive and Fixed on a Redis Cluster of three masters, with
+// "adaptive", "published" (the quota the server publishes, written once a
+// replica reports one) or "fixed" (with redis_rate's "rate:" first). The
+// braces make the scope a Redis Cluster hash tag, so every script touches
+// one slot. Keys expire after the Store's TTL without a write. TestCluster
+// runs Quota, Adaptive and Fixed on a Redis Cluster of three masters, with
 // scopes on different nodes, and no call falls back. Through Redis
 // Sentinel (NewFailoverClient), TestSentinelQuotaSharedByFleet has two
 // replicas share one Quota bucket, with no fallback.
@@ -50,19 +57,23 @@
 //	Quota.Acquire                   1 (a retry is about to be made)
 //	Quota.Success, Refund           0; 1 per scope per Refresh (1 s) when healthy, per Flush (100 ms) when owed tokens matter
 //	Quota.Level                     0
-//	Adaptive.Reserve                0 before the scope's first throttle (1 per Refresh, 100 ms), then 1, shared by the calls that come while one is in flight
+//	Adaptive.Reserve                0 before the scope's first throttle while no published quota paces it (1 per Refresh, 100 ms),
+//	                                then 1, shared by the calls that come while one is in flight
 //	Adaptive.Record                 1 for a throttle, else 0
+//	Adaptive.RecordQuota            0: the quota goes with the replica's next Reserve or throttle of the scope
 //	Adaptive.Delay, State           0
 //	Adaptive.Cancel                 1, best effort
 //	Fixed.Reserve                   1 (0 without a Limit, or while the replica's earlier attempts wait)
 //	Fixed.Delay                     0 until its turn, then 1
 //
 // Every call is one Lua script (EVALSHA; EVAL once after a server restart)
-// that does its arithmetic atomically in Redis. An Adaptive has at most
-// one Reserve call per scope in flight: the attempts that come meanwhile
-// wait for its answer, then take their slots together in one call, so
-// that a burst right after another replica's throttle is paced, not let
-// through while the replica asks whether the scope is limited.
+// that does its arithmetic atomically in Redis; an Adaptive's Reserve
+// takes its slot in the CUBIC queue and its place in the published
+// quota's in one. An Adaptive has at most one Reserve call per scope in
+// flight: the attempts that come meanwhile wait for its answer, then take
+// their slots together in one call, so that a burst right after another
+// replica's throttle is paced, not let through while the replica asks
+// whether the scope is limited.
 //
 // # Failures
 //
@@ -83,7 +94,8 @@
 // its Snapshot, and logged at most once per LogInterval if the Store has a
 // Logger. While Redis is down each replica is on its own, with its Local
 // quota and rates: a Quota and an Adaptive apply every outcome to Local
-// too, so that it holds the replica's recent history when needed.
+// too, and an Adaptive every published quota, so that it holds the
+// replica's recent history when needed.
 //
 // The package starts no goroutine and holds no global state.
 package redisretry

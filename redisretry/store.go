@@ -31,7 +31,8 @@ const (
 // # Keys
 //
 // The keys of a scope are Prefix + "{" + scope + "}:" + kind, with kind
-// "quota" or "adaptive"; a Fixed's key is that of kind "fixed" behind the
+// "quota", "adaptive" or "published" (an Adaptive's pacing by the quota
+// the server publishes); a Fixed's key is that of kind "fixed" behind the
 // "rate:" that package redis_rate puts first. The braces are a Redis
 // Cluster hash tag: all keys of one scope land in one slot, so each
 // script touches one node. A key that no call has written to for TTL
