@@ -193,9 +193,29 @@ func (fs fleetSpread) String() string {
 	return s
 }
 
-// TestFleetSimulationTable logs the fleet's three cases over fleetSeeds
-// seeds as min / median / max, the figures of docs/adaptive.md; the bounds
-// are in the tests of sim_fleet_test.go.
+// loopbackRTT is the round trip of the fleet runs that stand for the
+// bench's fleet on loopback (see loopbackFleet).
+const loopbackRTT = 300 * time.Microsecond
+
+// loopbackFleet makes f the bench's fleet as it runs on loopback: round
+// trips of a few hundred microseconds and replicas starting one after
+// another. Its spread of fairness is the real transport's (Jain's index
+// 0.923 / 0.971 / 0.993 over the 20 seeds, against 0.940 / 0.979 / 0.997
+// over 43 runs of bench/'s steady fleet on 2 CPUs), where the 2 ms fleet
+// of fleetScenario reads 0.970 / 0.986 / 0.997. The fleet gets about 28
+// throttles in 10 s, three or four per replica, too few for the share
+// each replica gets to follow its rate: in the least even seed the
+// fastest replica, at 39 req/s, was throttled twice, where its rate makes
+// five or six the expected count. Tune fairness on these runs.
+func loopbackFleet(f *fleetSim) {
+	f.RTT = loopbackRTT
+	f.ClientStart = staggeredStart
+}
+
+// TestFleetSimulationTable logs the fleet's cases over fleetSeeds seeds as
+// min / median / max, the figures of docs/adaptive.md; the bounds are in
+// the tests of sim_fleet_test.go. The loopback cases have no bounds yet:
+// they are the runs on which the fleet's fairness is to be tuned.
 func TestFleetSimulationTable(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -204,6 +224,8 @@ func TestFleetSimulationTable(t *testing.T) {
 		{"steady", nil},
 		{"retry_after", func(f *fleetSim) { f.RetryAfter = time.Second }},
 		{"capacity_change", capacityChange},
+		{"loopback", loopbackFleet},
+		{"loopback_ra", func(f *fleetSim) { loopbackFleet(f); f.RetryAfter = time.Second }},
 	} {
 		t.Logf("%-16s %v", c.name, fleetSeedRuns(fleetSeeds, c.setup))
 	}
