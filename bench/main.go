@@ -3,7 +3,7 @@
 // Markdown table per scenario followed by the project's goals for that
 // scenario, each met or missed, as ratios measured in the same run.
 //
-//	go run .                   # full run, about 20 minutes on 2 cores
+//	go run .                   # full run, about 24 minutes on 2 cores
 //	go run . -quick            # every scenario shrunk, under a minute
 //	go run . -scenarios fleet,single-ra -runs 1 -svg /tmp/fleet
 //	                           # the fleet and single-client tables, with pictures
@@ -43,12 +43,13 @@ type config struct {
 	outageRequests   int           // logical requests in the outage
 	outageTail       int           // the last requests whose amplification is a goal
 	throttleFor      time.Duration // each throttled run
+	throttledRuns    int           // runs of each throttled table per contender
 	brownoutOutage   time.Duration // 503 phase of the brownout
 	brownoutHealthy  time.Duration // healthy phase after it
 	faultRequests    int           // logical requests per method with connection faults
 	scopesFor        time.Duration // each phase of the two-scope run
 	fleetFor         time.Duration // each run of a fleet variant
-	fleetRuns        int           // runs of each fleet variant, and of the fleet-redis outage and throttled tables, per contender
+	fleetRuns        int           // runs of each fleet variant, and of the fleet-redis outage and fleet-redis throttled tables, per contender
 	singleRuns       int           // runs of the single-client Retry-After table per contender
 	nginxRuns        int           // runs of the nginx limit_req table per contender
 	nginxBins        bool          // print every nginx run's goodput and 429s per bin, not only the runs that miss a goal
@@ -65,11 +66,12 @@ type config struct {
 	svgDir           string        // where the fleet's pictures go; "" means none
 }
 
+// fullConfig sizes the full run, the one whose tables the docs report.
 func fullConfig() config {
 	return config{
 		benchTime: 250 * time.Millisecond, benchRounds: 3,
 		outageRequests: 2000, outageTail: 500,
-		throttleFor:    8 * time.Second,
+		throttleFor: 8 * time.Second, throttledRuns: 3,
 		brownoutOutage: 2 * time.Second, brownoutHealthy: time.Second,
 		faultRequests: 2000,
 		scopesFor:     4 * time.Second,
@@ -83,11 +85,13 @@ func fullConfig() config {
 	}
 }
 
+// quickConfig shrinks every scenario so that the whole run takes under a
+// minute; it checks the harness, not the figures.
 func quickConfig() config {
 	return config{
 		benchTime: 30 * time.Millisecond, benchRounds: 1,
 		outageRequests: 400, outageTail: 100,
-		throttleFor:    time.Second,
+		throttleFor: time.Second, throttledRuns: 1,
 		brownoutOutage: 500 * time.Millisecond, brownoutHealthy: 300 * time.Millisecond,
 		faultRequests: 300,
 		scopesFor:     500 * time.Millisecond,
@@ -104,7 +108,8 @@ func quickConfig() config {
 func main() {
 	testing.Init() // registers -test.benchtime, which the overhead scenario sets
 	quick := flag.Bool("quick", false, "shrink every scenario so that the whole run takes under a minute")
-	runs := flag.Int("runs", 0, "runs of each fleet variant, and of the fleet-redis outage and throttled tables, per contender; 0 means 3, or 1 with -quick")
+	runs := flag.Int("runs", 0, "runs of each fleet variant, and of the fleet-redis outage and fleet-redis throttled tables, per contender; 0 means 3, or 1 with -quick")
+	throttledRuns := flag.Int("throttled-runs", 0, "runs of the two throttled tables per contender; 0 means 3, or 1 with -quick")
 	singleRuns := flag.Int("single-runs", 0, "runs of the single-client Retry-After table per contender; 0 means 10, or 2 with -quick")
 	nginxRuns := flag.Int("nginx-runs", 0, "runs of the nginx limit_req table per contender; 0 means 5, or 1 with -quick")
 	nginxBins := flag.Bool("nginx-bins", false, "print every nginx run's goodput and 429s per 500 ms, not only those of our runs that miss a goal")
@@ -118,6 +123,9 @@ func main() {
 	}
 	if *runs != 0 {
 		cfg.fleetRuns = *runs
+	}
+	if *throttledRuns != 0 {
+		cfg.throttledRuns = *throttledRuns
 	}
 	if *singleRuns != 0 {
 		cfg.singleRuns = *singleRuns
@@ -194,6 +202,9 @@ func (cfg config) check() error {
 	}
 	if cfg.fleetRuns < 1 {
 		return fmt.Errorf("-runs is %d; want at least 1", cfg.fleetRuns)
+	}
+	if cfg.throttledRuns < 1 {
+		return fmt.Errorf("-throttled-runs is %d; want at least 1", cfg.throttledRuns)
 	}
 	if cfg.singleRuns < 1 {
 		return fmt.Errorf("-single-runs is %d; want at least 1", cfg.singleRuns)

@@ -722,12 +722,7 @@ func movingRate(name, color string, bins []int64) series {
 // hold in every one.
 func runSingleRetryAfter(w io.Writer, cfg config, _ []contender) error {
 	pair := []contender{oursAdaptive(), awsAdaptive()}
-	runs := make([][]throttledRun, len(pair))
-	for range cfg.singleRuns {
-		for i, c := range pair {
-			runs[i] = append(runs[i], throttled(cfg, c, true))
-		}
-	}
+	runs := throttledRounds(cfg, pair, cfg.singleRuns, true)
 	t := &table{
 		title: fmt.Sprintf("one transport, %d workers, Retry-After: 1, %s: the throttled scenario's server (%d req/s, burst %d), %v each",
 			throttleWorkers, plural(cfg.singleRuns, "run"), throttleRate, throttleBurst, cfg.throttleFor),
