@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
@@ -125,14 +124,11 @@ type publishedRun struct {
 // adaptive mode, in process and on Redis. It starts the redis-server that
 // the Redis contender's replicas share.
 func runPublished(w io.Writer, cfg config, _ []contender) error {
-	srv, err := startRedis()
+	f, err := startRedisFleet()
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
-	f := &redisFleet{srv: srv, adm: redis.NewClient(&redis.Options{Addr: srv.addr})}
-	defer f.adm.Close()
-	loadScripts(f.adm)
+	defer f.close()
 	cs := publishedContenders(f)
 	runs := make([][]publishedRun, len(cs))
 	for range cfg.publishedRuns {
@@ -160,7 +156,7 @@ func runPublished(w io.Writer, cfg config, _ []contender) error {
 				"\"Redis\": each replica's limiter and retry quota in a redisretry.Store of its own on one redis-server %s on %s, "+
 				"started by the bench and emptied before every run, with the Store's defaults. "+
 				"\"limiter not told the quota\": our limiter behind a wrapper without RecordQuota; the transport still waits the reset a 429 carries.",
-				quota, cfg.publishedWindow.Seconds(), windows-1, fleetClients, quota*windows, redisVersion(f.adm), srv.addr),
+				quota, cfg.publishedWindow.Seconds(), windows-1, fleetClients, quota*windows, redisVersion(f.adm), f.srv.addr),
 			waitsNote},
 		cols: []string{"contender", "429s, first window", "429s after it", "quota used per later window (least)",
 			"Jain's index after the first window", "goodput", "p99", "failed"},

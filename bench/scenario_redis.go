@@ -157,14 +157,12 @@ func (c *countingConn) Write(p []byte) (int, error) {
 // tables: the outage, the throttled fleet, the cost of a call to Redis and
 // the happy path's overhead.
 func runFleetRedis(w io.Writer, cfg config, _ []contender) error {
-	srv, err := startRedis()
+	f, err := startRedisFleet()
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
-	f := &redisFleet{srv: srv, adm: redis.NewClient(&redis.Options{Addr: srv.addr})}
-	defer f.adm.Close()
-	loadScripts(f.adm)
+	defer f.close()
+	srv := f.srv
 	fmt.Fprintf(w, "\nredis-server %s on %s (no persistence), started by the bench and emptied before every run. Each replica has its own "+
 		"go-redis client, whose pool starts with %d open connections, and a redisretry.Store with the defaults (Timeout %v: a call "+
 		"that takes longer is decided from the replica's own state, a fallback, and keeps its calls local for the next %v); the scripts "+
@@ -178,6 +176,25 @@ func runFleetRedis(w io.Writer, cfg config, _ []contender) error {
 		}
 	}
 	return nil
+}
+
+// startRedisFleet starts a redis-server for a table's replicas to share,
+// with the scenario's own client to it and the scripts loaded, as a
+// long-running deployment has them; close stops both.
+func startRedisFleet() (*redisFleet, error) {
+	srv, err := startRedis()
+	if err != nil {
+		return nil, err
+	}
+	f := &redisFleet{srv: srv, adm: redis.NewClient(&redis.Options{Addr: srv.addr})}
+	loadScripts(f.adm)
+	return f, nil
+}
+
+// close closes the scenario's client and stops the redis-server.
+func (f *redisFleet) close() {
+	f.adm.Close()
+	f.srv.stop()
 }
 
 // loadScripts has redisretry's scripts loaded into the server, where the
