@@ -262,11 +262,15 @@ func column[R any](rs []R, f func(R) float64) []float64 {
 }
 
 // fleetGoals checks the fleet's goals for one contender on every run; each
-// line reports the worst run.
+// line reports the worst run. Fairness is judged as the project set it for
+// independent replicas: Jain's index at least 0.95 in every run and, with
+// no Retry-After, at least 0.98 at the median; 0.98 in every run needs
+// state the replicas share (the fleet-redis tables).
 func fleetGoals(name string, v fleetVariant, rs []fleetRun, phases []capacityPhase) []goal {
-	minShare, minJain := 0.95, 0.98
+	const minJain, medianJain = 0.95, 0.98
+	minShare := 0.95
 	if v.retryAfter {
-		minShare, minJain = 0.90, 0.95
+		minShare = 0.90
 	}
 	shares := column(rs, func(r fleetRun) float64 { return r.goodputShare })
 	s429 := column(rs, func(r fleetRun) float64 { return r.share429 })
@@ -287,6 +291,11 @@ func fleetGoals(name string, v fleetVariant, rs []fleetRun, phases []capacityPha
 	}
 	goals = append(goals, goal{slices.Min(jains) >= minJain, fmt.Sprintf("%s Jain's index at least %.2f in every run: worst %s%s",
 		name, minJain, ratio(slices.Min(jains)), everyRun(jains, ratio))})
+	if !v.retryAfter {
+		med := medianOf(jains)
+		goals = append(goals, goal{med >= medianJain, fmt.Sprintf("%s Jain's index at least %.2f at the median of the runs: %s%s",
+			name, medianJain, ratio(med), everyRun(jains, ratio))})
+	}
 	for k, p := range phases[1:] {
 		ss := column(rs, func(r fleetRun) float64 { return r.settles[k].seconds() })
 		goals = append(goals, goal{slices.Max(ss) < 2, fmt.Sprintf("%s settles to %.0f req/s in under 2 s in every run: worst %s%s",
