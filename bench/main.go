@@ -3,7 +3,7 @@
 // Markdown table per scenario followed by the project's goals for that
 // scenario, each met or missed, as ratios measured in the same run.
 //
-//	go run .                   # full run, about 24 minutes on 2 cores
+//	go run .                   # full run, about 25 minutes on 2 cores
 //	go run . -quick            # every scenario shrunk, under a minute
 //	go run . -scenarios fleet,single-ra -runs 1 -svg /tmp/fleet
 //	                           # the fleet and single-client tables, with pictures

@@ -298,7 +298,7 @@ type AdaptiveState struct {
 	// The quota the server publishes (see [Adaptive.RecordQuotaAt]), while
 	// it paces the scope; all zero when none does.
 	QuotaRemaining int64     // the remaining count last published
-	QuotaRate      float64   // sends per second it allows: remaining over the time to reset, when published
+	QuotaRate      float64   // sends per second it allows: the scope's part of what is left over the time to the reset
 	QuotaReset     time.Time // when its window resets
 }
 

@@ -182,7 +182,6 @@ func TestAdaptiveArithmetic(t *testing.T) {
 	}
 }
 
-// burst returns n records of kind k at one instant.
 // reserves returns n reservations at at.
 func reserves(n int, at time.Duration) []ev {
 	evs := make([]ev, n)

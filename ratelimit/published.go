@@ -243,7 +243,8 @@ func (q *published) giveBack(t float64, n uint64) {
 // RecordQuotaAt records, as of now, the quota that a response from scope
 // publishes: remaining requests left in the server's current window, which
 // resets after reset (retryafter.ParseQuota reads both). Until the window
-// resets, the scope's sends are paced at remaining/reset, recomputed at
+// resets, the scope's sends are paced at its part of what is left over
+// the time to the reset (see Even shares in published.go), recomputed at
 // each call; a send waits the longer of that pace and the CUBIC bucket's.
 // Call it for every response that carries the fields, successful or
 // throttled. From the reset until the next call with a window still ahead,

@@ -82,7 +82,10 @@ const (
 // calls are refused from the first whose wait is too long, and take
 // nothing. The calls that waited make their call within what is left of
 // the Store's Timeout since the first of them came, so that none waits on
-// Redis longer than Timeout in all; if the call they waited for failed,
+// Redis longer than Timeout in all (with a client whose
+// ContextTimeoutEnabled is set: a client without it is cloned to time out
+// reads and writes after Timeout, and go-redis then ignores the shorter
+// deadline, so a call may wait up to twice Timeout); if the call they waited for failed,
 // they do not ask (the Store's circuit is open) and Local decides.
 //
 // Record(Throttle) is one round trip: it decreases the rate, lastMax =
@@ -129,7 +132,7 @@ const (
 // second before the known one, while that one is ahead, is from a window
 // that has ended and is ignored; one within a second of it, with no more
 // left, keeps the earlier reset; any other replaces the quota known, and
-// the remaining count always replaces the one before. From the reset on
+// the remaining count of every answer not ignored replaces the one before. From the reset on
 // nothing is paced until a replica reports the next window's quota, and
 // a wait longer than 20 s is not imposed.
 //

@@ -29,12 +29,12 @@
 --          call, then k pairs from ARGV[13]: remaining, and the µs from
 --          now to the reset; applied in order, before the op
 --
--- Returns {enabled, gen, taken, wait, slot, fill, measured, lastMax,
+-- Returns {enabled, gen, taken, slot, fill, measured, lastMax,
 -- lastThrottle, burst, tat, now, interval, paced, remaining, rate, reset,
 -- waits}: enabled and paced 0 or 1, gen and taken integers, waits a list,
 -- the rest strings. taken is the number of slots handed out, fewer than
 -- asked when the next would wait longer than ARGV[10]: nothing is taken
--- from there on. wait and slot are the first slot's of the CUBIC queue
+-- from there on. slot is the first slot of the CUBIC queue
 -- (handed out or not), interval the time between two of its slots (0
 -- unless limited): slot i is slot + i*interval, the last one taken is tat.
 -- paced says whether the published quota paces the scope; remaining, rate
@@ -140,7 +140,7 @@ local function rate(mm)
 end
 
 measure(sends)
-local taken, wait, slot, interval = 1, 0, 0, 0
+local taken, slot, interval = 1, 0, 0
 local waits = {}
 
 if op == 'reserve' then
@@ -157,7 +157,6 @@ if op == 'reserve' then
     -- the slots after it in the same call, an interval apart, are those
     -- that as many calls at this instant would take.
     slot = math.max(tat, now - burst * interval) + interval
-    wait = math.max(slot - now, 0)
   end
   if en or paced then
     -- Each slot waits the longer of the CUBIC queue's wait and the
@@ -229,7 +228,7 @@ if en then
   local r = rate(mm)
   fill, burst = math.max(r, minFill), math.max(r * WINDOW, 1)
 end
-return {en and 1 or 0, gen, taken, string.format(fmt, wait), string.format(fmt, slot),
+return {en and 1 or 0, gen, taken, string.format(fmt, slot),
   string.format(fmt, fill), string.format(fmt, mm), string.format(fmt, lastMax),
   string.format(fmt, thr), string.format(fmt, burst), string.format(fmt, tat),
   string.format(fmt, now), string.format(fmt, interval),

@@ -33,7 +33,7 @@ type adaptiveAnswer struct {
 	enabled                               bool
 	gen                                   uint64
 	taken                                 int     // slots handed out, of those asked for
-	wait, slot                            float64 // µs, of the first slot
+	slot                                  float64 // µs, the first slot
 	fill, measured, lastMax               float64
 	lastThrottle, burst, tat, scriptClock float64 // µs, tokens, µs, µs
 	interval                              float64 // µs between two slots
@@ -109,8 +109,8 @@ func (a *Adaptive) run(ctx context.Context, now time.Time, scope string, p *adap
 
 // parse reads the script's reply v into ans.
 func (ans *adaptiveAnswer) parse(v []any) error {
-	if len(v) != 18 {
-		return fmt.Errorf("redisretry: adaptive script returned %d values, want 18", len(v))
+	if len(v) != 17 {
+		return fmt.Errorf("redisretry: adaptive script returned %d values, want 17", len(v))
 	}
 	ans.enabled = v[0] == int64(1)
 	gen, _ := v[1].(int64)
@@ -118,20 +118,20 @@ func (ans *adaptiveAnswer) parse(v []any) error {
 	taken, _ := v[2].(int64)
 	ans.taken = int(max(taken, 0))
 	var quota float64
-	fs := [...]*float64{&ans.wait, &ans.slot, &ans.fill, &ans.measured, &ans.lastMax, &ans.lastThrottle, &ans.burst, &ans.tat, &ans.scriptClock, &ans.interval}
+	fs := [...]*float64{&ans.slot, &ans.fill, &ans.measured, &ans.lastMax, &ans.lastThrottle, &ans.burst, &ans.tat, &ans.scriptClock, &ans.interval}
 	for i, f := range fs {
 		if err := parseFloat(v[3+i], f); err != nil {
 			return err
 		}
 	}
-	ans.paced = v[13] == int64(1)
+	ans.paced = v[12] == int64(1)
 	for i, f := range [...]*float64{&quota, &ans.pubRate, &ans.pubReset} {
-		if err := parseFloat(v[14+i], f); err != nil {
+		if err := parseFloat(v[13+i], f); err != nil {
 			return err
 		}
 	}
 	ans.quota = saturate(quota)
-	waits, _ := v[17].([]any)
+	waits, _ := v[16].([]any)
 	ans.pubWaits = make([]float64, len(waits))
 	for i, w := range waits {
 		if err := parseFloat(w, &ans.pubWaits[i]); err != nil {

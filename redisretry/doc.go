@@ -16,7 +16,7 @@
 // arithmetic, [Adaptive] the adaptive limiter of AWS adaptive mode with
 // one curve and one queue for the fleet, which also paces the fleet by
 // the quota a server publishes (the IETF RateLimit fields,
-// X-RateLimit-*: what is left until when), [Fixed] a published limit on
+// X-RateLimit-*: what is left until when), [Fixed] a fixed limit on
 // package redis_rate's GCRA. Each takes its parameters from an
 // in-process value of package quota or ratelimit (a quota.Bucket, a
 // ratelimit.Adaptive, a ratelimit.Fixed), its Local field, which is also

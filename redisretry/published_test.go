@@ -2,6 +2,7 @@ package redisretry_test
 
 import (
 	"container/heap"
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -411,5 +412,14 @@ func TestTransportPacesByPublishedQuotaOnRedis(t *testing.T) {
 			snap[0].Adaptive.QuotaRate < 95 || snap[0].Adaptive.QuotaRate > 101 || snap[0].Fallbacks != 0 {
 			t.Errorf("replica %d: Snapshot = %+v; want the published quota, 5998 or 5999 left at 100 per second, no fallback", i, snap)
 		}
+	}
+	// The replicas reported to one pacing in Redis, not one each.
+	adm := srv.client(t, nil)
+	ks := keys(t, adm, "*:published")
+	if len(ks) != 1 {
+		t.Fatalf("published keys = %q; want one, shared by the replicas", ks)
+	}
+	if rem, err := adm.HGet(context.Background(), ks[0], "rem").Int64(); err != nil || rem < 5998 || rem > 5999 {
+		t.Errorf("HGET %s rem = %d, %v; want the freshest count reported, 5998 or 5999", ks[0], rem, err)
 	}
 }
