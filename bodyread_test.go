@@ -2,12 +2,15 @@ package retrytransport_test
 
 // The bodies of failed responses: the peek for an error code and the drain
 // before the next attempt are bounded in time (ReadTimeout, MaxTotalTime)
-// and size (MaxDrain), against servers that stall, trickle or send a GiB.
+// and size (MaxDrain), against servers that stall, trickle or send a GiB;
+// and a body whose connection is cut reaches the caller cut, whether the
+// peek read it or not.
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -439,6 +442,147 @@ func TestFaultErrorBodyPeekIsBounded(t *testing.T) {
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s: the returned body's first %d bytes differ from what the server sent", tt.name, len(got))
 			}
+		})
+	}
+}
+
+// bodyErrors is a base RoundTripper that records the error with which the
+// body of the last response it passed on ended: nil until a Read fails,
+// io.EOF for a body read to its clean end.
+type bodyErrors struct {
+	base http.RoundTripper
+
+	mu   sync.Mutex
+	last *erringBody
+}
+
+func (b *bodyErrors) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	eb := &erringBody{ReadCloser: resp.Body}
+	resp.Body = eb
+	b.mu.Lock()
+	b.last = eb
+	b.mu.Unlock()
+	return resp, nil
+}
+
+// CloseIdleConnections forwards to the base, as http.Client expects.
+func (b *bodyErrors) CloseIdleConnections() {
+	if ci, ok := b.base.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+// lastErr returns the error that ended the last response's body.
+func (b *bodyErrors) lastErr() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == nil {
+		return nil
+	}
+	return b.last.err()
+}
+
+// erringBody keeps the first error its body's Read returned.
+type erringBody struct {
+	io.ReadCloser
+	mu    sync.Mutex
+	first error
+}
+
+func (e *erringBody) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	if err != nil {
+		e.mu.Lock()
+		if e.first == nil {
+			e.first = err
+		}
+		e.mu.Unlock()
+	}
+	return n, err
+}
+
+func (e *erringBody) err() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.first
+}
+
+// TestCutErrorDocumentReachesCallerCut: a failure response whose
+// connection is cut mid-body, short of its Content-Length or in the middle
+// of a chunk, before or after the first classify.MaxPeek bytes. The caller
+// gets the last response and reads exactly the bytes that came, then the
+// error the base transport's body gave (io.ErrUnexpectedEOF), never a
+// clean io.EOF that would pass the cut document off as whole. The cut
+// does not change how the response is classified: by its status, and by
+// an error code if one arrived whole before the cut. A 400 or 403 without
+// one is Fatal, sent once; a 502 or 503, or a 400 whose code says
+// throttling, is retried until the attempts run out.
+func TestCutErrorDocumentReachesCallerCut(t *testing.T) {
+	const (
+		jsonPart = `{"message":"Invalid parameter: name is requi`
+		xmlPart  = `<Error><Message>the service is unavaila`
+		code     = `{"__type":"ThrottlingException","message":"Rate exce`
+	)
+	long := `{"message":"` + strings.Repeat("detail ", 900) // past the peek
+	tests := []struct {
+		name     string
+		status   int
+		chunked  bool
+		declared int    // Content-Length, or the size of the chunk that is cut
+		sent     string // the bytes of the body that come before the cut
+		attempts int
+	}{
+		{"400ShortOfContentLength", 400, false, 1000, jsonPart, 1},
+		{"400ChunkedCutMidChunk", 400, true, 0x1000, jsonPart, 1},
+		{"403ShortOfContentLength", 403, false, 1000, jsonPart, 1},
+		{"403ChunkedCutMidChunk", 403, true, 0x1000, jsonPart, 1},
+		{"502ShortOfContentLength", 502, false, 1000, xmlPart, 3},
+		{"502ChunkedCutMidChunk", 502, true, 0x1000, xmlPart, 3},
+		{"503ShortOfContentLength", 503, false, 1000, xmlPart, 3},
+		{"503ChunkedCutMidChunk", 503, true, 0x1000, xmlPart, 3},
+		{"503NoBodyBytes", 503, false, 1000, "", 3},
+		{"400ThrottlingCodeBeforeCut", 400, false, 1000, code, 3},
+		{"400PastPeekShortOfContentLength", 400, false, 100000, long, 1},
+		{"400PastPeekChunkedCutMidChunk", 400, true, 0x10000, long, 1},
+		{"503PastPeekShortOfContentLength", 503, false, 100000, long, 3},
+		{"503PastPeekChunkedCutMidChunk", 503, true, 0x10000, long, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			noLeaks(t)
+			head := fmt.Sprintf("HTTP/1.1 %d %s\r\n", tt.status, http.StatusText(tt.status))
+			if tt.chunked {
+				head += fmt.Sprintf("Transfer-Encoding: chunked\r\n\r\n%x\r\n", tt.declared)
+			} else {
+				head += fmt.Sprintf("Content-Length: %d\r\n\r\n", tt.declared)
+			}
+			f, srv := newFlaky(t, 100, rawWrite(head+tt.sent))
+			errs := &bodyErrors{}
+			clock := faketime.NewAt(time.Now())
+			c := pooledClient(t, func(rt http.RoundTripper) http.RoundTripper { errs.base = rt; return errs },
+				policy.Policy{Backoff: halfJitter}, retrytransport.WithClock(clock.Now, clock.Sleep))
+			resp, err := do(t, c, "GET", srv.URL, "r", nil)
+			if err != nil {
+				t.Fatalf("GET answered %d with a cut body: %v; want the response", tt.status, err)
+			}
+			got, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			baseErr := errs.lastErr()
+			if baseErr == nil || baseErr == io.EOF {
+				t.Fatalf("the base transport's body ended with %v; want the error of a cut body", baseErr)
+			}
+			if resp.StatusCode != tt.status || string(got) != tt.sent {
+				t.Errorf("GET = %d with a %d-byte body; want %d with the %d bytes sent", resp.StatusCode, len(got), tt.status, len(tt.sent))
+			}
+			if !errors.Is(rerr, baseErr) {
+				t.Errorf("reading the %d's cut body ended with %v; want the base transport's %v", tt.status, rerr, baseErr)
+			}
+			f.expectBodies(t, "r", nil, tt.attempts)
+			srv.conns.expectAllClosed(t, c)
 		})
 	}
 }

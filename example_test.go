@@ -2,6 +2,7 @@ package retrytransport_test
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -28,9 +29,19 @@ func flakyServer(failures int32) *httptest.Server {
 	}))
 }
 
-// One line makes a client retry like the AWS SDKs' standard mode.
-func ExampleNew() {
-	srv := flakyServer(2)
+// One line makes a client retry like the AWS SDKs' standard mode: the
+// Transport of an http.Client. Here the server fails the first request
+// with a 503, and the client's Get returns the 200 of the second attempt.
+func Example() {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0") // retry at once, so that the example does not wait
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "hello")
+	}))
 	defer srv.Close()
 
 	client := &http.Client{Transport: retrytransport.New(nil)}
@@ -41,8 +52,55 @@ func ExampleNew() {
 		return
 	}
 	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%s after %d attempts: %s\n", resp.Status, retrytransport.ResponseAttempts(resp).Count, body)
+	// Output: 200 OK after 2 attempts: hello
+}
+
+// New wraps the transport a client already has, which keeps its settings
+// (proxy, TLS, timeouts, connection pool) for every attempt; a nil base
+// means a pooled transport of the Transport's own.
+func ExampleNew() {
+	srv := flakyServer(2)
+	defer srv.Close()
+
+	base := &http.Transport{MaxIdleConnsPerHost: 16, ResponseHeaderTimeout: 10 * time.Second}
+	defer base.CloseIdleConnections()
+	client := &http.Client{Transport: retrytransport.New(base)}
+
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
 	fmt.Println(resp.Status)
 	// Output: 200 OK
+}
+
+// WithPolicy sets the policy of every host that no WithHostPolicy pattern
+// matches. Start from a preset and change what differs: here five
+// attempts, the first included, for a server that fails four times.
+func ExampleWithPolicy() {
+	srv := flakyServer(4)
+	defer srv.Close()
+
+	p := policy.Standard()
+	p.MaxAttempts = 5
+	client := &http.Client{Transport: retrytransport.New(nil, retrytransport.WithPolicy(p))}
+
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	fmt.Println(resp.Status, "after", retrytransport.ResponseAttempts(resp).Count, "attempts")
+	// Output: 200 OK after 5 attempts
 }
 
 // The zero Transport is ready to use, as http.Transport's is: it behaves

@@ -55,9 +55,10 @@ func contains(list []string, c string) bool {
 // <Code> element.
 //
 // Code restores resp.Body so that the caller reads every byte, in order, as
-// if it had never been touched; a read error met while peeking is returned
-// to the caller's read after the peeked bytes. Closing the restored body
-// closes the original.
+// if it had never been touched; a read error met while peeking, such as the
+// io.ErrUnexpectedEOF of a body whose connection was cut, is returned to the
+// caller's read after the peeked bytes, never turned into io.EOF. Closing
+// the restored body closes the original.
 func Code(resp *http.Response) string {
 	if v := resp.Header.Get("X-Amzn-Errortype"); v != "" {
 		return sanitize(v)
@@ -144,24 +145,44 @@ func xmlCode(b []byte) string {
 }
 
 // peek reads up to n bytes of resp.Body and puts them back in front of the
-// rest of the body.
+// rest of the body. The restored body ends as the original does: with
+// io.EOF only where the original ended cleanly, and otherwise with the
+// original's error, io.ErrUnexpectedEOF of a body whose connection was cut
+// included.
 func peek(resp *http.Response, n int) []byte {
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return nil
 	}
 	buf := make([]byte, n)
-	m, err := io.ReadFull(resp.Body, buf)
+	m, err := fill(resp.Body, buf)
 	buf = buf[:m]
 	var rest io.Reader = resp.Body
 	switch err {
 	case nil:
-	case io.EOF, io.ErrUnexpectedEOF:
+	case io.EOF:
 		rest = eofReader{}
 	default:
 		rest = errReader{err}
 	}
 	resp.Body = &peekedBody{Reader: io.MultiReader(bytes.NewReader(buf), rest), closer: resp.Body}
 	return buf
+}
+
+// fill reads from r into buf until buf is full or a Read fails, and
+// returns the bytes read and the error as r gave it: io.EOF for a clean
+// end. io.ReadFull does not serve here: it reports a clean end after some
+// bytes as io.ErrUnexpectedEOF, the very error net/http gives for a body
+// whose connection was cut, so the two could not be told apart.
+func fill(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := r.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // peekedBody is a response body whose first bytes were read by Code and are

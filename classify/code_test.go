@@ -219,24 +219,67 @@ func TestCodeRestoredBodyPassesReaderTests(t *testing.T) {
 	}
 }
 
+// TestCodeRestoredBodyReturnsReadError: a body that fails, whether with
+// an error of its own or with io.ErrUnexpectedEOF, net/http's error for a
+// body whose connection was cut short of its Content-Length or in the
+// middle of a chunk, and whether the error comes after the last bytes or
+// with them, gives the caller every byte and then the same error, again
+// on every later Read; never a clean io.EOF.
 func TestCodeRestoredBodyReturnsReadError(t *testing.T) {
 	errBoom := errors.New("connection lost mid-body")
-	for _, n := range []int{0, 1, 100, classify.MaxPeek - 1, classify.MaxPeek, classify.MaxPeek + 1, 64 << 10} {
-		want := bodyOfSize(n)
-		resp := newResp(t, 503, "")
-		resp.Body = &countingBody{data: want, err: errBoom}
-		classify.Code(resp)
-		got, err := io.ReadAll(resp.Body)
-		if !bytes.Equal(got, want) {
-			t.Errorf("Code(body failing after %d bytes), then ReadAll(Body) = %d bytes, differing from the %d sent", n, len(got), len(want))
+	for _, readErr := range []error{errBoom, io.ErrUnexpectedEOF} {
+		for _, withData := range []bool{false, true} {
+			for _, n := range []int{0, 1, 100, classify.MaxPeek - 1, classify.MaxPeek, classify.MaxPeek + 1, 64 << 10} {
+				want := bodyOfSize(n)
+				resp := newResp(t, 503, "")
+				resp.Body = &countingBody{data: want, err: readErr, errWithData: withData}
+				classify.Code(resp)
+				got, err := io.ReadAll(resp.Body)
+				if !bytes.Equal(got, want) {
+					t.Errorf("Code(body failing with %q after %d bytes), then ReadAll(Body) = %d bytes, differing from the %d sent", readErr, n, len(got), len(want))
+				}
+				if err != readErr {
+					t.Errorf("Code(body failing with %q after %d bytes), then ReadAll(Body) error = %v; want %v", readErr, n, err, readErr)
+				}
+				// The error stays: a second read reports it again, not EOF.
+				if m, err := resp.Body.Read(make([]byte, 8)); m != 0 || err != readErr {
+					t.Errorf("Code(body failing with %q after %d bytes), then Read after the error = %d, %v; want 0, %v", readErr, n, m, err, readErr)
+				}
+			}
 		}
-		if err != errBoom {
-			t.Errorf("Code(body failing after %d bytes), then ReadAll(Body) error = %v; want %v", n, err, errBoom)
-		}
-		// The error stays: a second read reports it again, not EOF.
-		if m, err := resp.Body.Read(make([]byte, 8)); m != 0 || err != errBoom {
-			t.Errorf("Code(body failing after %d bytes), then Read after the error = %d, %v; want 0, %v", n, m, err, errBoom)
-		}
+	}
+}
+
+// TestStatusOfCutErrorDocument: a failure response whose body was cut is
+// classified by what arrived: its status, and an error code only if the
+// code arrived whole before the cut. A code cut in the middle is no code.
+func TestStatusOfCutErrorDocument(t *testing.T) {
+	tests := []struct {
+		name   string
+		status int
+		sent   string
+		want   classify.Kind
+	}{
+		{"503NoCode", 503, `<Error><Message>unavaila`, classify.Transient},
+		{"503ThrottlingCode", 503, `<Error><Code>SlowDown</Code><Mess`, classify.Throttle},
+		{"503CodeCut", 503, `<Error><Code>SlowDo`, classify.Transient},
+		{"400NoCode", 400, `{"message":"Invalid param`, classify.Fatal},
+		{"400ThrottlingCode", 400, `{"__type":"ThrottlingException","mess`, classify.Throttle},
+		{"400CodeCut", 400, `{"__type":"Throttl`, classify.Fatal},
+		{"403TransientCode", 403, `{"code":"RequestTimeout","message":"sl`, classify.Transient},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := newResp(t, tt.status, "")
+			resp.Body = &countingBody{data: []byte(tt.sent), err: io.ErrUnexpectedEOF}
+			if got := classify.Status(resp).Kind; got != tt.want {
+				t.Errorf("Status(%d, body %q cut) = %v; want %v", tt.status, tt.sent, got, tt.want)
+			}
+			got, err := io.ReadAll(resp.Body)
+			if string(got) != tt.sent || err != io.ErrUnexpectedEOF {
+				t.Errorf("Status(%d, body %q cut), then ReadAll(Body) = %q, %v; want %q, %v", tt.status, tt.sent, got, err, tt.sent, io.ErrUnexpectedEOF)
+			}
+		})
 	}
 }
 

@@ -36,23 +36,30 @@ func newResp(t *testing.T, status int, body string, kv ...string) *http.Response
 }
 
 // countingBody is a response body that serves data, then err (io.EOF when
-// nil), and counts the bytes it hands out and the calls to Close.
+// nil), and counts the bytes it hands out and the calls to Close. With
+// errWithData, err comes with the Read that hands out the last bytes, as
+// net/http's bodies may return it, rather than on the Read after.
 type countingBody struct {
-	data   []byte
-	err    error
-	read   int
-	closes int
+	data        []byte
+	err         error
+	errWithData bool
+	read        int
+	closes      int
 }
 
 func (b *countingBody) Read(p []byte) (int, error) {
+	end := b.err
+	if end == nil {
+		end = io.EOF
+	}
 	if b.read >= len(b.data) {
-		if b.err != nil {
-			return 0, b.err
-		}
-		return 0, io.EOF
+		return 0, end
 	}
 	n := copy(p, b.data[b.read:])
 	b.read += n
+	if b.errWithData && b.read == len(b.data) {
+		return n, end
+	}
 	return n, nil
 }
 

@@ -32,7 +32,10 @@ const (
 //
 // Status reads at most MaxPeek bytes of the body, and only for 400, 403, 502
 // and 503 responses without an error-type header; the body is then restored
-// so that the caller reads it whole.
+// so that the caller reads it whole. A body cut short (its connection
+// broken) is judged by the bytes that came, a code counting only if it came
+// whole, and the caller's read of it ends with the original error, as
+// Code says.
 //
 // Two server verdicts come first: a Stripe-Should-Retry header of "false"
 // makes any status Fatal and "true" makes any status of 400 or more

@@ -7,6 +7,21 @@ import (
 	"github.com/retrytransport/retrytransport/policy"
 )
 
+// Start from a preset and change what differs: most often MaxAttempts,
+// which counts the first attempt too (1 turns retries off). Validate
+// checks a policy once, at startup; retrytransport.WithPolicy gives it to
+// a transport.
+func Example() {
+	p := policy.Standard()
+	p.MaxAttempts = 5
+	if err := p.Validate(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("attempts:", p.MaxAttempts, "longest wait:", p.WithDefaults().MaxDelay)
+	// Output: attempts: 5 longest wait: 20s
+}
+
 func ExampleStandard() {
 	p := policy.Standard().WithDefaults()
 	fmt.Println("attempts:", p.MaxAttempts)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,7 +47,9 @@ const (
 // decision from this replica's local state instead (see Local of the
 // Quota, Fixed or Adaptive) and counts it as a fallback of its scope, and
 // it opens the Store's circuit: for Backoff, calls do not go to Redis but
-// decide locally at once. After Backoff one call, and
+// decide locally at once. A call that had only what was left of the
+// Timeout and ran out of it does not open the circuit: that says nothing
+// of Redis, which answered the call it waited for. After Backoff one call, and
 // only one at a time, probes Redis again; the first that succeeds closes
 // the circuit, and one that fails opens it for another Backoff. The
 // circuit is the Store's, not a scope's: with Redis Cluster, a node that
@@ -171,7 +174,9 @@ func (s *Store) do(fn func(ctx context.Context, c redis.UniversalClient) error) 
 
 // doWithin is do within ctx. A ctx without a deadline gets one Timeout
 // from now; one with a deadline keeps it: the caller set it from Timeout
-// when the first of the callers it serves began to wait.
+// when the first of the callers it serves began to wait, so it leaves the
+// call less than Timeout. Such a call that runs out of its time does not
+// open the circuit (see shortOfTime).
 func (s *Store) doWithin(ctx context.Context, fn func(ctx context.Context, c redis.UniversalClient) error) error {
 	c, err := s.resolved()
 	if err != nil {
@@ -186,13 +191,17 @@ func (s *Store) doWithin(ctx context.Context, fn func(ctx context.Context, c red
 		probe = true
 		defer s.probing.Store(false)
 	}
-	if _, ok := ctx.Deadline(); !ok {
+	_, short := ctx.Deadline()
+	if !short {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, s.timeout())
 		defer cancel()
 	}
 	err = fn(ctx, c)
 	if err != nil {
+		if short && shortOfTime(ctx, err) {
+			return err // decided locally, the circuit left as it was
+		}
 		// A Redis that is stalled or down fails every call: had the circuit
 		// waited for more failures before opening, each would have been a
 		// request's second or third wait on it.
@@ -205,6 +214,21 @@ func (s *Store) doWithin(ctx context.Context, fn func(ctx context.Context, c red
 		s.recovered()
 	}
 	return nil
+}
+
+// shortOfTime reports whether a call within ctx, whose deadline the caller
+// set and which failed with err, failed only because that deadline came:
+// ctx is done, or err is a deadline's (go-redis returns the connection's
+// i/o timeout, which wraps os.ErrDeadlineExceeded, when it set the
+// connection's deadline from ctx's and that came first). Such a failure
+// says nothing of Redis's health: the deadline left the call less than
+// Timeout, what is left of it after the call the caller waited for, which
+// Redis answered. A Redis that does not answer fails the calls made with a
+// whole Timeout, which open the circuit. A failure of any other kind
+// (a refused connection, an error reply) does speak of Redis, however
+// short the deadline.
+func shortOfTime(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // down reports whether calls now decide locally: the circuit is open, or

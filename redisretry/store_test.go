@@ -2,6 +2,7 @@ package redisretry_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -252,6 +253,83 @@ func TestSlowRedisFallsBack(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// sharedCallAfterAnswer makes a burst of n Reserve calls on replica b of
+// burstAfterThrottle, whose Store has timeout: the first asks Redis and is
+// answered after 0.6 timeout, in time; the others wait for it and then
+// make one call together, within what is left of timeout since the first
+// of them came, which hold2 holds. It returns b and its hook, which goes
+// on counting script calls without holding them.
+func sharedCallAfterAnswer(t *testing.T, n int, timeout time.Duration, hold2 func(ctx context.Context) error) (*redisretry.Adaptive, *scriptHook) {
+	t.Helper()
+	srv := startRedis(t)
+	b, h := burstAfterThrottle(t, srv, true, timeout, 0)
+	var started atomic.Int64
+	first := untilStarted(&started, n, nil)
+	h.hold = func(ctx context.Context, call int64) error {
+		if call != 1 {
+			return hold2(ctx)
+		}
+		if err := first(ctx, call); err != nil {
+			return err
+		}
+		return sleepCtx(ctx, timeout*6/10)
+	}
+	burst(b, h, n, &started)
+	h.hold = nil
+	return b, h
+}
+
+// TestCircuitStaysClosedWhenASharedCallRunsOutOfTime: Redis takes 0.6
+// Timeout to answer each call, in time for a call of its own. A burst's
+// calls that waited for the call in flight make theirs with what is left
+// of the Timeout since the first of them came, less than Redis takes, and
+// are decided by Local. Running out of a time shorter than Timeout says
+// nothing of Redis, which has just answered the call in flight: the
+// circuit stays closed, and the next call, within Backoff, asks Redis.
+func TestCircuitStaysClosedWhenASharedCallRunsOutOfTime(t *testing.T) {
+	const (
+		n       = 10
+		timeout = time.Second // long, so that a loaded machine's delays stay well inside each margin
+	)
+	b, h := sharedCallAfterAnswer(t, n, timeout, func(ctx context.Context) error {
+		return sleepCtx(ctx, timeout*6/10) // past what is left, so it honours ctx
+	})
+	if got := b.Fallbacks(scope); got != n-1 {
+		t.Fatalf("Fallbacks after a burst of %d Reserve calls, the first answered after 0.6 Timeout, the rest together with what was left = %d; want %d",
+			n, got, n-1)
+	}
+	calls := h.calls.Load()
+	if _, _, ok := b.Reserve(scope); !ok {
+		t.Fatal("Reserve refused without FailFast or MaxWait")
+	}
+	if got, fb := h.calls.Load()-calls, b.Fallbacks(scope); got != 1 || fb != n-1 {
+		t.Errorf("Reserve after the shared call ran out of its time made %d script calls, Fallbacks %d; want 1 and %d (Redis asked, the circuit closed)",
+			got, fb, n-1)
+	}
+}
+
+// TestCircuitOpensWhenASharedCallFails: the burst's shared call fails with
+// an error of Redis's, not for lack of time: that opens the circuit as any
+// failed call does, and the next call, within Backoff, is decided by Local
+// without asking Redis.
+func TestCircuitOpensWhenASharedCallFails(t *testing.T) {
+	const (
+		n       = 10
+		timeout = time.Second
+	)
+	b, h := sharedCallAfterAnswer(t, n, timeout, func(context.Context) error {
+		return errors.New("redisretry test: connection refused")
+	})
+	if got := b.Fallbacks(scope); got != n-1 {
+		t.Fatalf("Fallbacks after a burst of %d Reserve calls whose shared call failed = %d; want %d", n, got, n-1)
+	}
+	calls := h.calls.Load()
+	b.Reserve(scope)
+	if got, fb := h.calls.Load()-calls, b.Fallbacks(scope); got != 0 || fb != n {
+		t.Errorf("Reserve after the shared call failed made %d script calls, Fallbacks %d; want 0 and %d (the circuit open)", got, fb, n)
 	}
 }
 
