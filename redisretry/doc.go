@@ -79,7 +79,8 @@
 //
 // No call waits on Redis longer than the Store's Timeout (5 ms by
 // default). A call that fails or times out decides locally and opens the
-// Store's circuit: for Backoff (1 s) every call decides locally at once,
+// Store's circuit (but for a shared call that ran out of what was left of
+// the first caller's Timeout, which says nothing of Redis): for Backoff (1 s) every call decides locally at once,
 // then one call probes Redis, and the first answer closes the circuit. So
 // a request waits on a Redis that does not answer for at most Timeout,
 // and once more per Backoff only if it outlasts one (see [Store]); an
