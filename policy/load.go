@@ -31,9 +31,9 @@ import (
 // same rule. Durations are Go duration strings (time.ParseDuration):
 // "1.5s", "300ms", "1m". The schema is stricter than [Policy.Validate]: it
 // has no negative durations or counts, although a Policy field may give a
-// negative value a meaning (a negative MaxAttempts is the default), since
-// a document never needs one and a minus sign in a file is more likely a
-// mistake.
+// negative value a meaning (a negative MaxDelay is the default), since a
+// document never needs one and a minus sign in a file is more likely a
+// mistake. A negative maxAttempts is refused by both, as by [FromEnv].
 //
 //	member              value
 //	preset              a name from PresetNames, in any case (see below)

@@ -31,10 +31,10 @@ func TestOutOfRangeValuesAgreeWithTheDocs(t *testing.T) {
 		get   func(policy.Policy) any
 		want  any // get(p.WithDefaults())
 	}{
-		// "Zero means DefaultMaxAttempts (3); 1 disables retries; a negative value is treated as zero."
+		// "Zero means DefaultMaxAttempts (3); 1 disables retries ... A negative value is an error, which Validate reports ...; New treats it as zero."
 		{"MaxAttemptsZero", policy.Policy{MaxAttempts: 0}, "", attempts, 3},
-		{"MaxAttemptsNegative", policy.Policy{MaxAttempts: -1}, "", attempts, 3},
-		{"MaxAttemptsMinInt", policy.Policy{MaxAttempts: math.MinInt}, "", attempts, 3},
+		{"MaxAttemptsNegative", policy.Policy{MaxAttempts: -1}, "MaxAttempts", attempts, 3},
+		{"MaxAttemptsMinInt", policy.Policy{MaxAttempts: math.MinInt}, "MaxAttempts", attempts, 3},
 		{"MaxAttemptsOne", policy.Policy{MaxAttempts: 1}, "", attempts, 1},
 		{"MaxAttemptsHuge", policy.Policy{MaxAttempts: math.MaxInt}, "", attempts, math.MaxInt},
 		// "Zero or negative means DefaultMaxDelay (20 s)."

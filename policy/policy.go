@@ -75,8 +75,9 @@ type Policy struct {
 	// throttles on top, which do not count (ratelimit.Adaptive's
 	// ThrottleRetries): MaxAttempts then bounds the attempts spent on
 	// failures the limiter cannot prevent. Zero means DefaultMaxAttempts
-	// (3); 1 disables retries, those after throttles too; a negative value
-	// is treated as zero.
+	// (3); 1 disables retries, those after throttles too. A negative value
+	// is an error, which Validate reports (other libraries read -1 as no
+	// limit); New treats it as zero.
 	MaxAttempts int
 
 	// Backoff gives the wait before each retry when the server asked for

@@ -44,10 +44,14 @@ func fixedDelays(p Policy) (time.Duration, bool) {
 // comments say, mostly through [Policy.WithDefaults]); Validate is for
 // catching mistakes at startup.
 func (p Policy) Validate() error {
-	// MaxAttempts, MaxDelay, MaxBodyBuffer, MaxDrain and ReadTimeout are not
-	// checked: their comments give every value a meaning, a negative one
-	// the default.
+	// MaxDelay, MaxBodyBuffer, MaxDrain and ReadTimeout are not checked:
+	// their comments give every value a meaning, a negative one the
+	// default.
 	var errs []error
+	if p.MaxAttempts < 0 {
+		// Other libraries read -1 as "no limit"; here it would be 3.
+		errs = append(errs, fmt.Errorf("policy: MaxAttempts = %d; want >= 1, or 0 for the default (%d)", p.MaxAttempts, DefaultMaxAttempts))
+	}
 	errs = append(errs, p.ServerDelay.validate()...)
 	if p.AttemptTimeout < 0 {
 		errs = append(errs, fmt.Errorf("policy: AttemptTimeout = %v; want >= 0 (0: none)", p.AttemptTimeout))

@@ -39,6 +39,7 @@ func TestValidateNamesNegativeFieldAndValue(t *testing.T) {
 		field string
 		value string
 	}{
+		{policy.Policy{MaxAttempts: -1}, "MaxAttempts", "-1"},
 		{policy.Policy{AttemptTimeout: -time.Second}, "AttemptTimeout", "-1s"},
 		{policy.Policy{MaxTotalTime: -1500 * time.Millisecond}, "MaxTotalTime", "-1.5s"},
 		{policy.Policy{MaxTotalWait: -time.Second}, "MaxTotalWait", "-1s"},
@@ -221,5 +222,26 @@ func TestValidateNamesNilPointers(t *testing.T) {
 				t.Errorf("Validate() = %q; want one error naming %s as a nil pointer that means nil", msg, tt.field)
 			}
 		})
+	}
+}
+
+// A negative MaxAttempts, which other libraries read as "no limit", is
+// refused the same way wherever a policy comes from: Validate for a
+// Policy written in Go, Load for a document, FromEnv for the environment.
+func TestNegativeMaxAttemptsIsRefusedEverywhere(t *testing.T) {
+	if err := (policy.Policy{MaxAttempts: -1}).Validate(); err == nil {
+		t.Errorf("Policy{MaxAttempts: -1}.Validate() = nil; want an error")
+	}
+	if _, err := policy.Load(strings.NewReader(`{"maxAttempts": -1}`)); err == nil {
+		t.Errorf(`Load({"maxAttempts": -1}) error = nil; want an error`)
+	}
+	getenv := func(name string) string {
+		if name == "RETRYTRANSPORT_MAX_ATTEMPTS" {
+			return "-1"
+		}
+		return ""
+	}
+	if _, err := policy.FromEnv(policy.Policy{}, getenv); err == nil {
+		t.Errorf("FromEnv(RETRYTRANSPORT_MAX_ATTEMPTS=-1) error = nil; want an error")
 	}
 }
