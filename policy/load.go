@@ -72,8 +72,8 @@ import (
 //	                    default, -1: none)
 //	rateLimit           object: rate (>= 0), burst, maxScopes (integers
 //	                    >= 0), failFast (boolean), maxWait (duration)
-//	failover            object: endpoints (a non-empty list of "host",
-//	                    "host:port" or "scheme://host:port"; see
+//	failover            object: endpoints (a list of 1..MaxEndpoints (63)
+//	                    "host", "host:port" or "scheme://host:port"; see
 //	                    ParseEndpoint), mode (PrimaryThenSecondary,
 //	                    PrimaryOnly, SecondaryOnly or SecondaryThenPrimary,
 //	                    in any case), methods (list of method names, such
