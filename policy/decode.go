@@ -44,7 +44,9 @@ type FieldError struct {
 	// Field's last name, for an unknown field or variable. For a member
 	// of an earlier schema that moved into the object of its feature
 	// ("endpoints"), it is the member it moved to ("failover"), and Want
-	// says how to write it there. It is empty otherwise.
+	// says how to write it there; for one set to its default (false, or
+	// null), Want says to remove it instead, and Suggestion is empty. It
+	// is empty otherwise.
 	Suggestion string
 }
 
@@ -221,7 +223,7 @@ func (d *decoder) applyMoved(path string, ms []member, fields []field, moved []m
 		mv := slices.IndexFunc(moved, func(mv movedMember) bool { return mv.name == m.name })
 		switch {
 		case i == len(fields) && mv >= 0:
-			d.errs = append(d.errs, moved[mv].fieldError(join(path, m.name)))
+			d.errs = append(d.errs, moved[mv].fieldError(join(path, m.name), m.raw))
 		case i == len(fields):
 			names := make([]string, len(fields))
 			for j, f := range fields {

@@ -140,7 +140,9 @@ import (
 // # Members that moved
 //
 // An earlier schema had a member per setting where this one has an object
-// per feature. Each of those members is an error that says where it went:
+// per feature. Each of those members is an error that says where it went,
+// or, when its value is null or (for adaptive, disableQuota and
+// ignoreDelayHeaders) false, the default, that it is to be removed:
 //
 //	adaptive            "limiter": {}
 //	disableQuota        "quota": "none"
@@ -152,6 +154,7 @@ import (
 //	failoverMethods     "failover": {"methods": [...]}
 //
 //	policy: endpoints: moved; write "failover": {"endpoints": [...]}
+//	policy: adaptive: moved; false is the default, so remove the member
 //
 // # Errors
 //

@@ -425,14 +425,17 @@ func TestLoadErrors(t *testing.T) {
 		{"PenaltyZeroDelay", `{"penalty": {"statuses": [503], "delay": "0s"}}`, `policy: penalty = {"statuses":[503],"delay":"0s"}; want a penalty object with a delay > 0 and codes or statuses; without them it never applies`},
 		{"PenaltyEmpty", `{"penalty": {}}`, `policy: penalty = {}; want a penalty object with a delay > 0 and codes or statuses; without them it never applies`},
 		{"MovedAdaptive", `{"adaptive": true}`, `policy: adaptive: moved; write "limiter": {} (AWS adaptive mode's limiter, with its defaults)`},
-		{"MovedAdaptiveFalse", `{"adaptive": false}`, `policy: adaptive: moved; write "limiter": {} (AWS adaptive mode's limiter, with its defaults)`},
+		{"MovedAdaptiveFalse", `{"adaptive": false}`, `policy: adaptive: moved; false is the default, so remove the member`},
+		{"MovedDisableQuotaFalse", `{"disableQuota": false}`, `policy: disableQuota: moved; false is the default, so remove the member`},
+		{"MovedIgnoreDelayHeadersFalse", `{"ignoreDelayHeaders": false}`, `policy: ignoreDelayHeaders: moved; false is the default, so remove the member`},
 		{"MovedDisableQuota", `{"disableQuota": true}`, `policy: disableQuota: moved; write "quota": "none"`},
 		{"MovedDelayHeaders", `{"delayHeaders": ["Retry-After"]}`, `policy: delayHeaders: moved; write "serverDelay": {"headers": [...]}`},
 		{"MovedIgnoreDelayHeaders", `{"ignoreDelayHeaders": true}`, `policy: ignoreDelayHeaders: moved; write "serverDelay": {"headers": "none"}`},
 		{"MovedServerDelayBound", `{"serverDelayBound": "5s"}`, `policy: serverDelayBound: moved; write "serverDelay": {"bound": "5s"}`},
 		{"MovedEndpoints", `{"endpoints": ["b.example.com"]}`, `policy: endpoints: moved; write "failover": {"endpoints": [...]}`},
 		{"MovedLocationMode", `{"locationMode": "SecondaryOnly"}`, `policy: locationMode: moved; write "failover": {"mode": "..."}`},
-		{"MovedFailoverMethods", `{"failoverMethods": null}`, `policy: failoverMethods: moved; write "failover": {"methods": [...]}`},
+		{"MovedFailoverMethods", `{"failoverMethods": ["GET"]}`, `policy: failoverMethods: moved; write "failover": {"methods": [...]}`},
+		{"MovedFailoverMethodsNull", `{"failoverMethods": null}`, `policy: failoverMethods: moved; null is the default, so remove the member`},
 		{"Status", `{"classifier": {"fatalStatuses": [500, 600]}}`, `policy: classifier.fatalStatuses[1] = 600; want an HTTP status 100..599`},
 		{"EmptyCode", `{"classifier": {"throttlingCodes": [""]}}`, `policy: classifier.throttlingCodes[0] = ""; want a non-empty error code`},
 		{"StatusesNotList", `{"classifier": {"transientStatuses": 503}}`, `policy: classifier.transientStatuses = 503; want a list of HTTP statuses`},
@@ -559,18 +562,48 @@ func unwrapAll(err error) []error {
 	return []error{err}
 }
 
+// movedMemberValues are the members of an earlier schema, each with a value
+// that sets something and the member it moved to.
+var movedMemberValues = []struct{ name, value, to string }{
+	{"adaptive", "true", "limiter"},
+	{"disableQuota", "true", "quota"},
+	{"delayHeaders", `["Retry-After"]`, "serverDelay"},
+	{"ignoreDelayHeaders", "true", "serverDelay"},
+	{"serverDelayBound", `"5s"`, "serverDelay"},
+	{"endpoints", `["b.example.com"]`, "failover"},
+	{"locationMode", `"SecondaryOnly"`, "failover"},
+	{"failoverMethods", `["GET"]`, "failover"},
+}
+
 // TestLoadMovedMembersName their new member: each member of an earlier
-// schema is a *FieldError whose Suggestion is the member it moved to.
+// schema that sets something is a *FieldError whose Suggestion is the
+// member it moved to.
 func TestLoadMovedMembersNameTheirNewMember(t *testing.T) {
-	for name, to := range map[string]string{
-		"adaptive": "limiter", "disableQuota": "quota", "delayHeaders": "serverDelay", "ignoreDelayHeaders": "serverDelay",
-		"serverDelayBound": "serverDelay", "endpoints": "failover", "locationMode": "failover", "failoverMethods": "failover",
-	} {
-		doc := `{"` + name + `": null}`
+	for _, m := range movedMemberValues {
+		doc := `{"` + m.name + `": ` + m.value + `}`
 		_, err := load(doc)
 		var fe *policy.FieldError
-		if !errors.As(err, &fe) || fe.Field != name || fe.Value != "" || fe.Suggestion != to || !strings.HasPrefix(fe.Want, "moved; write \""+to+"\": ") {
-			t.Errorf("Load(%s) error = %#v; want a *policy.FieldError for %s whose Want says to write %q and whose Suggestion is %q", doc, fe, name, to, to)
+		if !errors.As(err, &fe) || fe.Field != m.name || fe.Value != "" || fe.Suggestion != m.to || !strings.HasPrefix(fe.Want, "moved; write \""+m.to+"\": ") {
+			t.Errorf("Load(%s) error = %#v; want a *policy.FieldError for %s whose Want says to write %q and whose Suggestion is %q", doc, fe, m.name, m.to, m.to)
+		}
+	}
+}
+
+// A moved member set to its default, null or, for a flag, false, is to be
+// removed: the setting it moved to would do the opposite.
+func TestLoadMovedMembersAtTheirDefaultAreToBeRemoved(t *testing.T) {
+	var docs []string
+	for _, m := range movedMemberValues {
+		docs = append(docs, `{"`+m.name+`": null}`)
+		if m.value == "true" {
+			docs = append(docs, `{"`+m.name+`": false}`)
+		}
+	}
+	for _, doc := range docs {
+		_, err := load(doc)
+		var fe *policy.FieldError
+		if !errors.As(err, &fe) || fe.Suggestion != "" || !strings.HasPrefix(fe.Want, "moved; ") || !strings.HasSuffix(fe.Want, " is the default, so remove the member") {
+			t.Errorf("Load(%s) error = %#v; want a *policy.FieldError whose Want says to remove the member, without a Suggestion", doc, fe)
 		}
 	}
 }
