@@ -174,9 +174,12 @@ import (
 //	policy: maxAttempt: unknown field; did you mean "maxAttempts"?
 //	policy: preset = "AzureBackground"; did you mean "azure-background"?
 //
-// A document that is not well-formed JSON gives one *[SyntaxError], with
-// the line and column (in bytes, from 1) of the first byte at fault, or
-// of the end of a document cut short; it wraps encoding/json's error:
+// A leading UTF-8 byte order mark, which some editors write, is skipped, as
+// most JSON tools do, here and in every loader of this package. A document
+// that is not well-formed JSON gives one *[SyntaxError], with the line and
+// column (in bytes, from 1, not counting the byte order mark) of the first
+// byte at fault, or of the end of a document cut short; it wraps
+// encoding/json's error:
 //
 //	policy: line 3, column 17: invalid JSON: invalid character '}' looking for beginning of value
 //
