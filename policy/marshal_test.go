@@ -198,7 +198,7 @@ func TestMarshalJSONWritesExactDocument(t *testing.T) {
 		{policy.None(), `{"maxAttempts":1}`},
 		{policy.StandardV2(), `{"maxAttempts":3,"backoff":{"type":"fullJitter","base":"50ms"},"throttleBackoff":{"type":"fullJitter","base":"1s"},"serverDelay":{"bound":"5s"},"quota":{"retryCost":14,"throttleCost":5}}`},
 		{policy.Adaptive(), `{"maxAttempts":3,"backoff":{"type":"fullJitter"},"limiter":{}}`},
-		{policy.KotlinAdaptive(), `{"maxAttempts":10,"backoff":{"type":"scaledJitter","initialDelay":"10ms","maxBackoff":"20s","scaleFactor":1.5,"jitter":1},"limiter":{"smoothing":0.75,"minFillRate":1}}`},
+		{policy.KotlinAdaptive(), `{"maxAttempts":10,"backoff":{"type":"scaledJitter","initialDelay":"10ms","maxBackoff":"20s","scaleFactor":1.5,"jitter":1},"limiter":{"smoothing":0.75,"minFillRate":1,"throttleRetries":-1}}`},
 		{policy.SNSCustomerManaged(), `{"maxAttempts":51,"backoff":{"type":"schedule","minDelay":"10s","maxDelay":"10m0s","numRetries":50,"numMinDelayRetries":2,"numMaxDelayRetries":38,"backoffFunction":"exponential","jitter":0.1},"maxDelay":"10m0s","quota":"none","retryNonIdempotent":true}`},
 		{policy.Policy{MaxAttempts: -1, MaxDelay: -time.Second, ServerDelay: policy.ServerDelay{Headers: retryafter.AllSources}}, `{"maxAttempts":-1,"maxDelay":"-1s","serverDelay":{"headers":"all"}}`},
 		{policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.None, Bound: -time.Second}}, `{"serverDelay":{"headers":"none","bound":"-1s"}}`},
