@@ -48,17 +48,20 @@ type compiled struct {
 // with Failover, a retry to an alternate endpoint, where no request is
 // counted, gets only the budget's floor.
 func compile(p policy.Policy, now func() time.Time) *compiled {
+	// The quotas and limiters are read from cp.p, where WithDefaults made a
+	// nil *quota.Bucket and the like nil, which they mean: a method call on
+	// one would panic.
 	cp := &compiled{p: p.WithDefaults(), customClassify: p.Classify != nil}
-	switch p.Quota {
+	switch cp.p.Quota {
 	case nil:
 		cp.quota = &quota.Bucket{Now: now}
 	case quota.None:
 		// no quota at all: no charge, no refund, level -1
 	default:
-		cp.quota = p.Quota
+		cp.quota = cp.p.Quota
 	}
 	cp.requests, _ = cp.quota.(quota.RequestCounter)
-	cp.limiter = p.Limiter
+	cp.limiter = cp.p.Limiter
 	cp.learner, _ = cp.limiter.(ratelimit.Recorder)
 	if cp.p.ServerDelay.Headers&(retryafter.IETFRateLimit|retryafter.RateLimitReset) != 0 {
 		cp.quotas, _ = cp.limiter.(ratelimit.QuotaRecorder)
@@ -68,9 +71,9 @@ func compile(p policy.Policy, now func() time.Time) *compiled {
 	if r, ok := cp.limiter.(throttleRetrier); ok && cp.freeThrottles {
 		cp.throttleExtra = max(r.ExtraThrottleRetries(), 0)
 	}
-	cp.fixed = p.RateLimit
-	if p.Budget != quota.None {
-		cp.budget = p.Budget
+	cp.fixed = cp.p.RateLimit
+	if cp.p.Budget != quota.None {
+		cp.budget = cp.p.Budget
 	}
 	cp.budgetRequests, _ = cp.budget.(quota.RequestCounter)
 	// WithDefaults made a Failover, Hedge or Penalty that can never act

@@ -44,7 +44,9 @@ type FieldError struct {
 	// Field's last name, for an unknown field or variable. For a member
 	// of an earlier schema that moved into the object of its feature
 	// ("endpoints"), it is the member it moved to ("failover"), and Want
-	// says how to write it there. It is empty otherwise.
+	// says how to write it there; for one set to its default (false, or
+	// null), Want says to remove it instead, and Suggestion is empty. It
+	// is empty otherwise.
 	Suggestion string
 }
 
@@ -78,7 +80,7 @@ func unknownName(field, name, what string, names []string) *FieldError {
 type SyntaxError struct {
 	File   string // the name given to LoadFile or LoadMapFile; empty for a reader
 	Line   int    // the line of the offending byte, or of the end of a truncated document; the first is 1
-	Column int    // its column, counted in bytes; the first is 1
+	Column int    // its column, counted in bytes, after a UTF-8 byte order mark on line 1; the first is 1
 	Err    error  // what is wrong, without position
 }
 
@@ -125,6 +127,7 @@ func (d *decoder) err() error { return errors.Join(d.errs...) }
 // readDocument reads r to its end and returns the one JSON value it holds:
 // anything but white space after it is an error. A document that is not
 // well-formed is a *SyntaxError with the position of the offending byte.
+// A leading UTF-8 byte order mark is skipped (see parseDocument).
 func readDocument(r io.Reader) (json.RawMessage, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -133,8 +136,20 @@ func readDocument(r io.Reader) (json.RawMessage, error) {
 	return parseDocument(data)
 }
 
-// parseDocument is readDocument for a document already read.
+// utf8BOM is the UTF-8 byte order mark that some editors, and Windows
+// tools, write at the start of a file.
+const utf8BOM = "\xEF\xBB\xBF"
+
+// parseDocument is readDocument for a document already read. It skips one
+// leading UTF-8 byte order mark, as most JSON tools do, which encoding/json
+// would report as an invalid character the user cannot see; positions are
+// counted after it, as an editor shows them. A UTF-16 byte order mark is
+// a *SyntaxError that says so.
 func parseDocument(data []byte) (json.RawMessage, error) {
+	data = bytes.TrimPrefix(data, []byte(utf8BOM))
+	if bytes.HasPrefix(data, []byte("\xFE\xFF")) || bytes.HasPrefix(data, []byte("\xFF\xFE")) {
+		return nil, syntaxError(data, 0, errors.New("the document is UTF-16 (it starts with a UTF-16 byte order mark); want UTF-8"))
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
@@ -221,7 +236,7 @@ func (d *decoder) applyMoved(path string, ms []member, fields []field, moved []m
 		mv := slices.IndexFunc(moved, func(mv movedMember) bool { return mv.name == m.name })
 		switch {
 		case i == len(fields) && mv >= 0:
-			d.errs = append(d.errs, moved[mv].fieldError(join(path, m.name)))
+			d.errs = append(d.errs, moved[mv].fieldError(join(path, m.name), m.raw))
 		case i == len(fields):
 			names := make([]string, len(fields))
 			for j, f := range fields {

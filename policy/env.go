@@ -65,7 +65,8 @@ func retryModes() []string { return []string{"standard", "adaptive", "legacy", "
 //	               so it clears any limiter p holds, a *ratelimit.Adaptive
 //	               or another
 //	adaptive       Limiter a new *ratelimit.Adaptive with the default
-//	               parameters when p has none; a Limiter p holds is kept
+//	               parameters when p has none (nil, or a nil pointer such
+//	               as a nil *ratelimit.Adaptive); a Limiter p holds is kept
 //	legacy, off    MaxAttempts 1, and Limiter nil
 //
 // No mode touches RateLimit, the fixed rate an API publishes.
@@ -98,7 +99,7 @@ func FromEnv(p Policy, getenv func(string) string) (Policy, error) {
 			q.Limiter = nil
 			q.MaxAttempts = retriesOn(q.MaxAttempts)
 		case "adaptive":
-			if q.Limiter == nil {
+			if orNil(q.Limiter) == nil {
 				q.Limiter = &ratelimit.Adaptive{}
 			}
 			q.MaxAttempts = retriesOn(q.MaxAttempts)

@@ -233,3 +233,20 @@ func TestFromEnvAdaptiveMakesANewLimiter(t *testing.T) {
 		t.Errorf("FromEnv(adaptive).Limiter = %p, %p; want two different *ratelimit.Adaptive", a.Limiter, b.Limiter)
 	}
 }
+
+// The adaptive mode gives a policy whose Limiter is a nil pointer, which
+// means none, a new limiter, as it does a policy without one.
+func TestFromEnvAdaptiveReplacesNilLimiterPointer(t *testing.T) {
+	vars := env(map[string]string{"AWS_RETRY_MODE": "adaptive"})
+	for _, nilLimiter := range []ratelimit.Limiter{(*ratelimit.Adaptive)(nil), (*ratelimit.Fixed)(nil)} {
+		p := policy.Standard()
+		p.Limiter = nilLimiter
+		got, err := policy.FromEnv(p, vars)
+		if err != nil {
+			t.Fatalf("FromEnv(Limiter %T(nil), adaptive) error = %v; want nil", nilLimiter, err)
+		}
+		if a, ok := got.Limiter.(*ratelimit.Adaptive); !ok || a == nil {
+			t.Errorf("FromEnv(Limiter %T(nil), adaptive).Limiter = %#v; want a new *ratelimit.Adaptive", nilLimiter, got.Limiter)
+		}
+	}
+}

@@ -36,16 +36,17 @@ func ExampleStandard() {
 }
 
 // Validate rejects only the values that the field comments call errors. A
-// negative MaxAttempts or MaxDrain means the default, as their comments
-// say, and passes; a negative AttemptTimeout has no meaning and fails.
+// negative MaxDrain means the default, as its comment says, and passes; a
+// negative MaxAttempts or AttemptTimeout is an error and fails.
 func ExamplePolicy_Validate() {
-	p := policy.Policy{MaxAttempts: -1, MaxDrain: -4096}
-	fmt.Println(p.Validate(), p.WithDefaults().MaxAttempts, p.WithDefaults().MaxDrain)
+	p := policy.Policy{MaxDrain: -4096}
+	fmt.Println(p.Validate(), p.WithDefaults().MaxDrain)
 
-	p = policy.Policy{AttemptTimeout: -time.Second, TerminationBuffer: 2 * time.Second, MaxTotalTime: time.Second}
+	p = policy.Policy{MaxAttempts: -1, AttemptTimeout: -time.Second, TerminationBuffer: 2 * time.Second, MaxTotalTime: time.Second}
 	fmt.Println(p.Validate())
 	// Output:
-	// <nil> 3 65536
+	// <nil> 65536
+	// policy: MaxAttempts = -1; want >= 1, or 0 for the default (3)
 	// policy: AttemptTimeout = -1s; want >= 0 (0: none)
 	// policy: TerminationBuffer = 2s is not shorter than MaxTotalTime = 1s; no retry could start
 }

@@ -67,6 +67,11 @@ func ParseLocationMode(s string) (LocationMode, error) {
 	return 0, fmt.Errorf("policy: unknown location mode %q; want %s", s, wantLocationMode)
 }
 
+// MaxEndpoints is the most alternate endpoints a Failover may have: a
+// request keeps the endpoints that failed its attempts, the primary's
+// among them, in the bits of a 64-bit word. Validate and Load refuse more.
+const MaxEndpoints = 63
+
 // An Endpoint is where failover may send an attempt instead of the request
 // URL's own host: a host, with its port if it has one, and a scheme when it
 // is to change too. ParseEndpoint makes one from an entry of
@@ -231,13 +236,15 @@ func (e Endpoint) URL(u *url.URL) *url.URL {
 //
 // A Policy's Failover is a pointer, and nil means none. Validate rejects
 // a non-nil Failover without Endpoints, which fails nothing over and which
-// New treats as nil; an endpoint ParseEndpoint rejects, and a Mode that is
-// not one of the four, which make New fail every request of the policy
-// before its first attempt; and a method that is not a token.
+// New treats as nil; more than MaxEndpoints Endpoints, an endpoint
+// ParseEndpoint rejects, and a Mode that is not one of the four, which
+// make New fail every request of the policy before its first attempt
+// (unless the Mode is PrimaryOnly, which leaves the Endpoints unused); and
+// a method that is not a token.
 type Failover struct {
 	// Endpoints are the alternate hosts, each written as "host",
 	// "host:port" or "scheme://host:port" (see ParseEndpoint). A Failover
-	// needs at least one.
+	// needs at least one, and may have at most MaxEndpoints.
 	Endpoints []string
 
 	// Mode orders the primary and the Endpoints for each request. The zero
@@ -273,6 +280,9 @@ func (f *Failover) validate() []error {
 		errs = append(errs, fmt.Errorf("policy: Failover.Endpoints is empty but Failover.Mode = %v; want at least one secondary", m))
 	default:
 		errs = append(errs, errors.New("policy: Failover.Endpoints is empty; want at least one alternate host, or a nil Failover for none"))
+	}
+	if n := len(f.Endpoints); n > MaxEndpoints {
+		errs = append(errs, fmt.Errorf("policy: Failover.Endpoints has %d entries; want at most MaxEndpoints (%d)", n, MaxEndpoints))
 	}
 	for i, e := range f.Endpoints {
 		if _, err := ParseEndpoint(e); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/policy"
 )
 
@@ -219,6 +221,7 @@ func TestValidateRejectsFailoverAndHedge(t *testing.T) {
 		{"PrimaryOnlyWithoutEndpoints", failover(&policy.Failover{Mode: policy.PrimaryOnly}), "policy: Failover.Endpoints is empty; want at least one alternate host, or a nil Failover for none"},
 		{"SecondaryOnlyWithoutEndpoints", failover(&policy.Failover{Mode: policy.SecondaryOnly}), "policy: Failover.Endpoints is empty but Failover.Mode = SecondaryOnly; want at least one secondary"},
 		{"SecondaryThenPrimaryWithoutEndpoints", failover(&policy.Failover{Mode: policy.SecondaryThenPrimary, Endpoints: []string{}}), "policy: Failover.Endpoints is empty but Failover.Mode = SecondaryThenPrimary; want at least one secondary"},
+		{"TooManyEndpoints", failover(&policy.Failover{Endpoints: hostsOf(64)}), "policy: Failover.Endpoints has 64 entries; want at most MaxEndpoints (63)"},
 		{"MethodWithSpace", failover(&policy.Failover{Endpoints: b, Methods: []string{"GET", "GET /"}}), `policy: Failover.Methods[1] = "GET /"; want a method name such as GET`},
 		{"EmptyMethod", failover(&policy.Failover{Endpoints: b, Methods: []string{""}}), `policy: Failover.Methods[0] = ""; want a method name such as GET`},
 		{"HedgeNegativeDelay", hedged(&policy.Hedge{Delay: -time.Millisecond, Quantile: 0.5}), "policy: Hedge.Delay = -1ms; want >= 0 (0: Quantile alone)"},
@@ -259,6 +262,92 @@ func TestValidateNamesTheBadEndpoint(t *testing.T) {
 		if !strings.HasPrefix(msg, "policy: Failover.Endpoints"+tt.index+": ") || !strings.Contains(msg, tt.endpoint) || !strings.Contains(msg, tt.reason) || strings.Contains(msg, "%!") {
 			t.Errorf("Validate(Failover.Endpoints %q) error %d = %q; want one starting \"policy: Failover.Endpoints%s: \" that names %q and says %q", endpoints, i, msg, tt.index, tt.endpoint, tt.reason)
 		}
+	}
+}
+
+// hostsOf returns n distinct alternate endpoints.
+func hostsOf(n int) []string {
+	hosts := make([]string, n)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("alt%d.example", i)
+	}
+	return hosts
+}
+
+// sendsFirstAttempt reports whether a transport with p sends a GET's first
+// attempt, or fails the request before it, with the error.
+func sendsFirstAttempt(t *testing.T, p policy.Policy) (bool, error) {
+	t.Helper()
+	sent := false
+	base := roundTripper(func(req *http.Request) (*http.Response, error) {
+		sent = true
+		return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: req}, nil
+	})
+	req, err := http.NewRequest("GET", "http://primary.example/x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := retrytransport.New(base, retrytransport.WithPolicy(p)).RoundTrip(req)
+	if err == nil {
+		resp.Body.Close()
+	}
+	return sent, err
+}
+
+// roundTripper is a base RoundTripper made of a function.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestFailoverTheTransportCannotUseIsRefused lists every Failover that New
+// cannot use, each of which fails every request of its policy before the
+// first attempt, and checks that Validate refuses it, and Load too when
+// the schema can write it. The last row, at the bound, is used.
+func TestFailoverTheTransportCannotUseIsRefused(t *testing.T) {
+	b := []string{"b.example"}
+	tests := []struct {
+		name      string
+		f         policy.Failover
+		field     string // the field Validate's error names; "" for a Failover the transport uses
+		inJSON    bool   // the schema can write f, for Load
+		jsonField string // the member Load's error names; "" for a Failover the transport uses
+	}{
+		{"TooManyEndpoints", policy.Failover{Endpoints: hostsOf(policy.MaxEndpoints + 1)}, "Failover.Endpoints", true, "failover.endpoints"},
+		{"TooManySecondaryOnly", policy.Failover{Endpoints: hostsOf(policy.MaxEndpoints + 1), Mode: policy.SecondaryOnly}, "Failover.Endpoints", true, "failover.endpoints"},
+		{"TooManySecondaryThenPrimary", policy.Failover{Endpoints: hostsOf(100), Mode: policy.SecondaryThenPrimary}, "Failover.Endpoints", true, "failover.endpoints"},
+		{"BadEndpoint", policy.Failover{Endpoints: []string{"b.example", "c.example/path"}}, "Failover.Endpoints[1]", true, "failover.endpoints[1]"},
+		{"BadEndpointSecondaryOnly", policy.Failover{Endpoints: []string{"ftp://b.example"}, Mode: policy.SecondaryOnly}, "Failover.Endpoints[0]", true, "failover.endpoints[0]"},
+		{"BadEndpointSecondaryThenPrimary", policy.Failover{Endpoints: []string{"b.example:0"}, Mode: policy.SecondaryThenPrimary}, "Failover.Endpoints[0]", true, "failover.endpoints[0]"},
+		{"ModeAbove", policy.Failover{Endpoints: b, Mode: policy.SecondaryThenPrimary + 1}, "Failover.Mode", false, ""},
+		{"ModeNegative", policy.Failover{Endpoints: b, Mode: -1}, "Failover.Mode", false, ""},
+		{"MaxEndpoints", policy.Failover{Endpoints: hostsOf(policy.MaxEndpoints)}, "", true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := policy.Policy{Failover: &tt.f}
+			sent, rtErr := sendsFirstAttempt(t, p)
+			if sent != (tt.field == "") {
+				t.Errorf("RoundTrip through New(%s) sent the first attempt: %t (error %v); want %t", tt.name, sent, rtErr, tt.field == "")
+			}
+			err := p.Validate()
+			switch {
+			case tt.field == "" && err != nil:
+				t.Errorf("Validate(%s) = %v; want nil", tt.name, err)
+			case tt.field != "" && (err == nil || !strings.Contains(err.Error(), "policy: "+tt.field)):
+				t.Errorf("Validate(%s) = %v; want an error naming %s", tt.name, err, tt.field)
+			}
+			if !tt.inJSON {
+				return
+			}
+			doc, _ := json.Marshal(map[string]any{"failover": map[string]any{"endpoints": tt.f.Endpoints, "mode": tt.f.Mode.String()}})
+			_, err = policy.Load(bytes.NewReader(doc))
+			switch {
+			case tt.jsonField == "" && err != nil:
+				t.Errorf("Load(%s) = %v; want nil", tt.name, err)
+			case tt.jsonField != "" && (err == nil || !strings.Contains(err.Error(), "policy: "+tt.jsonField+" ")):
+				t.Errorf("Load(%s) = %v; want an error naming %s", tt.name, err, tt.jsonField)
+			}
+		})
 	}
 }
 

@@ -1,6 +1,9 @@
 package policy
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // This file maps Failover and Hedge to the failover and hedge members of
 // the JSON schema (see Load) and back.
@@ -25,8 +28,11 @@ func (v value) failover() *Failover {
 	v.d.apply(v.path, ms, []field{
 		{"endpoints", func(v value) {
 			given = true
-			if f.Endpoints = v.endpoints(); f.Endpoints != nil && len(f.Endpoints) == 0 {
+			switch f.Endpoints = v.endpoints(); {
+			case f.Endpoints != nil && len(f.Endpoints) == 0:
 				v.fail("a non-empty list of endpoints")
+			case len(f.Endpoints) > MaxEndpoints:
+				v.fail(fmt.Sprintf("a list of at most %d endpoints (MaxEndpoints), not %d", MaxEndpoints, len(f.Endpoints)))
 			}
 		}},
 		{"mode", func(v value) { f.Mode = v.locationMode() }},

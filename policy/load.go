@@ -31,9 +31,9 @@ import (
 // same rule. Durations are Go duration strings (time.ParseDuration):
 // "1.5s", "300ms", "1m". The schema is stricter than [Policy.Validate]: it
 // has no negative durations or counts, although a Policy field may give a
-// negative value a meaning (a negative MaxAttempts is the default), since
-// a document never needs one and a minus sign in a file is more likely a
-// mistake.
+// negative value a meaning (a negative MaxDelay is the default), since a
+// document never needs one and a minus sign in a file is more likely a
+// mistake. A negative maxAttempts is refused by both, as by [FromEnv].
 //
 //	member              value
 //	preset              a name from PresetNames, in any case (see below)
@@ -72,8 +72,8 @@ import (
 //	                    default, -1: none)
 //	rateLimit           object: rate (>= 0), burst, maxScopes (integers
 //	                    >= 0), failFast (boolean), maxWait (duration)
-//	failover            object: endpoints (a non-empty list of "host",
-//	                    "host:port" or "scheme://host:port"; see
+//	failover            object: endpoints (a list of 1..MaxEndpoints (63)
+//	                    "host", "host:port" or "scheme://host:port"; see
 //	                    ParseEndpoint), mode (PrimaryThenSecondary,
 //	                    PrimaryOnly, SecondaryOnly or SecondaryThenPrimary,
 //	                    in any case), methods (list of method names, such
@@ -140,7 +140,9 @@ import (
 // # Members that moved
 //
 // An earlier schema had a member per setting where this one has an object
-// per feature. Each of those members is an error that says where it went:
+// per feature. Each of those members is an error that says where it went,
+// or, when its value is null or (for adaptive, disableQuota and
+// ignoreDelayHeaders) false, the default, that it is to be removed:
 //
 //	adaptive            "limiter": {}
 //	disableQuota        "quota": "none"
@@ -152,6 +154,7 @@ import (
 //	failoverMethods     "failover": {"methods": [...]}
 //
 //	policy: endpoints: moved; write "failover": {"endpoints": [...]}
+//	policy: adaptive: moved; false is the default, so remove the member
 //
 // # Errors
 //
@@ -171,9 +174,12 @@ import (
 //	policy: maxAttempt: unknown field; did you mean "maxAttempts"?
 //	policy: preset = "AzureBackground"; did you mean "azure-background"?
 //
-// A document that is not well-formed JSON gives one *[SyntaxError], with
-// the line and column (in bytes, from 1) of the first byte at fault, or
-// of the end of a document cut short; it wraps encoding/json's error:
+// A leading UTF-8 byte order mark, which some editors write, is skipped, as
+// most JSON tools do, here and in every loader of this package. A document
+// that is not well-formed JSON gives one *[SyntaxError], with the line and
+// column (in bytes, from 1, not counting the byte order mark) of the first
+// byte at fault, or of the end of a document cut short; it wraps
+// encoding/json's error:
 //
 //	policy: line 3, column 17: invalid JSON: invalid character '}' looking for beginning of value
 //

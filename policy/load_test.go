@@ -367,6 +367,7 @@ func TestLoadErrors(t *testing.T) {
 		{"EndpointNotString", `{"failover": {"endpoints": [443]}}`, `policy: failover.endpoints[0] = 443; want "host", "host:port" or "scheme://host:port", with scheme http or https, a port 1..65535, an IPv6 address in brackets and no path or user`},
 		{"EndpointsNotList", `{"failover": {"endpoints": "eu.example.com"}}`, `policy: failover.endpoints = "eu.example.com"; want a list of endpoints`},
 		{"EndpointsEmpty", `{"failover": {"endpoints": [], "methods": ["GET"]}}`, `policy: failover.endpoints = []; want a non-empty list of endpoints`},
+		{"EndpointsTooMany", `{"failover": {"endpoints": ["h0","h1","h2","h3","h4","h5","h6","h7","h8","h9","h10","h11","h12","h13","h14","h15","h16","h17","h18","h19","h20","h21","h22","h23","h24","h25","h26","h27","h28","h29","h30","h31","h32","h33","h34","h35","h36","h37","h38","h39","h40","h41","h42","h43","h44","h45","h46","h47","h48","h49","h50","h51","h52","h53","h54","h55","h56","h57","h58","h59","h60","h61","h62","h63"]}}`, `policy: failover.endpoints = ["h0","h1","h2","h3","h4","h5","h6","h7","h8","h9","h10","h11","...; want a list of at most 63 endpoints (MaxEndpoints), not 64`},
 		{"EndpointsNull", `{"failover": {"endpoints": null}}`, `policy: failover.endpoints: missing; want a non-empty list of endpoints`},
 		{"FailoverWithoutEndpoints", `{"failover": {}}`, `policy: failover.endpoints: missing; want a non-empty list of endpoints`},
 		{"SecondaryWithoutEndpoints", `{"failover": {"mode": "secondaryOnly"}}`, `policy: failover.endpoints: missing; want a non-empty list of endpoints`},
@@ -424,14 +425,17 @@ func TestLoadErrors(t *testing.T) {
 		{"PenaltyZeroDelay", `{"penalty": {"statuses": [503], "delay": "0s"}}`, `policy: penalty = {"statuses":[503],"delay":"0s"}; want a penalty object with a delay > 0 and codes or statuses; without them it never applies`},
 		{"PenaltyEmpty", `{"penalty": {}}`, `policy: penalty = {}; want a penalty object with a delay > 0 and codes or statuses; without them it never applies`},
 		{"MovedAdaptive", `{"adaptive": true}`, `policy: adaptive: moved; write "limiter": {} (AWS adaptive mode's limiter, with its defaults)`},
-		{"MovedAdaptiveFalse", `{"adaptive": false}`, `policy: adaptive: moved; write "limiter": {} (AWS adaptive mode's limiter, with its defaults)`},
+		{"MovedAdaptiveFalse", `{"adaptive": false}`, `policy: adaptive: moved; false is the default, so remove the member`},
+		{"MovedDisableQuotaFalse", `{"disableQuota": false}`, `policy: disableQuota: moved; false is the default, so remove the member`},
+		{"MovedIgnoreDelayHeadersFalse", `{"ignoreDelayHeaders": false}`, `policy: ignoreDelayHeaders: moved; false is the default, so remove the member`},
 		{"MovedDisableQuota", `{"disableQuota": true}`, `policy: disableQuota: moved; write "quota": "none"`},
 		{"MovedDelayHeaders", `{"delayHeaders": ["Retry-After"]}`, `policy: delayHeaders: moved; write "serverDelay": {"headers": [...]}`},
 		{"MovedIgnoreDelayHeaders", `{"ignoreDelayHeaders": true}`, `policy: ignoreDelayHeaders: moved; write "serverDelay": {"headers": "none"}`},
 		{"MovedServerDelayBound", `{"serverDelayBound": "5s"}`, `policy: serverDelayBound: moved; write "serverDelay": {"bound": "5s"}`},
 		{"MovedEndpoints", `{"endpoints": ["b.example.com"]}`, `policy: endpoints: moved; write "failover": {"endpoints": [...]}`},
 		{"MovedLocationMode", `{"locationMode": "SecondaryOnly"}`, `policy: locationMode: moved; write "failover": {"mode": "..."}`},
-		{"MovedFailoverMethods", `{"failoverMethods": null}`, `policy: failoverMethods: moved; write "failover": {"methods": [...]}`},
+		{"MovedFailoverMethods", `{"failoverMethods": ["GET"]}`, `policy: failoverMethods: moved; write "failover": {"methods": [...]}`},
+		{"MovedFailoverMethodsNull", `{"failoverMethods": null}`, `policy: failoverMethods: moved; null is the default, so remove the member`},
 		{"Status", `{"classifier": {"fatalStatuses": [500, 600]}}`, `policy: classifier.fatalStatuses[1] = 600; want an HTTP status 100..599`},
 		{"EmptyCode", `{"classifier": {"throttlingCodes": [""]}}`, `policy: classifier.throttlingCodes[0] = ""; want a non-empty error code`},
 		{"StatusesNotList", `{"classifier": {"transientStatuses": 503}}`, `policy: classifier.transientStatuses = 503; want a list of HTTP statuses`},
@@ -558,18 +562,48 @@ func unwrapAll(err error) []error {
 	return []error{err}
 }
 
+// movedMemberValues are the members of an earlier schema, each with a value
+// that sets something and the member it moved to.
+var movedMemberValues = []struct{ name, value, to string }{
+	{"adaptive", "true", "limiter"},
+	{"disableQuota", "true", "quota"},
+	{"delayHeaders", `["Retry-After"]`, "serverDelay"},
+	{"ignoreDelayHeaders", "true", "serverDelay"},
+	{"serverDelayBound", `"5s"`, "serverDelay"},
+	{"endpoints", `["b.example.com"]`, "failover"},
+	{"locationMode", `"SecondaryOnly"`, "failover"},
+	{"failoverMethods", `["GET"]`, "failover"},
+}
+
 // TestLoadMovedMembersName their new member: each member of an earlier
-// schema is a *FieldError whose Suggestion is the member it moved to.
+// schema that sets something is a *FieldError whose Suggestion is the
+// member it moved to.
 func TestLoadMovedMembersNameTheirNewMember(t *testing.T) {
-	for name, to := range map[string]string{
-		"adaptive": "limiter", "disableQuota": "quota", "delayHeaders": "serverDelay", "ignoreDelayHeaders": "serverDelay",
-		"serverDelayBound": "serverDelay", "endpoints": "failover", "locationMode": "failover", "failoverMethods": "failover",
-	} {
-		doc := `{"` + name + `": null}`
+	for _, m := range movedMemberValues {
+		doc := `{"` + m.name + `": ` + m.value + `}`
 		_, err := load(doc)
 		var fe *policy.FieldError
-		if !errors.As(err, &fe) || fe.Field != name || fe.Value != "" || fe.Suggestion != to || !strings.HasPrefix(fe.Want, "moved; write \""+to+"\": ") {
-			t.Errorf("Load(%s) error = %#v; want a *policy.FieldError for %s whose Want says to write %q and whose Suggestion is %q", doc, fe, name, to, to)
+		if !errors.As(err, &fe) || fe.Field != m.name || fe.Value != "" || fe.Suggestion != m.to || !strings.HasPrefix(fe.Want, "moved; write \""+m.to+"\": ") {
+			t.Errorf("Load(%s) error = %#v; want a *policy.FieldError for %s whose Want says to write %q and whose Suggestion is %q", doc, fe, m.name, m.to, m.to)
+		}
+	}
+}
+
+// A moved member set to its default, null or, for a flag, false, is to be
+// removed: the setting it moved to would do the opposite.
+func TestLoadMovedMembersAtTheirDefaultAreToBeRemoved(t *testing.T) {
+	var docs []string
+	for _, m := range movedMemberValues {
+		docs = append(docs, `{"`+m.name+`": null}`)
+		if m.value == "true" {
+			docs = append(docs, `{"`+m.name+`": false}`)
+		}
+	}
+	for _, doc := range docs {
+		_, err := load(doc)
+		var fe *policy.FieldError
+		if !errors.As(err, &fe) || fe.Suggestion != "" || !strings.HasPrefix(fe.Want, "moved; ") || !strings.HasSuffix(fe.Want, " is the default, so remove the member") {
+			t.Errorf("Load(%s) error = %#v; want a *policy.FieldError whose Want says to remove the member, without a Suggestion", doc, fe)
 		}
 	}
 }

@@ -15,7 +15,9 @@ import (
 // Quota, Budget, Limiter, RateLimit, Penalty, Failover and Hedge holding
 // the same settings. Zero fields and nil pointers are left out, the
 // members come in the order of the Policy fields, and no preset is
-// written: every setting is spelled out. An empty but non-nil
+// written: every setting is spelled out. A nil *quota.Bucket or other nil
+// pointer in Quota, Budget, Limiter or RateLimit means nil (see Nil
+// pointers on [Policy]) and is left out too. An empty but non-nil
 // Failover.Endpoints, Failover.Methods, Penalty.Codes or Penalty.Statuses
 // is written as [], since an empty Failover.Methods lets no request fail
 // over where a nil one means GET and HEAD. quota.None in Quota is
@@ -30,17 +32,18 @@ import (
 // Budget, Limiter or RateLimit that is not an in-process value of package
 // quota or ratelimit (*quota.Bucket or quota.None in Quota,
 // *quota.Budget in Budget, *ratelimit.Adaptive in Limiter,
-// *ratelimit.Fixed in RateLimit), or that is a nil pointer of one; for a
-// number that JSON cannot hold (NaN, an infinity); for a string that is
-// not valid UTF-8; for ServerDelay.Headers bits that name no
-// retryafter.Source, or that mix retryafter.None with others; and for a
-// Failover.Mode with no name. The errors are joined with errors.Join; each
+// *ratelimit.Fixed in RateLimit); for a number that JSON cannot hold
+// (NaN, an infinity); for a string that is not valid UTF-8; for
+// ServerDelay.Headers bits that name no retryafter.Source, or that mix
+// retryafter.None with others; and for a Failover.Mode with no name. The errors are joined with errors.Join; each
 // reads "policy: cannot write <path> as JSON: <why>", with path in the
 // names of the schema.
 //
 // A value that Load would reject, such as a negative MaxAttempts, an
 // endpoint that ParseEndpoint rejects or a Hedge that hedges nothing, is
-// written as it is, so MarshalJSON never changes a setting silently.
+// written as it is, so MarshalJSON never changes a setting silently; a nil
+// pointer, which means nil, is the one such value written as what it
+// means.
 func (p Policy) MarshalJSON() ([]byte, error) {
 	e := &encoder{}
 	b := e.policy("", p)
@@ -52,6 +55,7 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 
 // policy encodes p, the policy at path.
 func (e *encoder) policy(path string, p Policy) []byte {
+	p = p.withoutNilPointers()
 	o := e.object(path)
 	o.int("maxAttempts", int64(p.MaxAttempts))
 	if p.Backoff != nil {

@@ -198,7 +198,7 @@ func TestMarshalJSONWritesExactDocument(t *testing.T) {
 		{policy.None(), `{"maxAttempts":1}`},
 		{policy.StandardV2(), `{"maxAttempts":3,"backoff":{"type":"fullJitter","base":"50ms"},"throttleBackoff":{"type":"fullJitter","base":"1s"},"serverDelay":{"bound":"5s"},"quota":{"retryCost":14,"throttleCost":5}}`},
 		{policy.Adaptive(), `{"maxAttempts":3,"backoff":{"type":"fullJitter"},"limiter":{}}`},
-		{policy.KotlinAdaptive(), `{"maxAttempts":10,"backoff":{"type":"scaledJitter","initialDelay":"10ms","maxBackoff":"20s","scaleFactor":1.5,"jitter":1},"limiter":{"smoothing":0.75,"minFillRate":1}}`},
+		{policy.KotlinAdaptive(), `{"maxAttempts":10,"backoff":{"type":"scaledJitter","initialDelay":"10ms","maxBackoff":"20s","scaleFactor":1.5,"jitter":1},"limiter":{"smoothing":0.75,"minFillRate":1,"throttleRetries":-1}}`},
 		{policy.SNSCustomerManaged(), `{"maxAttempts":51,"backoff":{"type":"schedule","minDelay":"10s","maxDelay":"10m0s","numRetries":50,"numMinDelayRetries":2,"numMaxDelayRetries":38,"backoffFunction":"exponential","jitter":0.1},"maxDelay":"10m0s","quota":"none","retryNonIdempotent":true}`},
 		{policy.Policy{MaxAttempts: -1, MaxDelay: -time.Second, ServerDelay: policy.ServerDelay{Headers: retryafter.AllSources}}, `{"maxAttempts":-1,"maxDelay":"-1s","serverDelay":{"headers":"all"}}`},
 		{policy.Policy{ServerDelay: policy.ServerDelay{Headers: retryafter.None, Bound: -time.Second}}, `{"serverDelay":{"headers":"none","bound":"-1s"}}`},
@@ -270,11 +270,6 @@ func TestMarshalJSONRejectsWhatJSONCannotHold(t *testing.T) {
 		{"MethodNotUTF8", policy.Policy{Failover: &policy.Failover{Endpoints: []string{"b"}, Methods: []string{"G\xffT"}}}, `policy: cannot write failover.methods[0] as JSON: it is not valid UTF-8: "G\xffT"`},
 		{"PenaltyCodeNotUTF8", policy.Policy{Penalty: &policy.Penalty{Codes: []string{"ServerBusy", "\xffBusy"}, Delay: time.Second}}, `policy: cannot write penalty.codes[1] as JSON: it is not valid UTF-8: "\xffBusy"`},
 		{"HeaderNotUTF8", policy.Policy{AttemptHeader: "X-\xff"}, `policy: cannot write attemptHeader as JSON: it is not valid UTF-8: "X-\xff"`},
-		{"NilQuota", policy.Policy{Quota: (*quota.Bucket)(nil)}, "policy: cannot write quota as JSON: it is a nil *quota.Bucket"},
-		{"NilQuotaBudget", policy.Policy{Quota: (*quota.Budget)(nil)}, "policy: cannot write quota as JSON: it is a *quota.Budget, which counts requests and goes in budget"},
-		{"NilBudget", policy.Policy{Budget: (*quota.Budget)(nil)}, "policy: cannot write budget as JSON: it is a nil *quota.Budget"},
-		{"NilLimiter", policy.Policy{Limiter: (*ratelimit.Adaptive)(nil)}, "policy: cannot write limiter as JSON: it is a nil *ratelimit.Adaptive"},
-		{"NilRateLimit", policy.Policy{RateLimit: (*ratelimit.Fixed)(nil)}, "policy: cannot write rateLimit as JSON: it is a nil *ratelimit.Fixed"},
 		{"LimiterNaN", policy.Policy{Limiter: &ratelimit.Adaptive{Beta: math.NaN()}}, "policy: cannot write limiter.beta as JSON: it is NaN"},
 		{"RateInf", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: math.Inf(1)}}, "policy: cannot write rateLimit.rate as JSON: it is +Inf"},
 		{"OtherQuota", policy.Policy{Quota: &otherQuota{}}, "policy: cannot write quota as JSON: it is a *policy_test.otherQuota; only a *quota.Bucket or quota.None has a JSON form"},
@@ -292,6 +287,38 @@ func TestMarshalJSONRejectsWhatJSONCannotHold(t *testing.T) {
 			b, err := tt.p.MarshalJSON()
 			if err == nil || err.Error() != tt.want || b != nil {
 				t.Errorf("MarshalJSON() = %s, %v; want nil, %s", b, err, tt.want)
+			}
+		})
+	}
+}
+
+// A nil pointer of the module's types in Quota, Budget, Limiter or
+// RateLimit means nil, and is left out as nil is, whichever of the types
+// it is and whichever field holds it.
+func TestMarshalJSONLeavesNilPointersOut(t *testing.T) {
+	tests := []struct {
+		name string
+		p    policy.Policy
+	}{
+		{"QuotaBucket", policy.Policy{Quota: (*quota.Bucket)(nil)}},
+		{"QuotaBudget", policy.Policy{Quota: (*quota.Budget)(nil)}},
+		{"BudgetBudget", policy.Policy{Budget: (*quota.Budget)(nil)}},
+		{"BudgetBucket", policy.Policy{Budget: (*quota.Bucket)(nil)}},
+		{"LimiterAdaptive", policy.Policy{Limiter: (*ratelimit.Adaptive)(nil)}},
+		{"LimiterFixed", policy.Policy{Limiter: (*ratelimit.Fixed)(nil)}},
+		{"RateLimitFixed", policy.Policy{RateLimit: (*ratelimit.Fixed)(nil)}},
+		{"RateLimitAdaptive", policy.Policy{RateLimit: (*ratelimit.Adaptive)(nil)}},
+		{"All", policy.Policy{MaxAttempts: 2, Quota: (*quota.Bucket)(nil), Budget: (*quota.Budget)(nil), Limiter: (*ratelimit.Adaptive)(nil), RateLimit: (*ratelimit.Fixed)(nil)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := `{}`
+			if tt.p.MaxAttempts != 0 {
+				want = `{"maxAttempts":2}`
+			}
+			b, err := tt.p.MarshalJSON()
+			if err != nil || string(b) != want {
+				t.Errorf("MarshalJSON() = %s, %v; want %s, nil", b, err, want)
 			}
 		})
 	}

@@ -31,10 +31,10 @@ func TestOutOfRangeValuesAgreeWithTheDocs(t *testing.T) {
 		get   func(policy.Policy) any
 		want  any // get(p.WithDefaults())
 	}{
-		// "Zero means DefaultMaxAttempts (3); 1 disables retries; a negative value is treated as zero."
+		// "Zero means DefaultMaxAttempts (3); 1 disables retries ... A negative value is an error, which Validate reports ...; New treats it as zero."
 		{"MaxAttemptsZero", policy.Policy{MaxAttempts: 0}, "", attempts, 3},
-		{"MaxAttemptsNegative", policy.Policy{MaxAttempts: -1}, "", attempts, 3},
-		{"MaxAttemptsMinInt", policy.Policy{MaxAttempts: math.MinInt}, "", attempts, 3},
+		{"MaxAttemptsNegative", policy.Policy{MaxAttempts: -1}, "MaxAttempts", attempts, 3},
+		{"MaxAttemptsMinInt", policy.Policy{MaxAttempts: math.MinInt}, "MaxAttempts", attempts, 3},
 		{"MaxAttemptsOne", policy.Policy{MaxAttempts: 1}, "", attempts, 1},
 		{"MaxAttemptsHuge", policy.Policy{MaxAttempts: math.MaxInt}, "", attempts, math.MaxInt},
 		// "Zero or negative means DefaultMaxDelay (20 s)."
@@ -108,6 +108,11 @@ func TestOutOfRangeValuesAgreeWithTheDocs(t *testing.T) {
 		{"BudgetNegatives", policy.Policy{Budget: &quota.Budget{Ratio: -1, MinPerSecond: -1, Window: -1, MaxScopes: -1}}, "", nil, nil},
 		{"LimiterOutOfRange", policy.Policy{Limiter: &ratelimit.Adaptive{Beta: 2, Scale: -1, Smoothing: 5, MinFillRate: math.NaN(), Additive: -1}}, "", nil, nil},
 		{"RateLimitNegatives", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: -1, Burst: -1}}, "", nil, nil},
+		// Nil pointers: a nil one of the module's types "means what nil means there: Validate reports it, naming the field, and New, WithDefaults, MarshalJSON and FromEnv treat it as nil."
+		{"QuotaNilBucket", policy.Policy{Quota: (*quota.Bucket)(nil)}, "Quota", quotaOf, nil},
+		{"BudgetNilBudget", policy.Policy{Budget: (*quota.Budget)(nil)}, "Budget", budgetOf, nil},
+		{"LimiterNilAdaptive", policy.Policy{Limiter: (*ratelimit.Adaptive)(nil)}, "Limiter", limiterOf, nil},
+		{"RateLimitNilFixed", policy.Policy{RateLimit: (*ratelimit.Fixed)(nil)}, "RateLimit", rateLimitOf, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,3 +148,7 @@ func readTimeout(p policy.Policy) any        { return p.ReadTimeout }
 func failoverOf(p policy.Policy) any         { return p.Failover }
 func hedge(p policy.Policy) any              { return p.Hedge }
 func penalty(p policy.Policy) any            { return p.Penalty }
+func quotaOf(p policy.Policy) any            { return p.Quota }
+func budgetOf(p policy.Policy) any           { return p.Budget }
+func limiterOf(p policy.Policy) any          { return p.Limiter }
+func rateLimitOf(p policy.Policy) any        { return p.RateLimit }

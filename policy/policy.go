@@ -61,14 +61,23 @@ const (
 // negative means the default", passes Validate and WithDefaults resolves it
 // to that meaning; a value the comment calls an error fails Validate, and
 // New still uses the value the comment names, usually zero.
+//
+// # Nil pointers
+//
+// A nil pointer of this module's types in Quota, Budget, Limiter or
+// RateLimit (a *quota.Bucket, *quota.Budget, *ratelimit.Adaptive or
+// *ratelimit.Fixed declared and never set) means what nil means there:
+// Validate reports it, naming the field, and New, WithDefaults,
+// MarshalJSON and FromEnv treat it as nil.
 type Policy struct {
 	// MaxAttempts is the number of attempts, the first included. A
 	// Limiter that paces throttled scopes may allow a few retries after
 	// throttles on top, which do not count (ratelimit.Adaptive's
 	// ThrottleRetries): MaxAttempts then bounds the attempts spent on
 	// failures the limiter cannot prevent. Zero means DefaultMaxAttempts
-	// (3); 1 disables retries, those after throttles too; a negative value
-	// is treated as zero.
+	// (3); 1 disables retries, those after throttles too. A negative value
+	// is an error, which Validate reports (other libraries read -1 as no
+	// limit); New treats it as zero.
 	MaxAttempts int
 
 	// Backoff gives the wait before each retry when the server asked for
@@ -157,7 +166,8 @@ type Policy struct {
 	// shared store (module redisretry) shares them across processes.
 	// Validate rejects a quota that counts requests (a *quota.Budget),
 	// whose place is Budget: New still pays it as a Quota, in the scope
-	// each retry is sent to.
+	// each retry is sent to. A nil *quota.Bucket means nil (see Nil
+	// pointers).
 	Quota quota.Quota
 
 	// Budget is a retry budget that every retry and hedge must pay as well
@@ -165,8 +175,8 @@ type Policy struct {
 	// of the requests of a sliding window, beside Quota's bucket, which
 	// stops them once an outage has drained it. It is kept in the request's
 	// own scope, whichever endpoint a retry goes to, since it bounds what
-	// the caller's requests cost in all. Nil means none. Like Quota, it is
-	// used as given.
+	// the caller's requests cost in all. Nil, or a nil *quota.Budget, means
+	// none. Like Quota, it is used as given.
 	Budget quota.Quota
 
 	// RetryNonIdempotent treats every request as idempotent, so a POST or
@@ -186,25 +196,26 @@ type Policy struct {
 	// limiter (docs/aws.md), a *ratelimit.Adaptive, whose send rate follows
 	// the throttles the scope receives, so a client offered more load than
 	// the server admits slows to the server's capacity instead of
-	// collecting 429s. [Adaptive] sets a new one. Nil means no such pacing.
-	// It is used as given: the same value in several policies or transports
-	// shares its per-scope state on purpose, and one kept in a shared store
-	// (module redisretry) paces a fleet. If it implements ratelimit.Recorder
-	// it hears every attempt's outcome, and a retry after a throttle is then
-	// free of the quota, since the limiter already bounds the scope's load,
-	// unless its ChargesThrottles method says otherwise, as a
-	// *ratelimit.Adaptive's does in reference mode.
+	// collecting 429s. [Adaptive] sets a new one. Nil, or a nil
+	// *ratelimit.Adaptive, means no such pacing. It is used as given: the
+	// same value in several policies or transports shares its per-scope
+	// state on purpose, and one kept in a shared store (module redisretry)
+	// paces a fleet. If it implements ratelimit.Recorder it hears every
+	// attempt's outcome, and a retry after a throttle is then free of the
+	// quota, since the limiter already bounds the scope's load, unless its
+	// ChargesThrottles method says otherwise, as a *ratelimit.Adaptive's
+	// does in reference mode.
 	Limiter ratelimit.Limiter
 
 	// RateLimit paces every attempt of a scope at a fixed rate with a burst,
-	// for APIs that publish their limit (SNS maxReceivesPerSecond). Nil
-	// means no fixed rate. Like Limiter, it is used as given. An attempt is
-	// paced after the checks that may refuse it; a send token it took is
-	// not given back if it still cannot be sent (MaxTotalTime ran out in
-	// the moment between), which delays the scope's next send by at most
-	// 1/Rate. A *ratelimit.Fixed paces each process on its own; an
-	// implementation kept in a shared store (module redisretry) paces a
-	// fleet at one published limit.
+	// for APIs that publish their limit (SNS maxReceivesPerSecond). Nil, or
+	// a nil *ratelimit.Fixed, means no fixed rate. Like Limiter, it is used
+	// as given. An attempt is paced after the checks that may refuse it; a
+	// send token it took is not given back if it still cannot be sent
+	// (MaxTotalTime ran out in the moment between), which delays the
+	// scope's next send by at most 1/Rate. A *ratelimit.Fixed paces each
+	// process on its own; an implementation kept in a shared store (module
+	// redisretry) paces a fleet at one published limit.
 	RateLimit ratelimit.Limiter
 
 	// Scope maps a request to the key of its retry quota bucket (and rate
@@ -267,7 +278,10 @@ type Policy struct {
 // WithDefaults returns p with every zero field replaced by the default its
 // comment names, and out-of-range values as the comments say the
 // transport treats them: the default, or zero. Quota stays nil when unset:
-// the transport creates it, so that it is never shared by accident. A
+// the transport creates it, so that it is never shared by accident. A nil
+// pointer in Quota, Budget, Limiter or RateLimit (a nil *quota.Bucket,
+// *quota.Budget, *ratelimit.Adaptive or *ratelimit.Fixed) becomes nil,
+// which it means. A
 // non-nil Hedge, Penalty or Failover is replaced by a normalised copy, its
 // lists copied too, so that the result shares nothing with p's pointed-to
 // values and the caller's are never changed; one that can never act (a
@@ -276,6 +290,7 @@ type Policy struct {
 // transport treats it. A Failover.Mode that is not a mode, and a Penalty's
 // statuses and codes, are kept as they are.
 func (p Policy) WithDefaults() Policy {
+	p = p.withoutNilPointers()
 	if p.MaxAttempts <= 0 {
 		p.MaxAttempts = DefaultMaxAttempts
 	}

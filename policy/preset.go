@@ -110,9 +110,13 @@ func KotlinStandard() Policy {
 // Kotlin as its guide configures it (docs/aws.md): KotlinStandard with 10
 // attempts and a client-side rate limiter with a minimum fill rate of 1
 // request per second and a smoothing of 0.75,
-// &ratelimit.Adaptive{MinFillRate: 1, Smoothing: 0.75}, its other
-// parameters the defaults (see ratelimit.Adaptive for where they depart
-// from the SDKs' arithmetic; set Reference for the SDKs' own).
+// &ratelimit.Adaptive{MinFillRate: 1, Smoothing: 0.75, ThrottleRetries: -1}.
+// As in the SDK, the 10 attempts are all a request gets: ThrottleRetries
+// -1 gives it none of the retries after paced throttles that Adaptive
+// does not count, so a server that always throttles sees 10 attempts, not
+// 15. The limiter's other parameters are the defaults (see
+// ratelimit.Adaptive for where its rates depart from the SDKs' arithmetic;
+// set Reference for the SDKs' own).
 //
 // It returns a new *ratelimit.Adaptive on every call. A transport uses it
 // as given: two transports built with the same returned Policy share its
@@ -121,7 +125,7 @@ func KotlinStandard() Policy {
 func KotlinAdaptive() Policy {
 	p := KotlinStandard()
 	p.MaxAttempts = 10
-	p.Limiter = &ratelimit.Adaptive{MinFillRate: 1, Smoothing: 0.75}
+	p.Limiter = &ratelimit.Adaptive{MinFillRate: 1, Smoothing: 0.75, ThrottleRetries: -1}
 	return p
 }
 

@@ -38,7 +38,7 @@ var presetWants = []struct {
 	{"kotlin-adaptive", policy.KotlinAdaptive, policy.Policy{
 		MaxAttempts: 10,
 		Backoff:     backoff.ScaledJitter{InitialDelay: 10 * time.Millisecond, ScaleFactor: 1.5, MaxBackoff: 20 * time.Second, Jitter: 1},
-		Limiter:     &ratelimit.Adaptive{MinFillRate: 1, Smoothing: 0.75},
+		Limiter:     &ratelimit.Adaptive{MinFillRate: 1, Smoothing: 0.75, ThrottleRetries: -1},
 	}},
 	{"sns-aws-managed", policy.SNSAWSManaged, policy.Policy{
 		MaxAttempts: 100_016,

@@ -44,10 +44,14 @@ func fixedDelays(p Policy) (time.Duration, bool) {
 // comments say, mostly through [Policy.WithDefaults]); Validate is for
 // catching mistakes at startup.
 func (p Policy) Validate() error {
-	// MaxAttempts, MaxDelay, MaxBodyBuffer, MaxDrain and ReadTimeout are not
-	// checked: their comments give every value a meaning, a negative one
-	// the default.
+	// MaxDelay, MaxBodyBuffer, MaxDrain and ReadTimeout are not checked:
+	// their comments give every value a meaning, a negative one the
+	// default.
 	var errs []error
+	if p.MaxAttempts < 0 {
+		// Other libraries read -1 as "no limit"; here it would be 3.
+		errs = append(errs, fmt.Errorf("policy: MaxAttempts = %d; want >= 1, or 0 for the default (%d)", p.MaxAttempts, DefaultMaxAttempts))
+	}
 	errs = append(errs, p.ServerDelay.validate()...)
 	if p.AttemptTimeout < 0 {
 		errs = append(errs, fmt.Errorf("policy: AttemptTimeout = %v; want >= 0 (0: none)", p.AttemptTimeout))
@@ -78,12 +82,14 @@ func (p Policy) Validate() error {
 	if p.MaxTotalTime > 0 && p.TerminationBuffer >= p.MaxTotalTime {
 		errs = append(errs, fmt.Errorf("policy: TerminationBuffer = %v is not shorter than MaxTotalTime = %v; no retry could start", p.TerminationBuffer, p.MaxTotalTime))
 	}
-	errs = append(errs, validateQuota(p.Quota)...)
+	errs = append(errs, p.validateNilPointers()...)
+	errs = append(errs, validateQuota(orNil(p.Quota))...)
 	return errors.Join(errs...)
 }
 
 // validateQuota reports a quota that does not belong in Policy.Quota, and
-// the settings of a *quota.Bucket that are out of range. A Quota's
+// the settings of a *quota.Bucket that are out of range. rq is not a nil
+// pointer (see orNil). A Quota's
 // other fields, and every field of a Budget or a limiter, have a meaning
 // for every value (see package ratelimit): a negative or NaN
 // RefillPerSecond is no refill. Wait alone needs a rate.
@@ -94,7 +100,7 @@ func validateQuota(rq quota.Quota) []error {
 		// Budget is paid.
 		return []error{fmt.Errorf("policy: Quota is a %T, which counts requests; want it in Budget, which is paid in the request's own scope", rq)}
 	}
-	if q, ok := rq.(*quota.Bucket); ok && q != nil {
+	if q, ok := rq.(*quota.Bucket); ok {
 		if q.Wait && !(q.RefillPerSecond > 0) {
 			return []error{fmt.Errorf("policy: Quota.Wait is set but Quota.RefillPerSecond = %v; waiting mode needs a refill rate > 0", q.RefillPerSecond)}
 		}

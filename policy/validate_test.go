@@ -8,6 +8,7 @@ import (
 	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/quota"
+	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/retryafter"
 )
 
@@ -38,6 +39,7 @@ func TestValidateNamesNegativeFieldAndValue(t *testing.T) {
 		field string
 		value string
 	}{
+		{policy.Policy{MaxAttempts: -1}, "MaxAttempts", "-1"},
 		{policy.Policy{AttemptTimeout: -time.Second}, "AttemptTimeout", "-1s"},
 		{policy.Policy{MaxTotalTime: -1500 * time.Millisecond}, "MaxTotalTime", "-1.5s"},
 		{policy.Policy{MaxTotalWait: -time.Second}, "MaxTotalWait", "-1s"},
@@ -177,7 +179,6 @@ func TestValidateRejectsQuotaThatCountsRequests(t *testing.T) {
 		want string
 	}{
 		{"Budget", &quota.Budget{Ratio: 0.1}, "policy: Quota is a *quota.Budget, which counts requests; want it in Budget, which is paid in the request's own scope"},
-		{"NilBudget", (*quota.Budget)(nil), "policy: Quota is a *quota.Budget, which counts requests; want it in Budget, which is paid in the request's own scope"},
 		{"OtherCounter", &requestCounter{}, "policy: Quota is a *policy_test.requestCounter, which counts requests; want it in Budget, which is paid in the request's own scope"},
 	}
 	for _, tt := range tests {
@@ -189,5 +190,58 @@ func TestValidateRejectsQuotaThatCountsRequests(t *testing.T) {
 				t.Errorf("Policy{Budget: %T}.Validate() = %v; want nil: a budget goes there", tt.q, err)
 			}
 		})
+	}
+}
+
+// A nil pointer of the module's own types in Quota, Budget, Limiter or
+// RateLimit fails Validate with one error that names the field and says
+// it means nil, whichever of the types it is and whichever field holds it.
+func TestValidateNamesNilPointers(t *testing.T) {
+	tests := []struct {
+		name  string
+		p     policy.Policy
+		field string
+	}{
+		{"QuotaBucket", policy.Policy{Quota: (*quota.Bucket)(nil)}, "Quota"},
+		{"QuotaBudget", policy.Policy{Quota: (*quota.Budget)(nil)}, "Quota"},
+		{"BudgetBudget", policy.Policy{Budget: (*quota.Budget)(nil)}, "Budget"},
+		{"BudgetBucket", policy.Policy{Budget: (*quota.Bucket)(nil)}, "Budget"},
+		{"LimiterAdaptive", policy.Policy{Limiter: (*ratelimit.Adaptive)(nil)}, "Limiter"},
+		{"LimiterFixed", policy.Policy{Limiter: (*ratelimit.Fixed)(nil)}, "Limiter"},
+		{"RateLimitFixed", policy.Policy{RateLimit: (*ratelimit.Fixed)(nil)}, "RateLimit"},
+		{"RateLimitAdaptive", policy.Policy{RateLimit: (*ratelimit.Adaptive)(nil)}, "RateLimit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.p.Validate()
+			if err == nil {
+				t.Fatalf("Validate() = nil; want an error naming %s", tt.field)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "policy: "+tt.field+" = (*") || !strings.Contains(msg, ")(nil), a nil pointer, which means nil") || strings.Contains(msg, "\n") {
+				t.Errorf("Validate() = %q; want one error naming %s as a nil pointer that means nil", msg, tt.field)
+			}
+		})
+	}
+}
+
+// A negative MaxAttempts, which other libraries read as "no limit", is
+// refused the same way wherever a policy comes from: Validate for a
+// Policy written in Go, Load for a document, FromEnv for the environment.
+func TestNegativeMaxAttemptsIsRefusedEverywhere(t *testing.T) {
+	if err := (policy.Policy{MaxAttempts: -1}).Validate(); err == nil {
+		t.Errorf("Policy{MaxAttempts: -1}.Validate() = nil; want an error")
+	}
+	if _, err := policy.Load(strings.NewReader(`{"maxAttempts": -1}`)); err == nil {
+		t.Errorf(`Load({"maxAttempts": -1}) error = nil; want an error`)
+	}
+	getenv := func(name string) string {
+		if name == "RETRYTRANSPORT_MAX_ATTEMPTS" {
+			return "-1"
+		}
+		return ""
+	}
+	if _, err := policy.FromEnv(policy.Policy{}, getenv); err == nil {
+		t.Errorf("FromEnv(RETRYTRANSPORT_MAX_ATTEMPTS=-1) error = nil; want an error")
 	}
 }

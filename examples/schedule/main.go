@@ -134,7 +134,8 @@ func loadFile(path string, sns bool) (string, policy.Policy, error) {
 	}
 	if !sns {
 		var top map[string]json.RawMessage
-		if json.Unmarshal(data, &top) == nil {
+		// The loaders skip a UTF-8 byte order mark; encoding/json does not.
+		if json.Unmarshal(bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF")), &top) == nil {
 			for _, m := range []string{"healthyRetryPolicy", "sicklyRetryPolicy", "throttlePolicy", "requestPolicy", "http"} {
 				if _, ok := top[m]; ok {
 					sns = true
