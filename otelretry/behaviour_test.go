@@ -694,8 +694,8 @@ func TestStopReasons(t *testing.T) {
 
 // TestStopReasonRateLimited: a fixed rate that fails fast lets the first
 // request go and refuses the second before its first attempt. The second
-// is recorded with 0 attempts and no outcome, and its caller's span says
-// why.
+// is recorded with 0 attempts and no outcome, its caller's span says why,
+// and its caller gets a *RetryError of 0 attempts.
 func TestStopReasonRateLimited(t *testing.T) {
 	srv := newServer(t, answer{status: 200})
 	frozen := faketime.New()
@@ -706,8 +706,9 @@ func TestStopReasonRateLimited(t *testing.T) {
 		t.Fatalf("first GET = %d, %v; want 200", status, err)
 	}
 	caller, _, err := r.call(t, context.Background(), "GET", srv.URL)
-	if !errors.Is(err, ratelimit.ErrRateLimited) {
-		t.Fatalf("second GET err = %v; want ratelimit.ErrRateLimited", err)
+	var re *retrytransport.RetryError
+	if !errors.Is(err, ratelimit.ErrRateLimited) || !errors.As(err, &re) || re.Attempts != 0 {
+		t.Fatalf("second GET err = %v; want a *RetryError of 0 attempts wrapping ratelimit.ErrRateLimited", err)
 	}
 	if calls, _, _ := srv.seen(); calls != 1 {
 		t.Fatalf("server saw %d requests; want 1", calls)
