@@ -298,6 +298,7 @@ func TestCustomScopes(t *testing.T) {
 		for name, want := range map[string][]point{
 			"retrytransport.throttles":           {{scopeOnly("_OTHER"), 3}},
 			"retrytransport.quota.refusals":      {{scopeOnly("_OTHER"), 0}},
+			"retrytransport.budget.refusals":     {{scopeOnly("_OTHER"), 0}},
 			"retrytransport.rate_limit.refusals": {{scopeOnly("_OTHER"), 0}},
 			"retrytransport.hedges":              {{scopeOnly("_OTHER"), 0}},
 			"retrytransport.quota.level":         nil,
@@ -318,6 +319,7 @@ func TestCustomScopes(t *testing.T) {
 		for name, want := range map[string][]point{
 			"retrytransport.throttles":           {{a, 2}, {b, 1}},
 			"retrytransport.quota.refusals":      {{a, 0}, {b, 0}},
+			"retrytransport.budget.refusals":     {{a, 0}, {b, 0}},
 			"retrytransport.rate_limit.refusals": {{a, 0}, {b, 0}},
 			"retrytransport.hedges":              {{a, 0}, {b, 0}},
 			"retrytransport.quota.level":         {{a, 500}, {b, 500}}, // each throttle's 10 refunded by the success
@@ -504,7 +506,7 @@ func TestScopeCallbackStopsAfterGC(t *testing.T) {
 	}
 	m = r.collect(t)
 	for _, name := range []string{"retrytransport.throttles", "retrytransport.quota.refusals",
-		"retrytransport.rate_limit.refusals", "retrytransport.hedges", "retrytransport.quota.level"} {
+		"retrytransport.budget.refusals", "retrytransport.rate_limit.refusals", "retrytransport.hedges", "retrytransport.quota.level"} {
 		if p := sortedPoints(t, m, name); len(p) > 0 {
 			t.Errorf("%s still reported after the Transport was collected: %v", name, p)
 		}
