@@ -86,10 +86,11 @@ func finalReason(ctx context.Context) error {
 // scope it goes to: a.wait, a.server and r.paid are set. Or, with nothing
 // paid, it returns why there is to be no retry: the server asked for more
 // than MaxDelay (ErrServerDelay), the retry quota cannot pay within
-// MaxDelay (quota.ErrExceeded), the retry budget is spent
-// (quota.ErrOverBudget), or the wait would end past the context's
-// deadline or the policy's MaxTotalTime (less its TerminationBuffer), or
-// take the request's waits past MaxTotalWait. The penalty of the scope
+// MaxDelay (quota.ErrExceeded), the retry budget cannot
+// (quota.ErrOverBudget; each counted where it is kept, see refusal), or
+// the wait would end past the context's deadline or the policy's
+// MaxTotalTime (less its TerminationBuffer), or take the request's waits
+// past MaxTotalWait. The penalty of the scope
 // the retry goes to (Policy.Penalty) adds to the wait. A server's delay
 // binds only a retry that goes back to the endpoint that answered; a retry
 // that fails over to another endpoint waits its backoff.
@@ -114,16 +115,17 @@ func (r *request) schedule(a *attempt) error {
 	}
 	pay, wait, refused := cp.pay(k, next.scope, r.home, !cp.pacesThrottles(k))
 	if refused != nil {
-		next.stats.quotaRefusals.Add(1)
-		return refused
+		return r.refusal(&next, refused == quota.ErrOverBudget)
 	}
 	// Wait mode: a bucket that refills too slowly for a retry within
 	// MaxDelay refuses, as waiting longer would break the policy's cap.
-	// (The delay alone is within MaxDelay.)
+	// (The delay alone is within MaxDelay.) The refusal is that of the
+	// quota or budget whose wait the retry would have waited: the longer,
+	// or the quota's if they are equal.
 	if delay = addSaturating(delay, wait); delay > p.MaxDelay {
+		byBudget := pay.budget.wait > pay.quota.wait
 		pay.cancel()
-		next.stats.quotaRefusals.Add(1)
-		return quota.ErrExceeded
+		return r.refusal(&next, byBudget)
 	}
 	if cp.penalty != nil {
 		delay = addSaturating(delay, next.behaviour.penalised(now, cp.penalty.Delay))
@@ -134,6 +136,20 @@ func (r *request) schedule(a *attempt) error {
 	}
 	a.wait, r.paid = delay, pay
 	return nil
+}
+
+// refusal counts a retry refused by the request's retry budget
+// (byBudget) or by the retry quota of next, the attempt it would have
+// been, and returns the reason: the budget's refusal in the request's own
+// scope, where the budget is kept (quota.ErrOverBudget), the quota's in
+// next's, whose bucket pays for the retry (quota.ErrExceeded).
+func (r *request) refusal(next *attempt, byBudget bool) error {
+	if byBudget {
+		r.t.stats.get(r.home, r.cp).budgetRefusals.Add(1)
+		return quota.ErrOverBudget
+	}
+	next.stats.quotaRefusals.Add(1)
+	return quota.ErrExceeded
 }
 
 // delay is the wait before retry n after an outcome of kind k: the server's

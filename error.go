@@ -15,8 +15,15 @@ var (
 	// ErrNotRetryable means the last outcome may not be retried: it was
 	// final (a 4xx, a certificate error, a malformed URL), the request is
 	// not idempotent and the server may have processed it, or its body
-	// cannot be replayed.
+	// cannot be replayed. Before any attempt, it means the request cannot
+	// be sent at all: its URL is nil.
 	ErrNotRetryable = errors.New("retrytransport: not retryable")
+	// ErrInvalidPolicy means the policy of the request's host is one New
+	// cannot use (policy.Policy.Validate reports the same mistakes), so no
+	// attempt was made: New never fails, and the requests that policy is
+	// for fail instead, with a *RetryError whose Err says which setting is
+	// wrong and why.
+	ErrInvalidPolicy = errors.New("retrytransport: the policy cannot be used")
 	// ErrDeadline means the wait before the next attempt would have ended
 	// after the context's deadline (or less than the policy's
 	// TerminationBuffer before it), so it was not started.
@@ -43,39 +50,62 @@ var (
 	ErrRetryRefused = errors.New("retrytransport: the BeforeRetry hook refused the retry")
 )
 
-// RetryError is the error RoundTrip returns, always as a *RetryError, when
-// its last attempt produced no response. It keeps both the last attempt's
-// transport error and why retrying stopped; errors.Is and errors.As see
-// both (so errors.Unwrap, which knows only single-error chains, yields nil).
-// http.Client.Do wraps it in a *url.Error.
+// RetryError is the error RoundTrip returns, always as a *RetryError, for
+// every request that ends without a response: its last attempt produced
+// none, or no attempt was made at all (Attempts is 0). It keeps both the
+// last attempt's transport error and why retrying stopped; errors.Is and
+// errors.As see both (so errors.Unwrap, which knows only single-error
+// chains, yields nil). http.Client.Do wraps it in a *url.Error.
 type RetryError struct {
-	// Attempts is the number of attempts made, the first included; >= 1.
+	// Attempts is the number of attempts made, the first included. It is
+	// 0 for a request refused before its first attempt: its policy cannot
+	// be used (ErrInvalidPolicy), its URL is nil (ErrNotRetryable), a
+	// client-side rate limiter refused to wait for its send token
+	// (ratelimit.ErrRateLimited), the wait for that token would have ended
+	// past the context's deadline (ErrDeadline) or the policy's
+	// MaxTotalTime (ErrTimeLimit), or the caller's context ended first.
 	Attempts int
-	// Reason is why retrying stopped: ErrExhausted, ErrNotRetryable,
-	// ErrDeadline, ErrTimeLimit, ErrSDKRetries, quota.ErrExceeded, quota.ErrOverBudget,
-	// ratelimit.ErrRateLimited, ErrRetryRefused (wrapping the error of the
-	// WithBeforeRetry hook that refused the retry), or the context's error.
+	// Reason is why retrying stopped, or, with Attempts 0, why no attempt
+	// was made: ErrExhausted, ErrNotRetryable, ErrDeadline, ErrTimeLimit,
+	// ErrSDKRetries, ErrInvalidPolicy, quota.ErrExceeded,
+	// quota.ErrOverBudget, ratelimit.ErrRateLimited, ErrRetryRefused
+	// (wrapping the error of the WithBeforeRetry hook that refused the
+	// retry), or the context's error. It is also the Stop of the
+	// request's final Event, if it has one (a request refused for its
+	// policy or a nil URL has none).
 	Reason error
 	// Err is the last attempt's transport error, or the context's error if
-	// the caller cancelled while waiting. It is never nil.
+	// the caller cancelled while waiting. With Attempts 0 there was no
+	// attempt: Err is the error that says what is wrong, for
+	// ErrInvalidPolicy (the setting of the policy and why) and a nil URL,
+	// and Reason itself otherwise. It is never nil.
 	Err error
 	// Waited is the time the request spent waiting before its attempts
 	// (see Attempts).
 	Waited time.Duration
 }
 
-// Error reads "retrytransport: gave up after N attempts (reason): cause".
+// Error reads "retrytransport: gave up after N attempts (reason): cause",
+// or, for a request refused before its first attempt, "retrytransport: no
+// attempt made (reason): cause". A cause that is the reason itself is not
+// said twice: "retrytransport: no attempt made (deadline too near)".
 func (e *RetryError) Error() string {
-	n := "attempts"
-	if e.Attempts == 1 {
-		n = "attempt"
+	var head string
+	switch e.Attempts {
+	case 0:
+		head = "retrytransport: no attempt made ("
+	case 1:
+		head = "retrytransport: gave up after 1 attempt ("
+	default:
+		head = "retrytransport: gave up after " + strconv.Itoa(e.Attempts) + " attempts ("
 	}
-	cause := "no error"
-	if e.Err != nil {
-		cause = e.Err.Error()
+	switch {
+	case e.Err == nil:
+		return head + reasonText(e.Reason) + "): no error"
+	case e.Err == e.Reason:
+		return head + reasonText(e.Reason) + ")"
 	}
-	return "retrytransport: gave up after " + strconv.Itoa(e.Attempts) + " " + n +
-		" (" + reasonText(e.Reason) + "): " + cause
+	return head + reasonText(e.Reason) + "): " + e.Err.Error()
 }
 
 // Timeout reports whether the request failed for lack of time: the
@@ -111,6 +141,8 @@ func reasonText(r error) string {
 		return "Retry-After above the policy's MaxDelay"
 	case ErrSDKRetries:
 		return "left to the SDK's own retries"
+	case ErrInvalidPolicy:
+		return "invalid policy"
 	}
 	return r.Error()
 }

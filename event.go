@@ -85,11 +85,12 @@ type Event struct {
 	// would pass the context's deadline), ErrTimeLimit (the policy's
 	// MaxTotalTime or MaxTotalWait ran out), ErrSDKRetries (the SDK that
 	// sent the request retries it itself), quota.ErrExceeded (the retry
-	// quota, the circuit breaker, cannot pay), quota.ErrOverBudget (the
-	// policy's retry budget is spent) or ratelimit.ErrRateLimited (a client-side rate limiter
-	// refused to wait for the retry's send token) or ErrRetryRefused
-	// (wrapping the error of the WithBeforeRetry hook that refused the
-	// retry); or the context's error, when the caller cancelled. In the
+	// quota, the circuit breaker, cannot pay within MaxDelay),
+	// quota.ErrOverBudget (the policy's retry budget cannot),
+	// ratelimit.ErrRateLimited (a client-side rate limiter refused to wait
+	// for the retry's send token) or ErrRetryRefused (wrapping the error
+	// of the WithBeforeRetry hook that refused the retry); or the
+	// context's error, when the caller cancelled. In the
 	// final Event of a request whose last attempt succeeded, it is nil.
 	Stop error
 }

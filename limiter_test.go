@@ -391,8 +391,7 @@ func TestPolicyTakesAnyLimiter(t *testing.T) {
 // TestPacingBeforeTheFirstAttemptKeepsTheTimeLimit: a fixed rate whose
 // token is spent needs a 400 ms wait, but MaxTotalTime is 100 ms. The wait
 // is not started; the error says the time limit ran out, comes before any
-// attempt (so it is not a *RetryError, whose Attempts is at least 1), and
-// the request body, which has GetBody, is closed as the RoundTripper
+// attempt (a *RetryError of 0 attempts), and the request body, which has GetBody, is closed as the RoundTripper
 // contract requires.
 func TestPacingBeforeTheFirstAttemptKeepsTheTimeLimit(t *testing.T) {
 	s := &script{steps: []step{{status: 200}}}
@@ -410,8 +409,8 @@ func TestPacingBeforeTheFirstAttemptKeepsTheTimeLimit(t *testing.T) {
 	req.Body = body
 	_, err = tr.RoundTrip(req)
 	var re *retrytransport.RetryError
-	if !errors.Is(err, retrytransport.ErrTimeLimit) || errors.As(err, &re) {
-		t.Errorf("RoundTrip error = %v; want ErrTimeLimit before any attempt, not a *RetryError", err)
+	if !errors.Is(err, retrytransport.ErrTimeLimit) || !errors.As(err, &re) || re.Attempts != 0 {
+		t.Errorf("RoundTrip error = %v; want ErrTimeLimit before any attempt, a *RetryError of 0 attempts", err)
 	}
 	if n := s.count(); n != 1 {
 		t.Errorf("attempts = %d; want only the first request's", n)

@@ -247,7 +247,7 @@ func TestRetryBudgetCountsEveryRequest(t *testing.T) {
 		tr.get(t, url)
 	}
 	for _, st := range tr.Snapshot() {
-		refused += int(st.QuotaRefusals)
+		refused += int(st.BudgetRefusals)
 	}
 	s.mu.Lock()
 	calls := s.calls

@@ -8,13 +8,15 @@ import (
 )
 
 // receipt is a charge to a retry quota (Policy.Quota or Policy.Budget):
-// the quota, the scope whose bucket paid, and the tokens taken. Like a
-// ratelimit.Reservation, it knows how to undo itself. The zero receipt is
-// a charge of nothing, and undoing it does nothing.
+// the quota, the scope whose bucket paid, the tokens taken, and the wait
+// the quota asked for before the retry. Like a ratelimit.Reservation, it
+// knows how to undo itself. The zero receipt is a charge of nothing, and
+// undoing it does nothing.
 type receipt struct {
 	q     quota.Quota
 	scope string
 	cost  int
+	wait  time.Duration
 }
 
 // refund gives the cost back for a retry or hedge that was sent and
@@ -63,16 +65,17 @@ func (p *payment) cancel() {
 // false, and Budget's in home, the request's own scope, since it bounds
 // what the caller's requests cost in all. It returns the receipts and the
 // longest wait the quotas ask for (their refills run at the same time; a
-// negative wait counts as none). When a quota refuses, nothing is kept,
-// and refused says which: quota.ErrExceeded for Quota, quota.ErrOverBudget
-// for Budget, by the field, whatever the value's type.
+// negative wait counts as none), each receipt keeping its own. When a
+// quota refuses, nothing is kept, and refused says which: quota.ErrExceeded
+// for Quota, quota.ErrOverBudget for Budget, by the field, whatever the
+// value's type.
 func (cp *compiled) pay(k classify.Kind, scope, home string, charge bool) (pay payment, wait time.Duration, refused error) {
 	if cp.quota != nil && charge {
 		cost, w, ok := cp.quota.Acquire(scope, k)
 		if !ok {
 			return payment{}, 0, quota.ErrExceeded
 		}
-		pay.quota, wait = receipt{cp.quota, scope, cost}, w
+		pay.quota, wait = receipt{cp.quota, scope, cost, w}, w
 	}
 	if cp.budget != nil {
 		cost, w, ok := cp.budget.Acquire(home, k)
@@ -80,7 +83,7 @@ func (cp *compiled) pay(k classify.Kind, scope, home string, charge bool) (pay p
 			pay.cancel()
 			return payment{}, 0, quota.ErrOverBudget
 		}
-		pay.budget, wait = receipt{cp.budget, home, cost}, max(wait, w)
+		pay.budget, wait = receipt{cp.budget, home, cost, w}, max(wait, w)
 	}
 	return pay, max(wait, 0), nil
 }

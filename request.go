@@ -3,7 +3,6 @@ package retrytransport
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 )
@@ -132,16 +131,13 @@ func (r *request) abandon(last, next *attempt, stop error) (*http.Response, erro
 // stop is nil when a succeeded, and otherwise says why no attempt follows.
 // It hands the request's final Event to the observers, and the caller
 // gets a's response, untouched, or its error in a *RetryError; before the
-// first attempt (a not sent), an error that is not a *RetryError. The
-// observers of WithObserver hear of a request that took more than one
-// attempt, or whose retryable outcome ends it; the final observers, of
-// every request whose response was classified.
+// first attempt (a not sent, with neither), a *RetryError of 0 attempts
+// whose Err is stop. The observers of WithObserver hear of a request that
+// took more than one attempt, or whose retryable outcome ends it; the
+// final observers, of every request whose response was classified.
 func (r *request) finish(a *attempt, stop error) (*http.Response, error) {
 	if !a.unclassified {
 		r.emitFinal(a, stop, r.n != 1 || a.out.Retryable())
-	}
-	if r.n == 0 {
-		return nil, fmt.Errorf("retrytransport: before the first attempt: %w", stop)
 	}
 	resp, err := a.resp, a.err
 	if a.dropped {
@@ -155,7 +151,8 @@ func (r *request) finish(a *attempt, stop error) (*http.Response, error) {
 }
 
 // giveUp returns the last attempt's result: its response untouched, or its
-// error wrapped in a *RetryError.
+// error wrapped in a *RetryError; with neither (no attempt was made), a
+// *RetryError whose Err is the reason.
 func giveUp(resp *http.Response, err error, attempts int, waited time.Duration, reason error) (*http.Response, error) {
 	if resp != nil {
 		return resp, nil

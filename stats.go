@@ -32,10 +32,17 @@ type ScopeStats struct {
 	Attempts, Retries, Hedges uint64
 	// Throttles counts attempts classified as throttled.
 	Throttles uint64
-	// QuotaRefusals counts retries the retry quota refused (the circuit
-	// breaker); RateLimited counts attempts a client-side rate limiter
-	// refused to wait for.
-	QuotaRefusals, RateLimited uint64
+	// QuotaRefusals counts retries to this scope that the retry quota
+	// (Policy.Quota, the circuit breaker) refused, in the scope each retry
+	// would have gone to, whose bucket pays for it. BudgetRefusals counts
+	// retries that the retry budget (Policy.Budget) refused, in the
+	// scope of the request's URL, where the budget is kept, wherever the
+	// retry would have gone. A retry whose quota or budget asks for a
+	// longer wait than MaxDelay is refused too, and counted under the one
+	// whose wait is the longer (the quota's, if they are equal).
+	// RateLimited counts attempts a client-side rate limiter refused to
+	// wait for.
+	QuotaRefusals, BudgetRefusals, RateLimited uint64
 	// Quota is the retry quota's level in tokens, or -1 when the scope's
 	// policy has no quota.
 	Quota float64
@@ -76,7 +83,7 @@ type scopeCounters struct {
 	// other cache line.
 	used atomic.Uint64
 
-	hedges atomic.Uint64
+	hedges, budgetRefusals atomic.Uint64
 }
 
 // statsTable maps scopes to their counters, and keeps at most
@@ -202,15 +209,16 @@ func (t *Transport) Snapshot() []ScopeStats {
 		c := v.(*scopeCounters)
 		scope := k.(string)
 		s := ScopeStats{
-			Scope:         scope,
-			Custom:        c.cp.p.Scope != nil,
-			Attempts:      c.attempts.Load(),
-			Retries:       c.retries.Load(),
-			Hedges:        c.hedges.Load(),
-			Throttles:     c.throttles.Load(),
-			QuotaRefusals: c.quotaRefusals.Load(),
-			RateLimited:   c.rateLimited.Load(),
-			Quota:         c.cp.quotaLevel(scope),
+			Scope:          scope,
+			Custom:         c.cp.p.Scope != nil,
+			Attempts:       c.attempts.Load(),
+			Retries:        c.retries.Load(),
+			Hedges:         c.hedges.Load(),
+			Throttles:      c.throttles.Load(),
+			QuotaRefusals:  c.quotaRefusals.Load(),
+			BudgetRefusals: c.budgetRefusals.Load(),
+			RateLimited:    c.rateLimited.Load(),
+			Quota:          c.cp.quotaLevel(scope),
 		}
 		if a, ok := c.cp.limiter.(adaptiveStater); ok {
 			s.Adaptive = a.State(scope)

@@ -3,13 +3,16 @@ package retrytransport_test
 // Snapshot: per-scope statistics, bounded in the scopes they keep.
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/quota"
 )
@@ -183,5 +186,81 @@ func TestSnapshotCustomScope(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]bool{"api.example.com": false, "tenant-7": true}, got); diff != "" {
 		t.Errorf("Custom by scope (-want +got):\n%s", diff)
+	}
+}
+
+// answeringQuota is a retry quota that gives every Acquire the same
+// answer: it pays or refuses, and asks for wait.
+type answeringQuota struct {
+	pays bool
+	wait time.Duration
+}
+
+func (q answeringQuota) Acquire(string, classify.Kind) (int, time.Duration, bool) {
+	if !q.pays {
+		return 0, 0, false
+	}
+	return 1, q.wait, true
+}
+func (answeringQuota) Refund(string, int)   {}
+func (answeringQuota) Success(string)       {}
+func (answeringQuota) Level(string) float64 { return 0 }
+
+// refusals are a scope's counts of refused retries.
+type refusals struct{ Quota, Budget uint64 }
+
+// TestSnapshotCountsEachRefusalUnderItsOwnNameAndScope: a retry the retry
+// quota refuses counts as a QuotaRefusal in the scope the retry would have
+// gone to, whose bucket pays; one the retry budget refuses counts as a
+// BudgetRefusal in the request's own scope, where the budget is kept, and
+// never as a QuotaRefusal, with a quota or without. A quota or budget
+// whose wait is too long to hold refuses too, counted under the one whose
+// wait is the longer, and the request ends with its reason. Here every
+// retry fails over to b.example.com, a scope of its own.
+func TestSnapshotCountsEachRefusalUnderItsOwnNameAndScope(t *testing.T) {
+	const home, alt = "api.example.com", "b.example.com"
+	pays, refuses := answeringQuota{pays: true}, answeringQuota{}
+	for _, tt := range []struct {
+		name          string
+		quota, budget quota.Quota // nil: quota.None
+		stop          error
+		want          map[string]refusals
+	}{
+		{"QuotaRefuses", refuses, nil, quota.ErrExceeded, map[string]refusals{alt: {Quota: 1}}},
+		{"BudgetRefusesWithoutAQuota", nil, refuses, quota.ErrOverBudget, map[string]refusals{home: {Budget: 1}}},
+		{"BudgetRefusesBesideTheBucket", &quota.Bucket{}, refuses, quota.ErrOverBudget, map[string]refusals{home: {Budget: 1}}},
+		{"QuotaWaitTooLong", answeringQuota{pays: true, wait: time.Hour}, pays, quota.ErrExceeded, map[string]refusals{alt: {Quota: 1}}},
+		{"BudgetWaitTooLong", pays, answeringQuota{pays: true, wait: time.Hour}, quota.ErrOverBudget, map[string]refusals{home: {Budget: 1}}},
+		{"BudgetWaitsLonger", answeringQuota{pays: true, wait: time.Hour}, answeringQuota{pays: true, wait: 2 * time.Hour}, quota.ErrOverBudget, map[string]refusals{home: {Budget: 1}}},
+		{"EqualWaitsAreTheQuotas", answeringQuota{pays: true, wait: time.Hour}, answeringQuota{pays: true, wait: time.Hour}, quota.ErrExceeded, map[string]refusals{alt: {Quota: 1}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := policy.Policy{MaxAttempts: 2, Quota: quota.None, Budget: quota.None,
+				Failover: &policy.Failover{Endpoints: []string{alt}}}
+			if tt.quota != nil {
+				p.Quota = tt.quota
+			}
+			if tt.budget != nil {
+				p.Budget = tt.budget
+			}
+			s := &script{steps: []step{{status: 503}}}
+			tr := newRig(t, s, p, recordEvents())
+			tr.get(t, url)
+			if n := s.count(); n != 1 {
+				t.Errorf("attempts = %d; want 1, the retry refused", n)
+			}
+			if stop := tr.stop(); !errors.Is(stop, tt.stop) {
+				t.Errorf("final Event Stop = %v; want %v", stop, tt.stop)
+			}
+			got := make(map[string]refusals)
+			for _, st := range tr.Snapshot() {
+				if st.QuotaRefusals != 0 || st.BudgetRefusals != 0 {
+					got[st.Scope] = refusals{Quota: st.QuotaRefusals, Budget: st.BudgetRefusals}
+				}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Snapshot() refusals by scope mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

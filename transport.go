@@ -179,40 +179,52 @@ func (t *Transport) fillDefaults() {
 // bytes, for at most its ReadTimeout) and closed, so their connections are
 // reused.
 //
-// Otherwise the error is a *RetryError, which says how many attempts were
-// made and why retrying stopped; errors.Is and errors.As reach both the last
-// attempt's transport error and the reason (ErrExhausted, ErrNotRetryable,
-// ErrDeadline, ErrTimeLimit, ErrSDKRetries, quota.ErrExceeded, quota.ErrOverBudget,
-// ratelimit.ErrRateLimited, ErrRetryRefused with the error of the
-// WithBeforeRetry hook that refused the retry, or the context's error when
-// the caller cancelled), and its Timeout method reports a deadline. http.Client.Do
-// wraps it in a *url.Error; when http.Client's own Timeout fires first,
-// net/http may report its own error instead.
+// Otherwise the error is a *RetryError, on every path, those that end
+// before the first attempt included (below): it says how many attempts
+// were made and why retrying stopped; errors.Is and
+// errors.As reach both the last attempt's transport error and the reason
+// (ErrExhausted, ErrNotRetryable, ErrDeadline, ErrTimeLimit, ErrSDKRetries,
+// quota.ErrExceeded, quota.ErrOverBudget, ratelimit.ErrRateLimited,
+// ErrRetryRefused with the error of the WithBeforeRetry hook that refused
+// the retry, or the context's error when the caller cancelled), and its
+// Timeout method reports a deadline. http.Client.Do wraps it in a
+// *url.Error; when http.Client's own Timeout fires first, net/http may
+// report its own error instead.
 //
-// Some errors come before any attempt, and so are not a *RetryError: a
-// policy New cannot use (an invalid endpoint, for one), for the requests
-// whose host it is for, a nil req.URL, and a wait for the
-// first attempt's send token that a client-side rate limiter refuses
-// (wrapping ratelimit.ErrRateLimited), that would pass the context's
-// deadline (ErrDeadline) or the policy's MaxTotalTime (ErrTimeLimit).
+// A request refused before its first attempt gets a *RetryError too, with
+// Attempts 0: its host's policy is one New cannot use (ErrInvalidPolicy;
+// Err says what in it is wrong), its URL is nil (ErrNotRetryable), a client-side
+// rate limiter refused to wait for its first send token (an error wrapping
+// ratelimit.ErrRateLimited), that wait would have ended past the context's
+// deadline (ErrDeadline) or the policy's MaxTotalTime (ErrTimeLimit), or
+// the caller's context ended while it waited.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.once.Do(t.fillDefaults)
-	if t.err != nil || req.URL == nil {
-		closeReader(req.Body)
-		if t.err != nil {
-			return nil, t.err
-		}
-		return nil, errors.New("retrytransport: nil Request.URL")
+	switch {
+	case t.err != nil:
+		return refuse(req, ErrInvalidPolicy, t.err)
+	case req.URL == nil:
+		return refuse(req, ErrNotRetryable, errNilURL)
 	}
 	cp := t.hosts.lookup(req.URL.Hostname())
 	if cp.err != nil {
-		closeReader(req.Body)
-		return nil, cp.err
+		return refuse(req, ErrInvalidPolicy, cp.err)
 	}
 	var r request
 	r.start(t, req, cp)
 	return r.run()
 }
+
+// refuse ends req, which cannot be attempted at all, before it is
+// started: its body is closed, and the caller gets a *RetryError of 0
+// attempts for reason, with err saying what is wrong.
+func refuse(req *http.Request, reason, err error) (*http.Response, error) {
+	closeReader(req.Body)
+	return nil, &RetryError{Reason: reason, Err: err}
+}
+
+// errNilURL is why a request with a nil URL is refused.
+var errNilURL = errors.New("retrytransport: nil Request.URL")
 
 // fanOut returns one function that calls each of fs in turn, or nil for
 // none.

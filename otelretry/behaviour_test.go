@@ -298,6 +298,7 @@ func TestCustomScopes(t *testing.T) {
 		for name, want := range map[string][]point{
 			"retrytransport.throttles":           {{scopeOnly("_OTHER"), 3}},
 			"retrytransport.quota.refusals":      {{scopeOnly("_OTHER"), 0}},
+			"retrytransport.budget.refusals":     {{scopeOnly("_OTHER"), 0}},
 			"retrytransport.rate_limit.refusals": {{scopeOnly("_OTHER"), 0}},
 			"retrytransport.hedges":              {{scopeOnly("_OTHER"), 0}},
 			"retrytransport.quota.level":         nil,
@@ -318,6 +319,7 @@ func TestCustomScopes(t *testing.T) {
 		for name, want := range map[string][]point{
 			"retrytransport.throttles":           {{a, 2}, {b, 1}},
 			"retrytransport.quota.refusals":      {{a, 0}, {b, 0}},
+			"retrytransport.budget.refusals":     {{a, 0}, {b, 0}},
 			"retrytransport.rate_limit.refusals": {{a, 0}, {b, 0}},
 			"retrytransport.hedges":              {{a, 0}, {b, 0}},
 			"retrytransport.quota.level":         {{a, 500}, {b, 500}}, // each throttle's 10 refunded by the success
@@ -504,7 +506,7 @@ func TestScopeCallbackStopsAfterGC(t *testing.T) {
 	}
 	m = r.collect(t)
 	for _, name := range []string{"retrytransport.throttles", "retrytransport.quota.refusals",
-		"retrytransport.rate_limit.refusals", "retrytransport.hedges", "retrytransport.quota.level"} {
+		"retrytransport.budget.refusals", "retrytransport.rate_limit.refusals", "retrytransport.hedges", "retrytransport.quota.level"} {
 		if p := sortedPoints(t, m, name); len(p) > 0 {
 			t.Errorf("%s still reported after the Transport was collected: %v", name, p)
 		}
@@ -694,8 +696,8 @@ func TestStopReasons(t *testing.T) {
 
 // TestStopReasonRateLimited: a fixed rate that fails fast lets the first
 // request go and refuses the second before its first attempt. The second
-// is recorded with 0 attempts and no outcome, and its caller's span says
-// why.
+// is recorded with 0 attempts and no outcome, its caller's span says why,
+// and its caller gets a *RetryError of 0 attempts.
 func TestStopReasonRateLimited(t *testing.T) {
 	srv := newServer(t, answer{status: 200})
 	frozen := faketime.New()
@@ -706,8 +708,9 @@ func TestStopReasonRateLimited(t *testing.T) {
 		t.Fatalf("first GET = %d, %v; want 200", status, err)
 	}
 	caller, _, err := r.call(t, context.Background(), "GET", srv.URL)
-	if !errors.Is(err, ratelimit.ErrRateLimited) {
-		t.Fatalf("second GET err = %v; want ratelimit.ErrRateLimited", err)
+	var re *retrytransport.RetryError
+	if !errors.Is(err, ratelimit.ErrRateLimited) || !errors.As(err, &re) || re.Attempts != 0 {
+		t.Fatalf("second GET err = %v; want a *RetryError of 0 attempts wrapping ratelimit.ErrRateLimited", err)
 	}
 	if calls, _, _ := srv.seen(); calls != 1 {
 		t.Fatalf("server saw %d requests; want 1", calls)

@@ -40,7 +40,9 @@
 // (histograms), with server.address, server.port, http.request.method,
 // retrytransport.outcome and retrytransport.stop_reason. Per scope, read
 // from Transport.Snapshot at each collection: the throttles, quota
-// refusals, rate-limit refusals, hedges (copies sent beside slow attempts)
+// refusals (counted in the scope a retry would have gone to), budget
+// refusals (in the scope of the request's URL, where the retry budget is
+// kept), rate-limit refusals, hedges (copies sent beside slow attempts)
 // and store fallbacks (of a quota or limiter kept in Redis, module
 // redisretry) counters, and gauges of the retry quota level and the
 // adaptive limiter's fill rate and measured rate, with

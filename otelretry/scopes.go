@@ -15,14 +15,15 @@ import (
 // The per-scope instruments' names. The metric table of docs/observability.md
 // describes each.
 const (
-	throttlesMetric     = "retrytransport.throttles"
-	quotaRefusalsMetric = "retrytransport.quota.refusals"
-	rateLimitedMetric   = "retrytransport.rate_limit.refusals"
-	quotaLevelMetric    = "retrytransport.quota.level"
-	fillRateMetric      = "retrytransport.adaptive.fill_rate"
-	measuredRateMetric  = "retrytransport.adaptive.measured_rate"
-	fallbacksMetric     = "retrytransport.store.fallbacks"
-	hedgesMetric        = "retrytransport.hedges"
+	throttlesMetric      = "retrytransport.throttles"
+	quotaRefusalsMetric  = "retrytransport.quota.refusals"
+	budgetRefusalsMetric = "retrytransport.budget.refusals"
+	rateLimitedMetric    = "retrytransport.rate_limit.refusals"
+	quotaLevelMetric     = "retrytransport.quota.level"
+	fillRateMetric       = "retrytransport.adaptive.fill_rate"
+	measuredRateMetric   = "retrytransport.adaptive.measured_rate"
+	fallbacksMetric      = "retrytransport.store.fallbacks"
+	hedgesMetric         = "retrytransport.hedges"
 )
 
 // scopeCounters are the per-scope counters: each instrument's name, unit
@@ -34,8 +35,10 @@ var scopeCounters = [...]struct {
 }{
 	{throttlesMetric, "{attempt}", "Attempts the server throttled (429, 503 Slow Down, a throttling error code).",
 		func(st retrytransport.ScopeStats) uint64 { return st.Throttles }},
-	{quotaRefusalsMetric, "{retry}", "Retries the retry quota refused: the circuit breaker was open.",
+	{quotaRefusalsMetric, "{retry}", "Retries to the scope that the retry quota (the circuit breaker) refused.",
 		func(st retrytransport.ScopeStats) uint64 { return st.QuotaRefusals }},
+	{budgetRefusalsMetric, "{retry}", "Retries of the requests to the scope (their URL's) that the retry budget refused, wherever the retries would have gone.",
+		func(st retrytransport.ScopeStats) uint64 { return st.BudgetRefusals }},
 	{rateLimitedMetric, "{attempt}", "Attempts a client-side rate limiter refused to wait for.",
 		func(st retrytransport.ScopeStats) uint64 { return st.RateLimited }},
 	{fallbacksMetric, "{decision}", "Decisions of the scope's retry quota and rate limiters made from the process's own state because the store they share with other processes (Redis) did not answer in time.",

@@ -123,6 +123,7 @@ func TestRecoveredAfterTwo503s(t *testing.T) {
 	for name, want := range map[string][]point{
 		"retrytransport.throttles":           {{scope, 0}},
 		"retrytransport.quota.refusals":      {{scope, 0}},
+		"retrytransport.budget.refusals":     {{scope, 0}},
 		"retrytransport.rate_limit.refusals": {{scope, 0}},
 		"retrytransport.hedges":              {{scope, 0}},
 		"retrytransport.quota.level":         {{scope, 495}},
@@ -240,6 +241,40 @@ func TestQuotaRefusal(t *testing.T) {
 	attrs := reqAttrs(host, port, "GET", "transient", "quota")
 	if diff := cmp.Diff([]histogram{{attrs, 1, 2}}, histograms[int64](t, m["retrytransport.request.attempts"])); diff != "" {
 		t.Errorf("attempts histogram (-want +got):\n%s", diff)
+	}
+}
+
+// TestBudgetRefusal: a retry budget with nothing to grant refuses the
+// retry of a request to a scope with a retry quota. The caller's span says
+// the budget stopped it, and the scope counts the refusal as the budget's,
+// not the quota's, which had tokens to pay.
+func TestBudgetRefusal(t *testing.T) {
+	srv := newServer(t, answer{status: 503, body: "down"})
+	p := policy.Standard()
+	p.Budget = &quota.Budget{Ratio: 0.01, MinPerSecond: -1} // no retry for one request
+	r := newRig(t, p)
+	if _, status, err := r.call(t, context.Background(), "GET", srv.URL); err != nil || status != 503 {
+		t.Fatalf("GET = %d, %v; want the 503", status, err)
+	}
+	caller, attempts := r.ended(t)
+	if len(attempts) != 1 {
+		t.Fatalf("%d attempt spans; want 1 (the retry refused)", len(attempts))
+	}
+	events := eventsOf(caller)
+	if len(events) != 1 || events[0].Name != "retrytransport.give_up" || events[0].Attrs["retrytransport.stop_reason"] != "budget" {
+		t.Errorf("caller's span events %v; want one give-up for the budget", events)
+	}
+	host, port := hostPort(t, srv.URL)
+	scope := map[string]string{"retrytransport.scope": host + ":" + port}
+	m := r.collect(t)
+	for name, want := range map[string][]point{
+		"retrytransport.budget.refusals": {{scope, 1}},
+		"retrytransport.quota.refusals":  {{scope, 0}},
+		"retrytransport.quota.level":     {{scope, 500}},
+	} {
+		if diff := cmp.Diff(want, points(t, m[name])); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
 	}
 }
 
