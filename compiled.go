@@ -20,6 +20,7 @@ type compiled struct {
 	requests       quota.RequestCounter // quota, if it counts requests; else nil
 	limiter        ratelimit.Limiter    // the adaptive limiter (Policy.Limiter); nil for none
 	learner        ratelimit.Recorder   // limiter, if it learns from outcomes; else nil
+	releaser       ratelimit.Releaser   // limiter, if it counts the attempts in flight; else nil
 	freeThrottles  bool                 // retries after throttles cost no quota: see pacesThrottles
 	throttleExtra  int                  // retries after paced throttles that MaxAttempts does not count: see throttleRetrier
 	fixed          ratelimit.Limiter    // nil unless the policy has a fixed rate (Policy.RateLimit)
@@ -63,6 +64,7 @@ func compile(p policy.Policy, now func() time.Time) *compiled {
 	cp.requests, _ = cp.quota.(quota.RequestCounter)
 	cp.limiter = cp.p.Limiter
 	cp.learner, _ = cp.limiter.(ratelimit.Recorder)
+	cp.releaser, _ = cp.limiter.(ratelimit.Releaser)
 	if cp.p.ServerDelay.Headers&(retryafter.IETFRateLimit|retryafter.RateLimitReset) != 0 {
 		cp.quotas, _ = cp.limiter.(ratelimit.QuotaRecorder)
 	}

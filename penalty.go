@@ -39,27 +39,27 @@ func (p *penaltyConfig) signals(resp *http.Response) bool {
 	return len(p.Codes) > 0 && slices.Contains(p.Codes, classify.Code(resp))
 }
 
-// notePenalty starts, or starts again, the Policy.Penalty of a's scope if
-// a's response signals it. Every response is noted, retried or not, and
-// for a hedged attempt every copy's, the losers' included: the server said
-// it is busy whichever result the attempt took. A response classified
-// Success is not read for a code, nor noted: its body is the caller's to
-// stream.
-func (r *request) notePenalty(a *attempt) {
-	if a.out.Kind == classify.Success || !r.signals(a.resp) {
+// notePenalty starts, or starts again, the Policy.Penalty of a's scope, as
+// of now(), if a's response signals it. Every response is noted, retried
+// or not, and for a hedged attempt every copy's, the losers' included,
+// those that answer after the race was decided too: the server said it is
+// busy whichever result the attempt took. A response classified Success
+// is not read for a code, nor noted: its body is the caller's to stream.
+func (cp *compiled) notePenalty(now func() time.Time, a *attempt) {
+	if a.out.Kind == classify.Success || !cp.signals(a.resp) {
 		return
 	}
-	a.behaviour.penalise(r.t.now(), r.cp.penalty.period())
+	a.behaviour.penalise(now(), cp.penalty.period())
 }
 
 // signals reports whether resp signals the policy's Penalty, reading its
 // error code, if need be, within ReadTimeout, as classification does.
-func (r *request) signals(resp *http.Response) bool {
-	pen := r.cp.penalty
+func (cp *compiled) signals(resp *http.Response) bool {
+	pen := cp.penalty
 	if resp == nil || !hasReadableBody(resp) || len(pen.Codes) == 0 {
 		return pen.signals(resp) // the status alone: no body to read
 	}
-	tb := boundReads(resp, r.cp.p.ReadTimeout)
+	tb := boundReads(resp, cp.p.ReadTimeout)
 	ok := pen.signals(resp)
 	tb.release(resp)
 	return ok

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -108,6 +109,54 @@ func TestPenaltyStartedByALosingHedge(t *testing.T) {
 		t.Errorf("the POST's retry waited %v; want [11s]: 1 s + the 10 s penalty that the losing copy's 503 started", got)
 	}
 	srv.conns.expectAllClosed(t, client)
+}
+
+// So does a losing copy that answers after its race was decided and the
+// request returned: it is settled in its own goroutine, and the penalty
+// its 503 starts holds back the next request's retry.
+func TestPenaltyStartedByALosingHedgeThatAnswersLate(t *testing.T) {
+	noLeaks(t)
+	returned := make(chan struct{})
+	loserBody := &closeSignal{Reader: strings.NewReader("busy"), done: make(chan struct{})}
+	var gets, posts atomic.Int64
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		code := 200
+		var body io.ReadCloser = io.NopCloser(strings.NewReader("ok"))
+		switch {
+		case req.Method == "POST":
+			if posts.Add(1) == 1 {
+				code = 500
+			}
+		case gets.Add(1) == 1: // the copy that loses, and answers once the GET returned
+			<-returned
+			code, body = 503, loserBody
+		}
+		return &http.Response{StatusCode: code, Header: http.Header{}, Body: body, Request: req}, nil
+	})
+	p := policy.Policy{
+		RetryNonIdempotent: true,
+		Backoff:            backoff.Constant{Interval: time.Second},
+		Hedge:              &policy.Hedge{Delay: hedgeDelay},
+		Penalty:            &policy.Penalty{Statuses: []int{503}, Delay: 10 * time.Second, For: time.Hour},
+	}
+	tr := newRig(t, base, p)
+	if resp := tr.get(t, url); resp.StatusCode != 200 {
+		t.Fatalf("GET status %d; want the winning copy's 200", resp.StatusCode)
+	}
+	close(returned)
+	select {
+	case <-loserBody.done: // settled, then drained and closed
+	case <-time.After(leakBound):
+		t.Fatal("the losing copy's 503 was never closed")
+	}
+	resp, err := tr.RoundTrip(newReq(t, "POST", url, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := retryWaits(tr.clock); !equalDurations(got, []time.Duration{11 * time.Second}) {
+		t.Errorf("the POST's retry waited %v; want [11s]: 1 s + the 10 s penalty that the losing copy's late 503 started", got)
+	}
 }
 
 func TestPenaltyAppliedAndReset(t *testing.T) {

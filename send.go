@@ -1,8 +1,10 @@
 package retrytransport
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/ratelimit"
@@ -10,9 +12,10 @@ import (
 )
 
 // race sends attempt a, and for a request that hedges, its copies (see
-// raceHedged): a lone attempt is a race of one. Every copy that returns
-// is classified and settled, and a is left with the result the attempt
-// takes: its own, or a copy's. A race of one starts no goroutine.
+// raceHedged): a lone attempt is a race of one. Every copy sent is
+// classified and settled once, whenever it ends (a losing hedge possibly
+// after race returned), and a is left with the result the attempt takes:
+// its own, or a copy's. A race of one starts no goroutine.
 func (r *request) race(a *attempt) {
 	r.n++
 	a.turn = ratelimit.Reservation{} // the send token is spent
@@ -47,7 +50,7 @@ func (r *request) send(a *attempt) {
 	if timer != nil {
 		var fired bool
 		if resp, fired = timer.end(resp); fired { // the timer cancelled the attempt's context already
-			r.timedOut(a)
+			a.timedOut(r.ctx)
 			return
 		}
 	}
@@ -64,11 +67,11 @@ func (r *request) send(a *attempt) {
 }
 
 // timedOut gives a, whose timer fired before its response headers came,
-// its outcome: a Timeout, unless the caller's own end came too, which
-// then decides.
-func (r *request) timedOut(a *attempt) {
+// its outcome: a Timeout, unless the caller's own end (ctx, the caller's
+// context) came too, which then decides.
+func (a *attempt) timedOut(ctx context.Context) {
 	a.resp = nil
-	if err := r.ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		a.out, a.err = classify.Outcome{Kind: classify.Fatal, Reason: "canceled"}, err
 		return
 	}
@@ -85,7 +88,7 @@ func (r *request) classify(a *attempt, req *http.Request, resp *http.Response, e
 		if req != r.req {
 			resp.Request = r.req // the caller's request, not our per-attempt copy
 		}
-		a.out = r.classifyResponse(req, resp)
+		a.out = r.cp.classifyResponse(req, resp)
 		if r.route != nil && a.out.Kind != classify.Success && r.route.notReplicated(resp, a.endpoint) {
 			a.out, a.notReplicated = notReplicatedOutcome, true
 		}
@@ -99,11 +102,11 @@ func (r *request) classify(a *attempt, req *http.Request, resp *http.Response, e
 	a.out = r.cp.errorOutcome(req, err)
 }
 
-// classifyResponse classifies resp, bounding in time the reads of its
-// body that classification makes (Policy.ReadTimeout).
-func (r *request) classifyResponse(req *http.Request, resp *http.Response) classify.Outcome {
-	p := &r.cp.p
-	if !r.cp.mayBeRead(resp) {
+// classifyResponse classifies resp, the response to req, bounding in time
+// the reads of its body that classification makes (Policy.ReadTimeout).
+func (cp *compiled) classifyResponse(req *http.Request, resp *http.Response) classify.Outcome {
+	p := &cp.p
+	if !cp.mayBeRead(resp) {
 		return p.Classify(req, resp, nil)
 	}
 	tb := boundReads(resp, p.ReadTimeout)
@@ -112,37 +115,64 @@ func (r *request) classifyResponse(req *http.Request, resp *http.Response) class
 	return out
 }
 
-// settle records the outcome of copy a, in a's scope, whether the attempt
-// takes its result or not: the limiter learns it, and the quota its
-// response publishes (unless the caller gave up first, which says nothing
-// of the server), a throttle is counted, a
-// penalty signal starts the scope's penalty, a hedged copy's latency is
-// learned, and a secondary's "not replicated yet" sends the request's
-// next attempts to the primary.
+// settle settles copy a (see compiled.settle), whether the attempt takes
+// its result or not, and tells the request's route what a says of its
+// endpoint: a failure there sends the next attempts elsewhere, and a
+// secondary's "not replicated yet" sends them to the primary.
 func (r *request) settle(a *attempt) {
-	cp := r.cp
-	if cp.learner != nil && r.ctx.Err() == nil {
-		cp.learner.Record(a.scope, a.out.Kind)
+	r.cp.settle(r.ctx, r.t.now, a, true)
+	if r.route != nil {
+		r.noteRoute(a)
 	}
-	if cp.quotas != nil && a.resp != nil && r.ctx.Err() == nil {
-		r.recordQuota(a)
+}
+
+// noteRoute tells the request's route what copy a says of its endpoint.
+func (r *request) noteRoute(a *attempt) {
+	if a.resp == nil || a.out.Retryable() {
+		r.route.failed |= 1 << a.endpoint
+	}
+	if a.notReplicated {
+		r.route.toPrimary = true
+	}
+}
+
+// settle records, in its scope, what copy a, sent and now ended, says, and
+// is called once for every copy sent, whenever it ends. The limiter hears
+// a's outcome, or, when the caller's context ctx ended first, which says
+// nothing of the server, only that a is no longer in flight (see
+// ratelimit.Releaser); the quota that a's response publishes is recorded,
+// unless ctx ended; a throttle is counted; a penalty signal starts the
+// scope's penalty; and with latency, a hedged copy's time to its response
+// headers is learned. It reads nothing of a's request but what a holds,
+// so that a hedged copy that ends after its race can be settled in its own
+// goroutine (see hedgeRace.settleLate).
+func (cp *compiled) settle(ctx context.Context, now func() time.Time, a *attempt, latency bool) {
+	switch {
+	case cp.learner == nil && cp.releaser == nil:
+	case cp.learner != nil && ctx.Err() == nil:
+		cp.learner.Record(a.scope, a.out.Kind)
+	default:
+		cp.release(a.scope)
+	}
+	if cp.quotas != nil && a.resp != nil && ctx.Err() == nil {
+		cp.recordQuota(now, a)
 	}
 	if a.out.Kind == classify.Throttle {
 		a.stats.throttles.Add(1)
 	}
 	if cp.penalty != nil {
-		r.notePenalty(a)
+		cp.notePenalty(now, a)
 	}
-	if cp.learnsLatency && !a.start.IsZero() { // a hedged copy
+	if latency && cp.learnsLatency && !a.start.IsZero() { // a hedged copy
 		a.behaviour.latencies().observe(a.took)
 	}
-	if r.route != nil {
-		if a.resp == nil || a.out.Retryable() {
-			r.route.failed |= 1 << a.endpoint
-		}
-		if a.notReplicated {
-			r.route.toPrimary = true
-		}
+}
+
+// release tells the limiter, if it counts the attempts in flight, that a
+// copy sent to scope ended without an outcome it should learn from.
+func (cp *compiled) release(scope string) {
+	if cp.releaser != nil {
+		cp.releaser.Release(scope)
 	}
 }
 
@@ -150,14 +180,14 @@ func (r *request) settle(a *attempt) {
 // the fields the policy trusts, if any: on every status, since a server
 // that reports its quota on its successes lets the limiter pace before
 // the quota runs out.
-func (r *request) recordQuota(a *attempt) {
+func (cp *compiled) recordQuota(now func() time.Time, a *attempt) {
 	h := a.resp.Header
 	// Most responses publish nothing: look before reading the clock.
 	if h["Ratelimit"] == nil && h["Ratelimit-Remaining"] == nil && h["X-Ratelimit-Remaining"] == nil {
 		return
 	}
-	if q, _, ok := retryafter.ParseQuota(h, r.t.now(), r.cp.p.ServerDelay.Headers); ok {
-		r.cp.quotas.RecordQuota(a.scope, q.Remaining, q.Reset)
+	if q, _, ok := retryafter.ParseQuota(h, now(), cp.p.ServerDelay.Headers); ok {
+		cp.quotas.RecordQuota(a.scope, q.Remaining, q.Reset)
 	}
 }
 

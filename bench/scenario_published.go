@@ -85,7 +85,7 @@ func oursWithQuotaIgnored() contender {
 // which looks for ratelimit.QuotaRecorder, never tells it a published
 // quota, and it learns the server's rate from 429s alone. It forwards
 // every other method of the limiter, since the transport looks for those
-// too (Recorder, the throttle charging and retries, State);
+// too (Recorder, Releaser, the throttle charging and retries, State);
 // TestQuotaBlindForwards checks that none is missing.
 type quotaBlind struct{ a *ratelimit.Adaptive }
 
@@ -94,6 +94,8 @@ func (b quotaBlind) Reserve(scope string) (ratelimit.Reservation, time.Duration,
 }
 
 func (b quotaBlind) Record(scope string, k classify.Kind) { b.a.Record(scope, k) }
+
+func (b quotaBlind) Release(scope string) { b.a.Release(scope) }
 
 func (b quotaBlind) State(scope string) ratelimit.AdaptiveState { return b.a.State(scope) }
 

@@ -40,7 +40,8 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 // (docs/aws.md), kept per scope: a token bucket of send tokens whose fill
 // rate follows the throttling responses the scope gets. Call ReserveAt
 // before each attempt, first attempts included, and wait what it returns;
-// call RecordAt with each attempt's outcome. A scope that has never been
+// call RecordAt with each attempt's outcome, or ReleaseAt for an attempt
+// sent that ended without one. A scope that has never been
 // throttled is not limited at all, and throttling of one scope never slows
 // another.
 //
@@ -203,7 +204,7 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 // not been used since the hand last passed it, one of those is evicted;
 // only when every one was used since is a scope used lately evicted: the
 // one the hand started at, after a full turn. ReserveAt and RecordAt use a
-// scope; DelayAt, CancelAt and StateAt do not, and neither does its
+// scope; DelayAt, CancelAt, ReleaseAt and StateAt do not, and neither does its
 // creation. An evicted scope starts over as never throttled: it is not
 // limited until its next throttle, which then sets its rate as a new
 // scope's first throttle does (change 1). For a scope idle for a few seconds little is lost:
@@ -294,6 +295,7 @@ type AdaptiveState struct {
 	Capacity     float64   // most send tokens held: a tenth of a second of the rate (a second in reference mode), at least 1
 	LastMax      float64   // the rate in use at the last decrease (the curve's plateau in reference mode)
 	LastThrottle time.Time // when the last throttle was recorded; zero if never
+	Outstanding  uint64    // reservations taken whose attempt has not ended: not recorded, released nor cancelled
 
 	// The quota the server publishes (see [Adaptive.RecordQuotaAt]), while
 	// it paces the scope; all zero when none does.
@@ -350,6 +352,31 @@ func (a *Adaptive) RecordAt(now time.Time, scope string, k classify.Kind) {
 // Record is RecordAt at a.Now(), or the wall clock if a.Now is nil.
 func (a *Adaptive) Record(scope string, k classify.Kind) { a.RecordAt(a.now(), scope, k) }
 
+// ReleaseAt records, as of now, that an attempt sent to scope on one of
+// its reservations ended without an outcome to record: the caller's
+// context ended while it was in flight, or it was a hedged copy cancelled
+// before it answered. The reservation is no longer outstanding, as a
+// recorded one is not (the cold start reads the scope's concurrency from
+// those outstanding, and the line climbs by them); nothing else changes:
+// no response is measured, the rate does not move, and no send token comes
+// back, since the attempt was sent ([Adaptive.CancelAt] is for attempts
+// that were not). End each reservation whose attempt was sent with one
+// RecordAt or one ReleaseAt, never both. A scope not stored is left
+// alone, and a release beyond the reservations outstanding changes
+// nothing.
+func (a *Adaptive) ReleaseAt(now time.Time, scope string) {
+	s := a.scopes.Peek(scope)
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.release(s.at(now))
+}
+
+// Release is ReleaseAt at a.Now(), or the wall clock if a.Now is nil.
+func (a *Adaptive) Release(scope string) { a.ReleaseAt(a.now(), scope) }
+
 // StateAt returns a snapshot of scope as of now, the refill up to now
 // included. A scope not stored (never seen, or evicted) reads as the zero
 // AdaptiveState: not enabled.
@@ -371,6 +398,7 @@ func (a *Adaptive) StateAt(now time.Time, scope string) AdaptiveState {
 		Tokens:       c.tokens,
 		Capacity:     c.capacity,
 		LastMax:      c.lastMax,
+		Outstanding:  c.sent - min(c.done, c.sent),
 	}
 	if c.enabled {
 		st.LastThrottle = c.origin.Add(secs.Round(c.lastThrottle))

@@ -122,6 +122,63 @@ func TestAdaptiveCancelReturnsToken(t *testing.T) {
 	}
 }
 
+// An attempt released (sent, and ended without an outcome) is no longer
+// outstanding, and nothing else changes: its send token stays spent, and
+// no response is measured.
+func TestAdaptiveReleaseEndsAReservationOnly(t *testing.T) {
+	var a ratelimit.Adaptive
+	a.ReserveAt(t0, "s")
+	a.RecordAt(t0.Add(100*ms), "s", classify.Throttle) // enabled, the bucket empty
+	now := t0.Add(100 * ms)
+	a.ReserveAt(now, "s")
+	a.ReserveAt(now, "s")
+	before := a.StateAt(now, "s")
+	if !before.Enabled || before.Tokens != -2 {
+		t.Fatalf("setup: StateAt(s) = %+v; want enabled, two tokens owed", before)
+	}
+	if before.Outstanding != 2 {
+		t.Fatalf("StateAt(s).Outstanding after two reservations = %d; want 2", before.Outstanding)
+	}
+	a.ReleaseAt(now, "s")
+	after := a.StateAt(now, "s")
+	want := before
+	want.Outstanding = 1
+	if diff := cmp.Diff(want, after); diff != "" {
+		t.Errorf("StateAt(s) after ReleaseAt mismatch (-want +got):\n%s", diff)
+	}
+	a.ReleaseAt(now, "s")
+	a.ReleaseAt(now, "s") // beyond the reservations outstanding: nothing
+	if got := a.StateAt(now, "s").Outstanding; got != 0 {
+		t.Errorf("StateAt(s).Outstanding after releasing both, and once more = %d; want 0", got)
+	}
+	a.ReleaseAt(now, "never") // a scope not stored stays so
+	if diff := cmp.Diff(ratelimit.AdaptiveState{}, a.StateAt(now, "never")); diff != "" {
+		t.Errorf("StateAt(never) after ReleaseAt mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// The cold start decreases from the scope's concurrency, the most
+// reservations outstanding at once, over its first round trip, the time to
+// its first response: five attempts released one after another never
+// overlap, so with a sixth, throttled 300 ms after the first event, that
+// is 1 over 0.3 s, not 6 (the released ones still outstanding), nor 1 over
+// the 100 ms floor (a release taken for the first response).
+func TestAdaptiveColdStartAfterReleases(t *testing.T) {
+	var a ratelimit.Adaptive
+	for i := range 5 {
+		now := t0.Add(time.Duration(i) * ms)
+		a.ReserveAt(now, "s")
+		a.ReleaseAt(now, "s")
+	}
+	a.ReserveAt(t0.Add(200*ms), "s")
+	now := t0.Add(300 * ms)
+	a.RecordAt(now, "s", classify.Throttle)
+	got := a.StateAt(now, "s")
+	if want := 1 / 0.3; math.Abs(got.LastMax-want) > 1e-9 || got.Outstanding != 0 {
+		t.Errorf("StateAt(s) after 5 released attempts and a throttle: LastMax %v, Outstanding %d; want %.4f and 0", got.LastMax, got.Outstanding, want)
+	}
+}
+
 // Reservations come due in the order they were taken, at the rate in force
 // while they wait: a decrease moves the waiting ones later, spaced at the
 // new rate.

@@ -156,6 +156,7 @@ type cubic struct {
 	// The cold start, outside reference mode (see coldRate).
 	concurrency uint64  // most reservations outstanding at once so far
 	firstAt     float64 // instant of the first response recorded
+	answered    bool    // a response has been recorded, so firstAt is set
 	busy        float64 // seconds during which a reservation was outstanding
 	busyAt      float64 // busy at the line's latest step
 	coldUntil   float64 // busy at which the provisional line ends
@@ -171,9 +172,10 @@ type cubic struct {
 	// tokens in all, issued + tokens (tokens taken plus tokens left).
 	issued uint64 // reservations taken, less the latest ones cancelled: the place of the latest
 
-	// Damping, off in reference mode: sends and responses counted, and the
-	// hold that the last decrease opened.
-	sent, done uint64  // reservations taken (less those cancelled), responses recorded
+	// Damping, off in reference mode: sends and their ends counted, and the
+	// hold that the last decrease opened. A reservation is outstanding from
+	// take until its response is recorded or its attempt released.
+	sent, done uint64  // reservations taken (less those cancelled); responses recorded and attempts released
 	holdSeq    uint64  // reservations due (sent, or free to send) at the last decrease
 	holdEnd    float64 // the hold ends at this instant at the latest
 }
@@ -228,8 +230,8 @@ func (c *cubic) measure(t float64, p *params) {
 // along the line.
 func (c *cubic) record(t float64, throttled bool, p *params) {
 	t = c.advance(t)
-	if c.done == 0 {
-		c.firstAt = t
+	if !c.answered {
+		c.firstAt, c.answered = t, true
 	}
 	c.done++
 	c.measure(t, p)
@@ -392,10 +394,11 @@ func (c *cubic) queued() uint64 {
 
 // held reports whether a throttle at t falls in the hold opened by the last
 // decrease, and so must not decrease the rate again. The hold lasts until
-// the responses recorded pass the reservations taken at the decrease (the
-// answer to a request sent after it has come back, assuming answers come
-// roughly in order) or holdMax has passed. Reservations that are never
-// answered would stretch the hold; holdMax bounds that. A caller that records
+// the responses recorded and attempts released pass the reservations taken
+// at the decrease (the answer to a request sent after it has come back,
+// assuming answers come roughly in order) or holdMax has passed.
+// Reservations that are never answered nor released would stretch the
+// hold; holdMax bounds that. A caller that records
 // without reserving never holds. Reference mode never holds: each throttle
 // decreases again.
 func (c *cubic) held(t float64, p *params) bool {
@@ -456,6 +459,20 @@ func (c *cubic) take() uint64 {
 		c.tokens--
 	}
 	return c.issued
+}
+
+// release ends, at t, a reservation whose attempt was sent and will not
+// be answered (the caller gave up on it, or it was a hedge cancelled by
+// its race): it is no longer outstanding, which the climb, the hold and
+// the cold start's concurrency count by. Nothing is measured, the rate
+// does not move, and no token comes back: the send was made. A release
+// with no reservation outstanding (one of a scope evicted and created
+// again since) changes nothing.
+func (c *cubic) release(t float64) {
+	c.advance(t)
+	if c.done < c.sent {
+		c.done++
+	}
 }
 
 // delay returns how long, in seconds from t, the reservation at place n

@@ -18,7 +18,8 @@ const DefaultMaxScopes = 10000
 // transport stops with an error wrapping [ErrRateLimited].
 //
 // [Adaptive] and [Fixed] implement it in process. A Limiter that also
-// implements [Recorder] hears the outcome of every attempt. Reserve is
+// implements [Recorder] hears the outcome of every attempt, and one that
+// implements [Releaser] of every attempt that ended without one. Reserve is
 // called on every request, so it should cost nothing while the scope is
 // not limited. It must be safe for concurrent use.
 type Limiter interface {
@@ -27,13 +28,33 @@ type Limiter interface {
 
 // Recorder is implemented by a [Limiter] that learns from outcomes, such as
 // [Adaptive]: the transport calls Record after every attempt of scope with
-// the attempt's outcome, except when the caller's context ended first.
+// the attempt's outcome, except when the caller's context ended first or
+// the attempt was a hedged copy cancelled before it answered (see
+// [Releaser]). A hedged copy that answers after its race was decided is
+// recorded too, from the copy's own goroutine, which may be after its
+// request's RoundTrip returned.
 // Since such a limiter slows every attempt of a throttled scope, a retry
 // after a throttle then costs nothing from the retry quota, unless the
 // limiter also has a ChargesThrottles method that returns true, as
 // [Adaptive.ChargesThrottles] does in reference mode.
 type Recorder interface {
 	Record(scope string, k classify.Kind)
+}
+
+// Releaser is implemented by a [Limiter] that counts the attempts in
+// flight, such as [Adaptive] (its cold start reads the concurrency from
+// them): the transport calls Release once for each attempt of scope that
+// was sent and ended without an outcome the limiter should learn from, and
+// so is not given to Record: the caller's context ended while the attempt
+// was in flight or being classified, or the attempt was a hedged copy that
+// its race cancelled before it answered. With [Recorder], every attempt
+// sent is thus recorded or released, exactly once, when it ends; a hedged
+// copy may end after its request's RoundTrip returned. A Limiter that is
+// not a Recorder hears Release for every attempt sent. Release gives back
+// no send token, since the attempt was sent: [Reservation.Cancel] is for
+// attempts that were not. It must be safe for concurrent use.
+type Releaser interface {
+	Release(scope string)
 }
 
 // QuotaRecorder is implemented by a [Limiter] that paces a scope by the
@@ -80,6 +101,7 @@ type FallbackCounter interface {
 var (
 	_ Limiter       = (*Adaptive)(nil)
 	_ Recorder      = (*Adaptive)(nil)
+	_ Releaser      = (*Adaptive)(nil)
 	_ QuotaRecorder = (*Adaptive)(nil)
 	_ Queue         = (*Adaptive)(nil)
 	_ Limiter       = (*Fixed)(nil)

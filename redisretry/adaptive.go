@@ -25,11 +25,11 @@ const (
 )
 
 // Adaptive is an adaptive client-side rate limiter ([ratelimit.Limiter],
-// [ratelimit.Recorder], [ratelimit.QuotaRecorder]) whose state lives in
-// Redis, so that a fleet of replicas learns one send rate per scope and
-// paces all its attempts through one queue: a throttle that one replica
-// receives slows every replica, and the fleet's attempts are spaced
-// evenly, whichever replica sends them. It follows ratelimit.Adaptive: the
+// [ratelimit.Recorder], [ratelimit.Releaser], [ratelimit.QuotaRecorder])
+// whose state lives in Redis, so that a fleet of replicas learns one send
+// rate per scope and paces all its attempts through one queue: a throttle
+// that one replica receives slows every replica, and the fleet's attempts
+// are spaced evenly, whichever replica sends them. It follows ratelimit.Adaptive: the
 // CUBIC curve of the AWS SDKs' adaptive mode, with the parameters of Local
 // (Beta, Scale, MinFillRate, Smoothing, Additive, FailFast, MaxWait), and
 // the pacing by the quota a server publishes (see Published quotas).
@@ -201,7 +201,7 @@ type adaptiveScope struct {
 
 	unreported uint64 // sends made without asking, not yet reported
 	gen        uint64 // the latest decrease heard of
-	sent, done uint64 // reservations taken, responses recorded
+	sent, done uint64 // reservations taken (less those cancelled); responses recorded and attempts released
 	holdSeq    uint64 // reservations taken before gen was heard of
 
 	notes      quotaNotes // published quotas heard of, not yet reported (published.go)
@@ -301,6 +301,21 @@ func (a *Adaptive) Record(scope string, k classify.Kind) {
 	a.mu.Unlock()
 }
 
+// Release records that an attempt sent to scope on a reservation Reserve
+// made ended without an outcome to record (see [ratelimit.Releaser]), in
+// Local too: the replica no longer counts it in flight, so that a hold
+// (see Algorithm on [Adaptive]) ends once the reservations taken before
+// its decrease were all answered or released. It costs no round trip: the
+// fleet's state in Redis counts sends, not attempts in flight.
+func (a *Adaptive) Release(scope string) {
+	a.local().ReleaseAt(a.store().now(), scope)
+	a.mu.Lock()
+	if st := a.scopes[scope]; st != nil && st.done < st.sent {
+		st.done++
+	}
+	a.mu.Unlock()
+}
+
 // Delay returns how long the holder of r, a reservation Reserve made, must
 // still wait: until the instant it is due, without a round trip. It is
 // what [ratelimit.Reservation.Delay] calls.
@@ -337,11 +352,19 @@ func (a *Adaptive) Cancel(r ratelimit.Reservation) {
 // round trip, or Local's while the Store's circuit is open. A scope this
 // replica has not asked about reads as the zero AdaptiveState. The
 // published quota's fields are the fleet's pacing: QuotaRate is the
-// fleet's rate, not this replica's.
+// fleet's rate, not this replica's; Outstanding is this replica's
+// reservations in flight.
 func (a *Adaptive) State(scope string) ratelimit.AdaptiveState {
 	now := a.store().now()
 	if a.store().down() {
-		return a.local().StateAt(now, scope)
+		s := a.local().StateAt(now, scope)
+		a.mu.Lock()
+		s.Outstanding = 0
+		if st := a.scopes[scope]; st != nil {
+			s.Outstanding = st.outstanding()
+		}
+		a.mu.Unlock()
+		return s
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -356,6 +379,7 @@ func (a *Adaptive) State(scope string) ratelimit.AdaptiveState {
 		MeasuredRate: ans.measured,
 		Capacity:     ans.burst,
 		LastMax:      ans.lastMax,
+		Outstanding:  st.outstanding(),
 	}
 	if ans.enabled {
 		// Tokens of the GCRA queue: the burst less the slots handed out
@@ -378,6 +402,11 @@ func (a *Adaptive) Fallbacks(scope string) uint64 { return a.fb.get(scope) }
 // the scope: Local's (ratelimit.Adaptive.ThrottleRetries, by default
 // ratelimit.DefaultThrottleRetries). The transport asks it once per policy.
 func (a *Adaptive) ExtraThrottleRetries() int { return a.local().ExtraThrottleRetries() }
+
+// outstanding returns how many of the replica's reservations of the
+// scope have not ended: taken, and not recorded, released nor cancelled.
+// The caller holds the Adaptive's mutex.
+func (st *adaptiveScope) outstanding() uint64 { return st.sent - min(st.done, st.sent) }
 
 // answerLocked records ans, which came at now, in st. A decrease not
 // heard of before makes every reservation taken so far one sent before

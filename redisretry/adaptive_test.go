@@ -156,6 +156,40 @@ func TestAdaptiveHoldsThrottlesOfEarlierSends(t *testing.T) {
 	}
 }
 
+// TestAdaptiveReleasedAttemptsEndTheHold checks that an attempt released
+// (sent, and ended without an outcome: its caller gave up) counts as ended
+// for the hold: once the requests b had in flight at the decrease were
+// answered or released, a throttle of a request b sent later decreases
+// again, and b has nothing in flight.
+func TestAdaptiveReleasedAttemptsEndTheHold(t *testing.T) {
+	srv := startRedis(t)
+	clock := faketime.New()
+	as := replicas(t, srv, 2, clock, nil)
+	a, b := as[0], as[1]
+	warmUp(as, clock, 100, time.Second)
+	for range 3 { // b has three requests in flight
+		b.Reserve(scope)
+	}
+	a.Record(scope, classify.Throttle)
+	first := a.State(scope).LastMax
+	b.Record(scope, classify.Throttle) // sent before the decrease: held
+	if got := b.State(scope).LastMax; got != first {
+		t.Fatalf("LastMax after b's throttle of a request sent before the decrease = %v; want %v (no second decrease)", got, first)
+	}
+	b.Release(scope) // b's callers gave up on the other two
+	b.Release(scope)
+	clock.Advance(10 * time.Millisecond)
+	b.Reserve(scope)
+	b.Record(scope, classify.Throttle)
+	st := b.State(scope)
+	if st.LastMax >= first {
+		t.Errorf("LastMax after a throttle of a request sent after the decrease, the earlier ones answered or released = %v; want below %v", st.LastMax, first)
+	}
+	if st.Outstanding != 0 {
+		t.Errorf("State.Outstanding = %d once every request of b ended; want 0", st.Outstanding)
+	}
+}
+
 // TestAdaptiveRoundTrips counts the round trips of a limited scope: one per
 // Reserve and per throttle, none per other outcome or Delay.
 func TestAdaptiveRoundTrips(t *testing.T) {

@@ -18,6 +18,7 @@ var (
 	_ ratelimit.Limiter         = (*redisretry.Adaptive)(nil)
 	_ ratelimit.Queue           = (*redisretry.Adaptive)(nil)
 	_ ratelimit.Recorder        = (*redisretry.Adaptive)(nil)
+	_ ratelimit.Releaser        = (*redisretry.Adaptive)(nil)
 	_ ratelimit.QuotaRecorder   = (*redisretry.Adaptive)(nil)
 	_ ratelimit.FallbackCounter = (*redisretry.Adaptive)(nil)
 	_ interface {
