@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
@@ -323,6 +324,29 @@ func TestDeadPrimaryDoesNotDrainTheSecondary(t *testing.T) {
 		if sc.Scope == secondary.host() && sc.Quota != quota.DefaultCapacity {
 			t.Errorf("secondary's quota = %v, want it full (%d): each retry's cost is refunded by its success", sc.Quota, quota.DefaultCapacity)
 		}
+	}
+}
+
+// TestFailoverEndpointScopeIsCanonical: an alternate endpoint's scope is
+// its host:port in the canonical form of every scope, lower-cased and
+// without the trailing dot, whatever the case it was written in; the
+// Event's Endpoint says where the attempt went, as written.
+func TestFailoverEndpointScopeIsCanonical(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	tr := newRig(t, s, policy.Policy{Failover: &policy.Failover{Endpoints: []string{"A.Example:8443", "https://BÜCHER.example./"}}}, recordEvents())
+	resp, err := tr.RoundTrip(newReq(t, "GET", "http://Primary.Example/", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	type place struct{ Scope, Endpoint string }
+	var got []place
+	for _, ev := range tr.heard() {
+		got = append(got, place{ev.Scope, ev.Endpoint})
+	}
+	want := []place{{"primary.example", "Primary.Example"}, {"a.example:8443", "A.Example:8443"}, {"bücher.example", "BÜCHER.example."}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("event scopes and endpoints mismatch (-want +got):\n%s", diff)
 	}
 }
 

@@ -51,18 +51,17 @@ func (h *hostTable) add(pattern string, cp *compiled) error {
 }
 
 // lookup returns the state for hostname, ignoring case and one trailing
-// dot. It does not allocate for lower-case hostnames, which is what
-// url.Parse gives for most URLs, with or without the dot.
+// dot: hostname and the patterns compare in the canonical form of
+// hostpattern.Canonical, as policy.Map.Lookup compares them. It does not
+// allocate for a hostname that is canonical already (lower-case, as
+// url.Parse leaves most URLs), with or without the dot.
 func (h *hostTable) lookup(hostname string) *compiled {
 	if len(h.exact) == 0 && len(h.wild) == 0 {
 		return h.def
 	}
-	// Slicing off the dot shares hostname's bytes. A name that still ends
-	// in "." (it had "..") matches no pattern, as none ends in ".".
-	hostname = strings.TrimSuffix(hostname, ".")
-	if hasUpper(hostname) {
-		hostname = strings.ToLower(hostname)
-	}
+	// A name that still ends in "." (it had "..") matches no pattern, as
+	// none ends in ".".
+	hostname = hostpattern.Canonical(hostname)
 	if cp, ok := h.exact[hostname]; ok {
 		return cp
 	}
@@ -72,13 +71,4 @@ func (h *hostTable) lookup(hostname string) *compiled {
 		}
 	}
 	return h.def
-}
-
-func hasUpper(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			return true
-		}
-	}
-	return false
 }
