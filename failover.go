@@ -155,7 +155,11 @@ func (cp *compiled) host(req *http.Request, i int) string {
 }
 
 // endpointScope returns the scope of an attempt of req sent to endpoint i:
-// its own scope (home) for the primary, else the alternate's.
+// its own scope (home) for the primary, else the alternate's: its host in
+// canonical form, or what the policy's Scope function says of a copy of
+// req sent there. That copy's Host is the alternate's, the Host header the
+// attempt goes with, so that a function that keys by Host, as
+// docs/adaptive.md shows, gives each endpoint its own scope.
 func (cp *compiled) endpointScope(req *http.Request, i int, home string) string {
 	if i == 0 {
 		return home
@@ -165,5 +169,6 @@ func (cp *compiled) endpointScope(req *http.Request, i int, home string) string 
 	}
 	r := *req
 	cp.readdress(&r, req, i)
+	r.Host = r.URL.Host
 	return cp.p.Scope(&r)
 }

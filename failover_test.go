@@ -327,6 +327,36 @@ func TestDeadPrimaryDoesNotDrainTheSecondary(t *testing.T) {
 	}
 }
 
+// TestFailoverScopeFunctionSeesEachEndpoint: a policy's Scope function
+// that keys by the request's Host, as docs/adaptive.md shows, gives each
+// endpoint a scope of its own: it sees the Host each attempt is sent with.
+func TestFailoverScopeFunctionSeesEachEndpoint(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Policy{
+		Failover: &policy.Failover{Endpoints: []string{"a.example:8443", "https://b.example"}},
+		Scope:    func(r *http.Request) string { return r.Host + "/" + r.Header.Get("X-Amz-Target") },
+	}
+	tr := newRig(t, s, p, recordEvents())
+	req := newReq(t, "GET", "http://primary.example/orders", "")
+	req.Header.Set("X-Amz-Target", "Orders.Get")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var got []string
+	for _, ev := range tr.heard() {
+		got = append(got, ev.Scope)
+	}
+	want := []string{"primary.example/Orders.Get", "a.example:8443/Orders.Get", "b.example/Orders.Get"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("event scopes mismatch (-want +got):\n%s", diff)
+	}
+	if n := len(tr.Snapshot()); n != 3 {
+		t.Errorf("Snapshot() has %d scopes; want 3, one per endpoint", n)
+	}
+}
+
 // TestFailoverEndpointScopeIsCanonical: an alternate endpoint's scope is
 // its host:port in the canonical form of every scope, lower-cased and
 // without the trailing dot, whatever the case it was written in; the
