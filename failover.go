@@ -29,13 +29,13 @@ func newEndpoints(f *policy.Failover) (*endpoints, error) {
 		return nil, nil
 	}
 	if len(f.Endpoints) > maxEndpoints {
-		return nil, fmt.Errorf("retrytransport: %d Policy.Failover.Endpoints; at most %d are allowed", len(f.Endpoints), maxEndpoints)
+		return nil, &policyError{field: "Failover.Endpoints", err: fmt.Errorf("%d endpoints; at most %d are allowed", len(f.Endpoints), maxEndpoints)}
 	}
 	e := &endpoints{alt: make([]policy.Endpoint, len(f.Endpoints)), methods: f.Methods}
 	for i, s := range f.Endpoints {
 		var err error
 		if e.alt[i], err = policy.ParseEndpoint(s); err != nil {
-			return nil, fmt.Errorf("retrytransport: %w", err)
+			return nil, &policyError{field: fmt.Sprintf("Failover.Endpoints[%d]", i), err: err}
 		}
 	}
 	secondaries := make([]int, len(e.alt))
@@ -50,7 +50,7 @@ func newEndpoints(f *policy.Failover) (*endpoints, error) {
 	case policy.SecondaryThenPrimary:
 		e.order = append(secondaries, 0)
 	default:
-		return nil, fmt.Errorf("retrytransport: Policy.Failover.Mode = %v; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary", f.Mode)
+		return nil, &policyError{field: "Failover.Mode", err: fmt.Errorf("%v; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary", f.Mode)}
 	}
 	e.primary = f.Mode != policy.SecondaryOnly
 	return e, nil

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -377,6 +378,46 @@ func TestFailoverEndpointScopeIsCanonical(t *testing.T) {
 	want := []place{{"primary.example", "Primary.Example"}, {"a.example:8443", "A.Example:8443"}, {"bücher.example", "BÜCHER.example."}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("event scopes and endpoints mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestUnusablePolicyErrorNamesFieldAndPattern: the error of a policy New
+// cannot use names the field as Policy.Validate does, and whose policy it
+// is: the host pattern as given, or the default policy.
+func TestUnusablePolicyErrorNamesFieldAndPattern(t *testing.T) {
+	badEndpoint := policy.Policy{Failover: &policy.Failover{Endpoints: []string{"ok.example", "ftp://x/path"}}}
+	validateSays := strings.TrimPrefix(badEndpoint.Validate().Error(), "policy: ")
+	tooMany := policy.Policy{Failover: &policy.Failover{Endpoints: slices.Repeat([]string{"b.example"}, 64)}}
+	badMode := policy.Policy{Failover: &policy.Failover{Endpoints: []string{"b.example"}, Mode: 7}}
+	tests := []struct {
+		name string
+		opt  retrytransport.Option
+		url  string
+		want string
+	}{
+		{"HostPolicyEndpoint", retrytransport.WithHostPolicy("API.example.com.", badEndpoint), "http://api.example.com/",
+			`retrytransport: policy for host pattern "API.example.com.": ` + validateSays},
+		{"PolicyMapEndpoint", retrytransport.WithPolicyMap(policy.Map{Hosts: map[string]policy.Policy{"*.example.org": badEndpoint}}), "http://a.example.org/",
+			`retrytransport: policy for host pattern "*.example.org": ` + validateSays},
+		{"DefaultPolicyEndpoint", retrytransport.WithPolicy(badEndpoint), "http://elsewhere.example/",
+			"retrytransport: default policy: " + validateSays},
+		{"HostPolicyMode", retrytransport.WithHostPolicy("api.example.com", badMode), "http://api.example.com/",
+			`retrytransport: policy for host pattern "api.example.com": Failover.Mode: LocationMode(7); want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary`},
+		{"HostPolicyTooManyEndpoints", retrytransport.WithHostPolicy("api.example.com", tooMany), "http://api.example.com/",
+			`retrytransport: policy for host pattern "api.example.com": Failover.Endpoints: 64 endpoints; at most 63 are allowed`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &script{steps: []step{{status: 200}}}
+			tr := newRig(t, s, policy.Standard(), withOptions(tt.opt))
+			_, err := tr.RoundTrip(newReq(t, "GET", tt.url, ""))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("RoundTrip(GET %s) error = %v; want %s", tt.url, err, tt.want)
+			}
+			if n := s.count(); n != 0 {
+				t.Errorf("RoundTrip(GET %s) made %d attempts; want none", tt.url, n)
+			}
+		})
 	}
 }
 

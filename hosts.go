@@ -26,11 +26,15 @@ type wildEntry struct {
 // add registers cp under pattern. Patterns are case-insensitive, an IPv6
 // literal may be given with or without brackets, and a fully qualified
 // name with or without its trailing dot. The options that take patterns
-// have checked them, so an error here is a bug.
+// have checked them, so an error here is a bug. If New cannot use cp's
+// policy, its error (cp.err) names pattern from now on.
 func (h *hostTable) add(pattern string, cp *compiled) error {
 	key := hostpattern.Normalize(pattern)
 	if why := hostpattern.Check(key); why != "" {
 		return fmt.Errorf("retrytransport: host pattern %q: %s", pattern, why)
+	}
+	if pe, ok := cp.err.(*policyError); ok {
+		pe.pattern = pattern
 	}
 	if suffix, ok := strings.CutPrefix(key, "*"); ok {
 		for i := range h.wild {
@@ -72,3 +76,27 @@ func (h *hostTable) lookup(hostname string) *compiled {
 	}
 	return h.def
 }
+
+// policyError is why New cannot use a policy, which fails every request
+// for the hosts of the policy before its first attempt: the field at
+// fault, named as policy.Policy.Validate names it, what is wrong with it,
+// and whose policy it is.
+type policyError struct {
+	pattern string // the host pattern of the policy; "" for the default policy
+	field   string // the field at fault: "Failover.Endpoints[0]"
+	err     error  // what is wrong with the field
+}
+
+// Error returns `retrytransport: policy for host pattern "<pattern>":
+// <field>: <err>`, or "retrytransport: default policy: <field>: <err>",
+// without the "policy: " that starts the errors of package policy, which
+// would name a package twice.
+func (e *policyError) Error() string {
+	whose := "default policy"
+	if e.pattern != "" {
+		whose = fmt.Sprintf("policy for host pattern %q", e.pattern)
+	}
+	return "retrytransport: " + whose + ": " + e.field + ": " + strings.TrimPrefix(e.err.Error(), "policy: ")
+}
+
+func (e *policyError) Unwrap() error { return e.err }
