@@ -9,10 +9,6 @@ import (
 	"github.com/retrytransport/retrytransport/policy"
 )
 
-// maxEndpoints bounds Policy.Failover.Endpoints, so that a request's
-// failed endpoints fit in a word.
-const maxEndpoints = 63
-
 // endpoints is a policy's Failover, resolved: the alternates of its
 // Endpoints, the order its Mode gives the primary (index 0) and them
 // (1..n), and the methods that may leave the primary.
@@ -28,14 +24,16 @@ func newEndpoints(f *policy.Failover) (*endpoints, error) {
 	if f == nil || len(f.Endpoints) == 0 || f.Mode == policy.PrimaryOnly {
 		return nil, nil
 	}
-	if len(f.Endpoints) > maxEndpoints {
-		return nil, fmt.Errorf("retrytransport: %d Policy.Failover.Endpoints; at most %d are allowed", len(f.Endpoints), maxEndpoints)
+	// policy.MaxEndpoints keeps a request's failed endpoints, the primary
+	// included, in the one word of route.failed.
+	if n := len(f.Endpoints); n > policy.MaxEndpoints {
+		return nil, &policyError{field: "Failover.Endpoints", err: fmt.Errorf("has %d entries; want at most MaxEndpoints (%d)", n, policy.MaxEndpoints)}
 	}
 	e := &endpoints{alt: make([]policy.Endpoint, len(f.Endpoints)), methods: f.Methods}
 	for i, s := range f.Endpoints {
 		var err error
 		if e.alt[i], err = policy.ParseEndpoint(s); err != nil {
-			return nil, fmt.Errorf("retrytransport: %w", err)
+			return nil, &policyError{field: fmt.Sprintf("Failover.Endpoints[%d]", i), err: err}
 		}
 	}
 	secondaries := make([]int, len(e.alt))
@@ -50,7 +48,7 @@ func newEndpoints(f *policy.Failover) (*endpoints, error) {
 	case policy.SecondaryThenPrimary:
 		e.order = append(secondaries, 0)
 	default:
-		return nil, fmt.Errorf("retrytransport: Policy.Failover.Mode = %v; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary", f.Mode)
+		return nil, &policyError{field: "Failover.Mode", err: fmt.Errorf("%v; want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary", f.Mode)}
 	}
 	e.primary = f.Mode != policy.SecondaryOnly
 	return e, nil
@@ -155,7 +153,11 @@ func (cp *compiled) host(req *http.Request, i int) string {
 }
 
 // endpointScope returns the scope of an attempt of req sent to endpoint i:
-// its own scope (home) for the primary, else the alternate's.
+// its own scope (home) for the primary, else the alternate's: its host in
+// canonical form, or what the policy's Scope function says of a copy of
+// req sent there. That copy's Host is the alternate's, the Host header the
+// attempt goes with, so that a function that keys by Host, as
+// docs/adaptive.md shows, gives each endpoint its own scope.
 func (cp *compiled) endpointScope(req *http.Request, i int, home string) string {
 	if i == 0 {
 		return home
@@ -165,5 +167,6 @@ func (cp *compiled) endpointScope(req *http.Request, i int, home string) string 
 	}
 	r := *req
 	cp.readdress(&r, req, i)
+	r.Host = r.URL.Host
 	return cp.p.Scope(&r)
 }

@@ -8,12 +8,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
@@ -323,6 +325,99 @@ func TestDeadPrimaryDoesNotDrainTheSecondary(t *testing.T) {
 		if sc.Scope == secondary.host() && sc.Quota != quota.DefaultCapacity {
 			t.Errorf("secondary's quota = %v, want it full (%d): each retry's cost is refunded by its success", sc.Quota, quota.DefaultCapacity)
 		}
+	}
+}
+
+// TestFailoverScopeFunctionSeesEachEndpoint: a policy's Scope function
+// that keys by the request's Host, as docs/adaptive.md shows, gives each
+// endpoint a scope of its own: it sees the Host each attempt is sent with.
+func TestFailoverScopeFunctionSeesEachEndpoint(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	p := policy.Policy{
+		Failover: &policy.Failover{Endpoints: []string{"a.example:8443", "https://b.example"}},
+		Scope:    func(r *http.Request) string { return r.Host + "/" + r.Header.Get("X-Amz-Target") },
+	}
+	tr := newRig(t, s, p, recordEvents())
+	req := newReq(t, "GET", "http://primary.example/orders", "")
+	req.Header.Set("X-Amz-Target", "Orders.Get")
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var got []string
+	for _, ev := range tr.heard() {
+		got = append(got, ev.Scope)
+	}
+	want := []string{"primary.example/Orders.Get", "a.example:8443/Orders.Get", "b.example/Orders.Get"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("event scopes mismatch (-want +got):\n%s", diff)
+	}
+	if n := len(tr.Snapshot()); n != 3 {
+		t.Errorf("Snapshot() has %d scopes; want 3, one per endpoint", n)
+	}
+}
+
+// TestFailoverEndpointScopeIsCanonical: an alternate endpoint's scope is
+// its host:port in the canonical form of every scope, lower-cased and
+// without the trailing dot, whatever the case it was written in; the
+// Event's Endpoint says where the attempt went, as written.
+func TestFailoverEndpointScopeIsCanonical(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	tr := newRig(t, s, policy.Policy{Failover: &policy.Failover{Endpoints: []string{"A.Example:8443", "https://BÜCHER.example./"}}}, recordEvents())
+	resp, err := tr.RoundTrip(newReq(t, "GET", "http://Primary.Example/", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	type place struct{ Scope, Endpoint string }
+	var got []place
+	for _, ev := range tr.heard() {
+		got = append(got, place{ev.Scope, ev.Endpoint})
+	}
+	want := []place{{"primary.example", "Primary.Example"}, {"a.example:8443", "A.Example:8443"}, {"bücher.example", "BÜCHER.example."}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("event scopes and endpoints mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestUnusablePolicyErrorNamesFieldAndPattern: the error of a policy New
+// cannot use names the field as Policy.Validate does, and whose policy it
+// is: the host pattern as given, or the default policy.
+func TestUnusablePolicyErrorNamesFieldAndPattern(t *testing.T) {
+	badEndpoint := policy.Policy{Failover: &policy.Failover{Endpoints: []string{"ok.example", "ftp://x/path"}}}
+	validateSays := strings.TrimPrefix(badEndpoint.Validate().Error(), "policy: ")
+	tooMany := policy.Policy{Failover: &policy.Failover{Endpoints: slices.Repeat([]string{"b.example"}, 64)}}
+	badMode := policy.Policy{Failover: &policy.Failover{Endpoints: []string{"b.example"}, Mode: 7}}
+	tests := []struct {
+		name string
+		opt  retrytransport.Option
+		url  string
+		want string
+	}{
+		{"HostPolicyEndpoint", retrytransport.WithHostPolicy("API.example.com.", badEndpoint), "http://api.example.com/",
+			`retrytransport: policy for host pattern "API.example.com.": ` + validateSays},
+		{"PolicyMapEndpoint", retrytransport.WithPolicyMap(policy.Map{Hosts: map[string]policy.Policy{"*.example.org": badEndpoint}}), "http://a.example.org/",
+			`retrytransport: policy for host pattern "*.example.org": ` + validateSays},
+		{"DefaultPolicyEndpoint", retrytransport.WithPolicy(badEndpoint), "http://elsewhere.example/",
+			"retrytransport: default policy: " + validateSays},
+		{"HostPolicyMode", retrytransport.WithHostPolicy("api.example.com", badMode), "http://api.example.com/",
+			`retrytransport: policy for host pattern "api.example.com": Failover.Mode: LocationMode(7); want one of PrimaryThenSecondary, PrimaryOnly, SecondaryOnly, SecondaryThenPrimary`},
+		{"HostPolicyTooManyEndpoints", retrytransport.WithHostPolicy("api.example.com", tooMany), "http://api.example.com/",
+			`retrytransport: policy for host pattern "api.example.com": Failover.Endpoints: has 64 entries; want at most MaxEndpoints (63)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &script{steps: []step{{status: 200}}}
+			tr := newRig(t, s, policy.Standard(), withOptions(tt.opt))
+			_, err := tr.RoundTrip(newReq(t, "GET", tt.url, ""))
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("RoundTrip(GET %s) error = %v; want %s", tt.url, err, tt.want)
+			}
+			if n := s.count(); n != 0 {
+				t.Errorf("RoundTrip(GET %s) made %d attempts; want none", tt.url, n)
+			}
+		})
 	}
 }
 

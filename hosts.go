@@ -26,11 +26,15 @@ type wildEntry struct {
 // add registers cp under pattern. Patterns are case-insensitive, an IPv6
 // literal may be given with or without brackets, and a fully qualified
 // name with or without its trailing dot. The options that take patterns
-// have checked them, so an error here is a bug.
+// have checked them, so an error here is a bug. If New cannot use cp's
+// policy, its error (cp.err) names pattern from now on.
 func (h *hostTable) add(pattern string, cp *compiled) error {
 	key := hostpattern.Normalize(pattern)
 	if why := hostpattern.Check(key); why != "" {
 		return fmt.Errorf("retrytransport: host pattern %q: %s", pattern, why)
+	}
+	if pe, ok := cp.err.(*policyError); ok {
+		pe.pattern = pattern
 	}
 	if suffix, ok := strings.CutPrefix(key, "*"); ok {
 		for i := range h.wild {
@@ -51,18 +55,17 @@ func (h *hostTable) add(pattern string, cp *compiled) error {
 }
 
 // lookup returns the state for hostname, ignoring case and one trailing
-// dot. It does not allocate for lower-case hostnames, which is what
-// url.Parse gives for most URLs, with or without the dot.
+// dot: hostname and the patterns compare in the canonical form of
+// hostpattern.Canonical, as policy.Map.Lookup compares them. It does not
+// allocate for a hostname that is canonical already (lower-case, as
+// url.Parse leaves most URLs), with or without the dot.
 func (h *hostTable) lookup(hostname string) *compiled {
 	if len(h.exact) == 0 && len(h.wild) == 0 {
 		return h.def
 	}
-	// Slicing off the dot shares hostname's bytes. A name that still ends
-	// in "." (it had "..") matches no pattern, as none ends in ".".
-	hostname = strings.TrimSuffix(hostname, ".")
-	if hasUpper(hostname) {
-		hostname = strings.ToLower(hostname)
-	}
+	// A name that still ends in "." (it had "..") matches no pattern, as
+	// none ends in ".".
+	hostname = hostpattern.Canonical(hostname)
 	if cp, ok := h.exact[hostname]; ok {
 		return cp
 	}
@@ -74,11 +77,26 @@ func (h *hostTable) lookup(hostname string) *compiled {
 	return h.def
 }
 
-func hasUpper(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if 'A' <= s[i] && s[i] <= 'Z' {
-			return true
-		}
-	}
-	return false
+// policyError is why New cannot use a policy, which fails every request
+// for the hosts of the policy before its first attempt: the field at
+// fault, named as policy.Policy.Validate names it, what is wrong with it,
+// and whose policy it is.
+type policyError struct {
+	pattern string // the host pattern of the policy; "" for the default policy
+	field   string // the field at fault: "Failover.Endpoints[0]"
+	err     error  // what is wrong with the field
 }
+
+// Error returns `retrytransport: policy for host pattern "<pattern>":
+// <field>: <err>`, or "retrytransport: default policy: <field>: <err>",
+// without the "policy: " that starts the errors of package policy, which
+// would name a package twice.
+func (e *policyError) Error() string {
+	whose := "default policy"
+	if e.pattern != "" {
+		whose = fmt.Sprintf("policy for host pattern %q", e.pattern)
+	}
+	return "retrytransport: " + whose + ": " + e.field + ": " + strings.TrimPrefix(e.err.Error(), "policy: ")
+}
+
+func (e *policyError) Unwrap() error { return e.err }

@@ -6,6 +6,8 @@ package retrytransport_test
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -181,6 +183,115 @@ func TestScopeIgnoresTrailingDot(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"api.example.com", "api.example.com:8080"}, got); diff != "" {
 		t.Errorf("Snapshot() scopes mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestScopeIsCanonicalHost: the default scope is the request URL's
+// host:port in lower case, non-ASCII letters included, and without the
+// trailing dot, so spellings of one server share one quota bucket and one
+// Snapshot entry, and every Event names the scope in that form.
+func TestScopeIsCanonicalHost(t *testing.T) {
+	s := &script{steps: []step{{status: 503}, {status: 200}}}
+	tr := newRig(t, s, policy.Standard(), recordEvents())
+	urls := []string{
+		"http://API.Example.test:8443/", "http://api.example.test:8443/", "http://Api.EXAMPLE.test.:8443/",
+		"http://bÜcher.example/", "http://bücher.example./", "http://[::1]:8080/", "http://[FE80::1]/",
+	}
+	for _, u := range urls {
+		s.mu.Lock()
+		s.calls = 0
+		s.mu.Unlock()
+		if n := attemptsFor(t, tr, s, u); n != 2 {
+			t.Fatalf("GET %s: %d attempts; want 2", u, n)
+		}
+	}
+	want := map[string]uint64{"api.example.test:8443": 6, "bücher.example": 4, "[::1]:8080": 2, "[fe80::1]": 2} // attempts
+	got := map[string]uint64{}
+	for _, st := range tr.Snapshot() {
+		got[st.Scope] = st.Attempts
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Snapshot() attempts by scope mismatch (-want +got):\n%s", diff)
+	}
+	for _, ev := range tr.heard() {
+		if _, ok := want[ev.Scope]; !ok {
+			t.Errorf("Event for %s: Scope %q; want one of %q", ev.Request.URL, ev.Scope, slices.Sorted(maps.Keys(want)))
+		}
+	}
+}
+
+// TestHostPolicyIgnoresNonASCIICase: patterns match in any case, also
+// when a hostname's only capitals are non-ASCII letters, and a pattern
+// written with such capitals matches the hostname in lower case.
+func TestHostPolicyIgnoresNonASCIICase(t *testing.T) {
+	s := &script{steps: []step{{status: 503}}}
+	tr := newRig(t, s, policy.Policy{MaxAttempts: 2}, withOptions(
+		retrytransport.WithHostPolicy("bücher.example", policy.None()),
+		retrytransport.WithHostPolicy("*.ÿ.example", policy.Policy{MaxAttempts: 3, Backoff: halfJitter}),
+		retrytransport.WithHostPolicy("ÉCOLE.example", policy.Policy{MaxAttempts: 4, Backoff: halfJitter}),
+	))
+	tests := []struct {
+		url  string
+		want int // attempts; the default policy makes 2
+	}{
+		{"http://bücher.example/x", 1},
+		{"http://bÜcher.example/x", 1},
+		{"http://BÜCHER.EXAMPLE/x", 1},
+		{"http://bÜcher.example.:8443/x", 1},
+		{"http://a.Ÿ.example/x", 3},
+		{"http://a.ÿ.example/x", 3},
+		{"http://école.example/x", 4},
+		{"http://École.example/x", 4},
+		{"http://Ÿ.example/x", 2}, // the wildcard's domain itself
+		{"http://bucher.example/x", 2},
+	}
+	for _, tt := range tests {
+		if got := attemptsFor(t, tr, s, tt.url); got != tt.want {
+			t.Errorf("RoundTrip(%s): attempts = %d; want %d", tt.url, got, tt.want)
+		}
+	}
+}
+
+// TestHostPolicyIsMapLookup: a Transport given a policy.Map picks, for
+// every hostname, the policy that Map.Lookup returns for it, whatever its
+// case, non-ASCII letters and trailing dot.
+func TestHostPolicyIsMapLookup(t *testing.T) {
+	m := policy.Map{
+		Default: policy.Policy{MaxAttempts: 2},
+		Hosts: map[string]policy.Policy{
+			"api.example.com":  {MaxAttempts: 3},
+			"*.example.com":    {MaxAttempts: 4},
+			"bücher.example":   {MaxAttempts: 5},
+			"*.Ÿ.example":      {MaxAttempts: 6},
+			"key.example":      {MaxAttempts: 7},
+			"straße.example.":  {MaxAttempts: 8},
+			"istanbul.example": {MaxAttempts: 9},
+			"*.ÉCOLE.example":  {MaxAttempts: 10},
+			"σίσυφος.example":  {MaxAttempts: 11},
+			"127.0.0.1":        {MaxAttempts: 12},
+			"[::1]":            {MaxAttempts: 13},
+		},
+	}
+	hosts := []string{
+		"api.example.com", "API.EXAMPLE.COM.", "a.Example.com", "example.com",
+		"bücher.example", "bÜcher.example", "BÜCHER.example.",
+		"ÿ.example", "a.ÿ.example", "a.Ÿ.example", "A.Ÿ.EXAMPLE.",
+		"key.example", "\u212Aey.example", // KELVIN SIGN, which lower-cases to 'k'
+		"straße.example", "STRAßE.example", "STRASSE.example",
+		"İstanbul.example", "istanbul.example", "ISTANBUL.example",
+		"a.école.example", "a.École.example",
+		"σίσυφος.example", "ΣΊΣΥΦΟΣ.example",
+		"127.0.0.1", "[::1]", "elsewhere.org",
+	}
+	s := &script{steps: []step{{status: 503}}}
+	clock := faketime.NewAt(time.Now())
+	tr := retrytransport.New(mockBase(s), retrytransport.WithPolicyMap(m), retrytransport.WithClock(clock.Now, clock.Sleep))
+	for _, host := range hosts {
+		u := "http://" + host + ":8443/x"
+		want := m.Lookup(strings.Trim(host, "[]")).MaxAttempts
+		if got := attemptsFor(t, tr, s, u); got != want {
+			t.Errorf("RoundTrip(%s): attempts = %d; want %d, as Map.Lookup(%q) says", u, got, want, host)
+		}
 	}
 }
 

@@ -160,11 +160,13 @@ func (m Map) Validate() error {
 // Lookup returns the policy for hostname, a request's host without its
 // port, as url.URL.Hostname gives it: the policy of the pattern equal to
 // hostname, else that of the longest "*." pattern whose domain hostname is
-// below, else Default. Case does not matter, and a trailing dot on
-// hostname or a pattern is ignored, as DNS ignores it: "api.example.com."
-// gets the policy of "api.example.com", and "a.example.com." that of
-// "*.example.com". Lookup scans Hosts on every call; a transport builds an
-// index instead.
+// below, else Default. Case does not matter, for non-ASCII letters too
+// (strings.ToLower's: "bÜcher.example" gets the policy of
+// "bücher.example"), and a trailing dot on hostname or a pattern is
+// ignored, as DNS ignores it: "api.example.com." gets the policy of
+// "api.example.com", and "a.example.com." that of "*.example.com". A
+// Transport given the Map picks the same policy for every hostname. Lookup
+// scans Hosts on every call; a transport builds an index instead.
 func (m Map) Lookup(hostname string) Policy {
 	hostname = hostpattern.Normalize(hostname)
 	best, bestLen := "", 0

@@ -1,5 +1,7 @@
 // Package hostpattern checks and normalises the host patterns of per-host
-// policies, for package policy's Map and the transport's WithHostPolicy.
+// policies, for package policy's Map and the transport's WithHostPolicy,
+// and gives hosts the one canonical form (Canonical) in which patterns,
+// the hostnames looked up and the transport's scope keys compare.
 //
 // A pattern is a hostname ("api.example.com"), an IP address (an IPv6 one
 // with or without brackets), or "*." and a domain ("*.example.com"); case
@@ -19,19 +21,68 @@ import (
 	"unicode/utf8"
 )
 
-// Normalize returns pattern in lower case, without the brackets of
-// an IPv6 literal and without the trailing dot of a fully qualified name.
-// It keeps the dot when no name comes before it (".", "*.", "a.."), so that
-// Check can reject those patterns.
+// Normalize returns pattern without the brackets of an IPv6 literal, in
+// the canonical form of Canonical: in lower case and without the
+// trailing dot of a fully qualified name. It keeps the dot when no name
+// comes before it (".", "*.", "a.."), so that Check can reject those
+// patterns.
 func Normalize(pattern string) string {
-	pattern = strings.ToLower(pattern)
 	if strings.HasPrefix(pattern, "[") && strings.HasSuffix(pattern, "]") {
 		pattern = pattern[1 : len(pattern)-1]
 	}
-	if n := len(pattern); n >= 2 && pattern[n-1] == '.' && pattern[n-2] != '.' && pattern[n-2] != '*' {
-		pattern = pattern[:n-1]
+	return Canonical(pattern)
+}
+
+// Canonical returns host, a hostname or a URL's host:port, in the one form
+// in which patterns, policy lookups and scope keys compare hosts: in lower
+// case, as strings.ToLower gives it ("bÜcher.example" is
+// "bücher.example"), and without the trailing dot of a fully qualified
+// name, before the port if there is one ("API.Example.com.:443" is
+// "api.example.com:443"). The dot is taken off only after a name: ".",
+// "*." and "a.." keep it, so that Check rejects such patterns and no
+// pattern matches such a hostname. The brackets of an IPv6 literal stay.
+//
+// Canonical returns host itself, without allocating, when host is
+// canonical already, and a part of it when only the dot of a hostname
+// without port goes. Finding that out takes a scan of host's bytes for
+// upper-case ASCII letters and non-ASCII ones.
+func Canonical(host string) string {
+	name, port := host, ""
+	for i := len(host) - 1; i >= 0 && i >= len(host)-6; i-- { // a port is at most five digits
+		if c := host[i]; c == ':' {
+			name, port = host[:i], host[i:]
+			break
+		} else if c < '0' || c > '9' {
+			break
+		}
 	}
-	return pattern
+	n := len(name)
+	dot := n >= 2 && name[n-1] == '.' && name[n-2] != '.' && name[n-2] != '*'
+	if dot {
+		name = name[:n-1]
+	}
+	folded := name
+	if mayFold(name) {
+		folded = strings.ToLower(name) // name itself when no rune changes
+	}
+	switch {
+	case port == "":
+		return folded
+	case !dot && folded == name:
+		return host
+	}
+	return folded + port
+}
+
+// mayFold reports whether s has an upper-case ASCII letter or a non-ASCII
+// byte, without which strings.ToLower returns s as it is.
+func mayFold(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c-'A' < 26 || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
 }
 
 // Check returns why a normalised pattern is not a hostname, an

@@ -1,6 +1,7 @@
 package hostpattern_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/retrytransport/retrytransport/internal/hostpattern"
@@ -96,6 +97,7 @@ func TestNormalize(t *testing.T) {
 		{"[::1]", "::1"},
 		{"[FE80::1]", "fe80::1"},
 		{"[::1", "[::1"},
+		{"bÜcher.Example.", "bücher.example"},
 		{".", "."},
 		{"*.", "*."},
 		{"a..", "a.."},
@@ -104,6 +106,51 @@ func TestNormalize(t *testing.T) {
 	for _, tt := range tests {
 		if got := hostpattern.Normalize(tt.pattern); got != tt.want {
 			t.Errorf("Normalize(%q) = %q; want %q", tt.pattern, got, tt.want)
+		}
+	}
+}
+
+// TestCanonical checks the one form of hosts: lower case as
+// strings.ToLower gives it, non-ASCII letters included, without the
+// trailing dot after a name, before the port if there is one.
+func TestCanonical(t *testing.T) {
+	tests := []struct{ host, want string }{
+		{"api.example.com", "api.example.com"},
+		{"API.Example.COM", "api.example.com"},
+		{"api.example.com.", "api.example.com"},
+		{"API.Example.com.:443", "api.example.com:443"},
+		{"api.example.com:8443", "api.example.com:8443"},
+		{"api.example.com.:", "api.example.com:"},
+		{"bÜcher.example", "bücher.example"},
+		{"Ÿ.example.", "ÿ.example"},
+		{"BÜCHER.example:443", "bücher.example:443"},
+		{"\u212Aey.example", "key.example"}, // KELVIN SIGN
+		{"[FE80::1]:443", "[fe80::1]:443"},
+		{"[::1]", "[::1]"},
+		{"FE80::1", "fe80::1"},
+		{"10.0.0.1.:80", "10.0.0.1:80"},
+		{"host.123", "host.123"},
+		{"a..", "a.."},
+		{"a..:443", "a..:443"},
+		{"*.", "*."},
+		{".", "."},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := hostpattern.Canonical(tt.host); got != tt.want {
+			t.Errorf("Canonical(%q) = %q; want %q", tt.host, got, tt.want)
+		}
+	}
+}
+
+// TestCanonicalAllocatesOnlyToChange: a host in canonical form, or one
+// whose only change is the dot of a hostname without port, costs no
+// allocation.
+func TestCanonicalAllocatesOnlyToChange(t *testing.T) {
+	for _, host := range []string{"api.example.com", "api.example.com:8443", "api.example.com.", "bücher.example:443", "[::1]:8080"} {
+		var got string
+		if n := testing.AllocsPerRun(100, func() { got = hostpattern.Canonical(host) }); n != 0 || got != strings.TrimSuffix(host, ".") {
+			t.Errorf("Canonical(%q) = %q, with %v allocations; want %q, with 0", host, got, n, strings.TrimSuffix(host, "."))
 		}
 	}
 }
