@@ -34,7 +34,8 @@ type Event struct {
 	// Request is the caller's request. Treat it as read-only.
 	Request *http.Request
 	// Scope is the key of the request's retry quota bucket: the URL's
-	// host:port unless the policy's Scope function says otherwise.
+	// host:port, lower-cased and without a trailing dot, unless the
+	// policy's Scope function says otherwise.
 	Scope string
 	// Endpoint is, for a request that may fail over (policy.Policy.Failover),
 	// the host (host:port, as in url.URL.Host) the attempt was sent to: the

@@ -222,7 +222,9 @@ type Policy struct {
 	// Scope maps a request to the key of its retry quota bucket (and rate
 	// limiter state): requests with the same key share them, and trouble in
 	// one scope never slows another. Nil means the request URL's Host
-	// (host and port). A function can split finer, for example by a
+	// (host and port), lower-cased and without the trailing dot of a fully
+	// qualified name, so that every spelling of one server shares its
+	// state. A function can split finer, for example by a
 	// DynamoDB table name taken from a header, so that one throttled table
 	// does not starve requests to the others. It must be fast and safe for
 	// concurrent use.
