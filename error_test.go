@@ -87,7 +87,7 @@ func TestRequestRefusedBeforeItsFirstAttemptIsARetryError(t *testing.T) {
 		name: "PolicyNewCannotUse",
 		p:    policy.Policy{Failover: &policy.Failover{Endpoints: []string{"ftp://b.example.com"}}},
 		why:  retrytransport.ErrInvalidPolicy,
-		msg:  `retrytransport: no attempt made (invalid policy): retrytransport: policy: endpoint "ftp://b.example.com"...`,
+		msg:  `retrytransport: no attempt made (invalid policy): retrytransport: default policy: Failover.Endpoints[0]: endpoint "ftp://b.example.com"...`,
 	}, {
 		name:   "NilURL",
 		p:      policy.Standard(),

@@ -5,6 +5,7 @@ package retrytransport_test
 // endpoint schemes, and invalid endpoints.
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -411,8 +412,9 @@ func TestUnusablePolicyErrorNamesFieldAndPattern(t *testing.T) {
 			s := &script{steps: []step{{status: 200}}}
 			tr := newRig(t, s, policy.Standard(), withOptions(tt.opt))
 			_, err := tr.RoundTrip(newReq(t, "GET", tt.url, ""))
-			if err == nil || err.Error() != tt.want {
-				t.Errorf("RoundTrip(GET %s) error = %v; want %s", tt.url, err, tt.want)
+			var re *retrytransport.RetryError
+			if !errors.As(err, &re) || !errors.Is(err, retrytransport.ErrInvalidPolicy) || re.Err.Error() != tt.want {
+				t.Errorf("RoundTrip(GET %s) error = %v; want a *RetryError for ErrInvalidPolicy whose Err reads %s", tt.url, err, tt.want)
 			}
 			if n := s.count(); n != 0 {
 				t.Errorf("RoundTrip(GET %s) made %d attempts; want none", tt.url, n)
