@@ -393,10 +393,10 @@ func (a *Adaptive) StateAt(now time.Time, scope string) AdaptiveState {
 	c.refill(t, &p)
 	st := AdaptiveState{
 		Enabled:      c.enabled,
-		FillRate:     c.fill,
+		FillRate:     c.bucket.rate,
 		MeasuredRate: c.measuredRate(t, &p),
-		Tokens:       c.tokens,
-		Capacity:     c.capacity,
+		Tokens:       c.bucket.balance(c.issued),
+		Capacity:     c.bucket.capacity,
 		LastMax:      c.lastMax,
 		Outstanding:  c.sent - min(c.done, c.sent),
 	}
@@ -421,7 +421,7 @@ func (a *Adaptive) scope(now time.Time, scope string, p *params) *adaptiveScope 
 	minFill := p.minFill
 	return a.scopes.Add(scope, orDefault(a.MaxScopes, DefaultMaxScopes), func(s *adaptiveScope) {
 		s.origin, s.gen = now, a.gens.Add(1)
-		s.fill, s.capacity = minFill, minCapacity // the formulas' values for a rate of 0
+		s.bucket.rate, s.bucket.capacity = minFill, minCapacity // the formulas' values for a rate of 0
 	})
 }
 

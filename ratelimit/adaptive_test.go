@@ -122,6 +122,41 @@ func TestAdaptiveCancelReturnsToken(t *testing.T) {
 	}
 }
 
+// A reservation given back from the middle of the queue moves up the ones
+// behind it by one turn and leaves the ones ahead of it where they were:
+// nobody becomes due at once because someone behind gave up, so callers
+// that give up together after a decrease do not turn into a burst of
+// sends.
+func TestAdaptiveCancelInTheMiddleKeepsTheTurnsAhead(t *testing.T) {
+	a := throttled(t, &ratelimit.Adaptive{}) // 7 tokens a second, none yet
+	now := t0.Add(500 * ms)
+	var rs []ratelimit.Reservation
+	var waits []time.Duration
+	for range 5 {
+		r, w, _ := a.ReserveAt(now, "s")
+		rs, waits = append(rs, r), append(waits, w)
+	}
+	a.CancelAt(now, rs[2]) // the third of five gives up
+	a.CancelAt(now, rs[3]) // and the fourth
+	for i, want := range []time.Duration{waits[0], waits[1], -1, -1, waits[2]} {
+		if want < 0 {
+			continue
+		}
+		if d := a.DelayAt(now, rs[i]); d != want {
+			t.Errorf("DelayAt of reservation %d after the third and fourth gave up = %v; want %v", i+1, d, want)
+		}
+	}
+	if _, w, _ := a.ReserveAt(now, "s"); w != waits[3] {
+		t.Errorf("ReserveAt(s) after two of five gave up = %v; want %v, the fourth turn", w, waits[3])
+	}
+	// Once the turns ahead have come, the places given back are forgotten
+	// and the queue goes on at the fill rate.
+	later := now.Add(waits[2])
+	if d := a.DelayAt(later, rs[4]); d != 0 {
+		t.Errorf("DelayAt of the fifth reservation at its turn = %v; want 0", d)
+	}
+}
+
 // An attempt released (sent, and ended without an outcome) is no longer
 // outstanding, and nothing else changes: its send token stays spent, and
 // no response is measured.

@@ -161,15 +161,13 @@ type cubic struct {
 	busyAt      float64 // busy at the line's latest step
 	coldUntil   float64 // busy at which the provisional line ends
 
-	// The send-token bucket.
-	fill     float64 // tokens added per second
-	capacity float64 // most tokens held
-	tokens   float64 // negative while reservations wait for the refill
-	refilled float64 // instant tokens were computed for
-
-	// The queue of reservations: the n-th reservation ever taken holds
-	// place n, and its send is due once the bucket has been credited n
-	// tokens in all, issued + tokens (tokens taken plus tokens left).
+	// The send-token bucket, as the credit of the queue of reservations:
+	// the n-th reservation taken holds place n, and its send is due once
+	// the bucket has been credited n tokens in all (see credit). Its rate
+	// is the fill rate, its capacity the most tokens held, and its
+	// balance beyond the latest place the tokens, negative while
+	// reservations wait for the refill.
+	bucket credit
 	issued uint64 // reservations taken, less the latest ones cancelled: the place of the latest
 
 	// Damping, off in reference mode: sends and their ends counted, and the
@@ -297,7 +295,7 @@ func (c *cubic) climb(t float64, p *params) float64 {
 		c.line += slope * dt
 	}
 	if c.memory > 0 {
-		c.memory -= (c.memory - c.fill) * -math.Expm1(-dt/memoryTau)
+		c.memory -= (c.memory - c.bucket.rate) * -math.Expm1(-dt/memoryTau)
 		if c.line < recoverBelow*c.memory && t-c.lastThrottle >= recoverQuiet {
 			c.recovering = true
 		}
@@ -321,12 +319,12 @@ func (c *cubic) decrease(t, m float64, p *params) float64 {
 	rate := m
 	switch {
 	case c.enabled && p.reference:
-		rate = min(m, c.fill)
+		rate = min(m, c.bucket.rate)
 	case c.enabled:
 		// The measured rate lags by half-second buckets and falls while
 		// workers wait out a Retry-After; decreasing from it took a
 		// client throttled twice in a row far below its share.
-		rate = c.fill
+		rate = c.bucket.rate
 	}
 	if !p.reference {
 		// A decrease before any bucket closed would rest on a count of the
@@ -356,7 +354,8 @@ func (c *cubic) decrease(t, m float64, p *params) float64 {
 		// Start limiting from an empty bucket: the SDKs refill it before
 		// the first throttle too, so their first limited requests may go
 		// out in a burst right after the server said slow down.
-		c.tokens, c.refilled = 0, t
+		c.bucket.setBalance(c.issued, 0)
+		c.bucket.refilled = t
 	}
 	c.enabled = true
 	// Reservations still queued will be sent at the new rate, so only
@@ -386,10 +385,10 @@ func (c *cubic) coldRate() float64 {
 // queued returns how many reservations wait for a token, as of the last
 // refill: the tokens owed, rounded up.
 func (c *cubic) queued() uint64 {
-	if c.tokens >= 0 {
-		return 0
+	if b := c.bucket.balance(c.issued); b < 0 {
+		return uint64(math.Ceil(-b))
 	}
-	return uint64(math.Ceil(-c.tokens))
+	return 0
 }
 
 // held reports whether a throttle at t falls in the hold opened by the last
@@ -419,19 +418,19 @@ func (c *cubic) setRate(t, r, m float64, p *params) {
 		limit = max(limit, c.lastMax)
 	}
 	r = min(r, limit)
-	c.fill = max(r, p.minFill)
-	c.capacity = max(r*p.window, minCapacity)
-	c.tokens = min(c.tokens, c.capacity)
+	c.bucket.rate = max(r, p.minFill)
+	c.bucket.capacity = max(r*p.window, minCapacity)
+	c.bucket.due = min(c.bucket.due, float64(c.issued)+c.bucket.capacity)
 }
 
 // refill adds fill tokens per second from the last refill to t, up to
 // capacity. Before the first throttle only reference mode refills, as the
 // SDKs do.
 func (c *cubic) refill(t float64, p *params) {
-	if (c.enabled || p.reference) && t > c.refilled {
-		c.tokens = min(c.tokens+(t-c.refilled)*c.fill, c.capacity)
+	if c.enabled || p.reference {
+		c.bucket.refill(t, c.issued)
 	}
-	c.refilled = max(c.refilled, t)
+	c.bucket.refilled = max(c.bucket.refilled, t)
 }
 
 // wait returns how long, in seconds from t, a new reservation would wait
@@ -442,21 +441,22 @@ func (c *cubic) wait(t float64, p *params) float64 {
 		return 0
 	}
 	c.refill(t, p)
-	if c.tokens >= 1 {
-		return 0
+	if owed := c.bucket.owed(c.issued + 1); owed > 0 {
+		return owed / c.bucket.rate
 	}
-	return (1 - c.tokens) / c.fill
+	return 0
 }
 
 // take takes one send token, counting the send, and returns the
 // reservation's place in the queue. Before the limiter is enabled nothing
-// is taken and the reservation is due at once.
+// is taken (the bucket keeps its tokens) and the reservation is due at
+// once.
 func (c *cubic) take() uint64 {
 	c.sent++
 	c.concurrency = max(c.concurrency, c.sent-min(c.done, c.sent))
 	c.issued++
-	if c.enabled {
-		c.tokens--
+	if !c.enabled {
+		c.bucket.due++
 	}
 	return c.issued
 }
@@ -476,35 +476,40 @@ func (c *cubic) release(t float64) {
 }
 
 // delay returns how long, in seconds from t, the reservation at place n
-// still waits: until issued + tokens, the tokens credited so far, reaches
-// n. Credit accrues at the current fill rate, so a reservation asked again
-// after the rate changed is due at the new pace, and reservations come due
-// in the order they were taken.
+// still waits: until the bucket's credit reaches it (see credit). Credit
+// accrues at the current fill rate, so a reservation asked again after the
+// rate changed is due at the new pace, and reservations come due in the
+// order they were taken.
 func (c *cubic) delay(t float64, n uint64, p *params) float64 {
 	if !c.enabled || n > c.issued {
 		return 0
 	}
 	c.refill(t, p)
-	owed := -(float64(c.issued-n) + c.tokens)
+	owed := c.bucket.owed(n)
 	if owed <= dueSlack {
 		return 0
 	}
-	return owed / c.fill
+	return owed / c.bucket.rate
 }
 
 // giveBack returns the token of the reservation at place n, taken at or
 // before t, whose send was abandoned. The latest reservation just leaves
-// the queue; one with others behind it gives its token to the first
-// reservation still waiting, so every later one moves up a place.
+// the queue; one with others behind it gives its token to them, and those
+// behind it move up a place (see credit). Before the limiter is enabled
+// the bucket keeps its tokens.
 func (c *cubic) giveBack(t float64, n uint64, p *params) {
 	if c.sent > 0 {
 		c.sent--
 	}
-	if n == c.issued && n > 0 {
-		c.issued--
+	if !c.enabled {
+		if n == c.issued && n > 0 {
+			c.issued--
+			c.bucket.due--
+		}
+		return
 	}
-	if c.enabled {
-		c.refill(t, p)
-		c.tokens = min(c.tokens+1, c.capacity)
+	c.refill(t, p)
+	if c.bucket.giveBack(n, c.issued) {
+		c.issued--
 	}
 }

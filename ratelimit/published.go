@@ -101,15 +101,14 @@ const (
 
 // published is a scope's pacing by its published quota. The zero value
 // paces nothing.
+//
+// Its places are the CUBIC bucket's (cubic.take), whose latest place, last,
+// each method that needs it is given.
 type published struct {
 	on        bool    // a quota has been published; it paces until reset
 	remaining int64   // the last remaining count published
 	reset     float64 // instant the window resets
-	rate      float64 // places credited per second
-	capacity  float64 // most places credited beyond the latest one taken
-	due       float64 // credit: the places up to due may send
-	refilled  float64 // instant due was computed for
-	last      uint64  // latest place taken
+	credit            // the places' credit: rate, capacity, due
 
 	// The clients sharing the quota, as this one sees them: the counter's
 	// fall over this client's own counted requests, smoothed; 0 until
@@ -129,7 +128,7 @@ type published struct {
 // since servers round a reset up to whole seconds and the earliest
 // rounding is nearest the truth. Any other quota replaces the one known,
 // whose remaining count the new one replaces in every case.
-func (q *published) update(t float64, remaining int64, d float64) {
+func (q *published) update(t float64, remaining int64, d float64, last uint64) {
 	if !(d > 0) {
 		return
 	}
@@ -142,7 +141,7 @@ func (q *published) update(t float64, remaining int64, d float64) {
 		case reset <= q.reset+quotaResolution && remaining <= q.remaining:
 			reset = min(reset, q.reset)
 		}
-		q.refill(t)
+		q.refill(t, last)
 	}
 	q.measure(remaining, fresh)
 	q.on, q.remaining, q.reset = true, remaining, reset
@@ -153,9 +152,9 @@ func (q *published) update(t float64, remaining int64, d float64) {
 	if fresh {
 		// A first quota, or the first of a new window: a full allowance
 		// to start with.
-		q.due, q.refilled = float64(q.last)+q.capacity, t
+		q.due, q.refilled = float64(last)+q.capacity, t
 	}
-	q.due = min(q.due, float64(q.last)+q.capacity)
+	q.due = min(q.due, float64(last)+q.capacity)
 }
 
 // measure updates the estimate of how many clients share the quota with an
@@ -188,30 +187,20 @@ func (q *published) measure(remaining int64, fresh bool) {
 // next window's quota, sends are not paced.
 func (q *published) pacing(t float64) bool { return q.on && t < q.reset }
 
-// refill credits the places of the rate from the last refill to t, up to
-// capacity beyond the latest place taken.
-func (q *published) refill(t float64) {
-	if t > q.refilled {
-		q.due = min(q.due+(t-q.refilled)*q.rate, float64(q.last)+q.capacity)
-		q.refilled = t
-	}
-}
+// wait returns how long, in seconds from t, the next place after last
+// would wait.
+func (q *published) wait(t float64, last uint64) float64 { return q.delay(t, last+1, last) }
 
-// wait returns how long, in seconds from t, the next place would wait.
-func (q *published) wait(t float64) float64 { return q.delay(t, q.last+1) }
-
-// take records place n, the latest, as taken.
-func (q *published) take(n uint64) { q.last = max(q.last, n) }
-
-// delay returns how long, in seconds from t, place n still waits: until the
-// credit reaches it, and never past the reset, after which nothing is
-// paced. A wait longer than quotaMaxWait is not imposed: it is 0.
-func (q *published) delay(t float64, n uint64) float64 {
+// delay returns how long, in seconds from t, place n of a queue whose
+// latest place is last still waits: until the credit reaches it, and never
+// past the reset, after which nothing is paced. A wait longer than
+// quotaMaxWait is not imposed: it is 0.
+func (q *published) delay(t float64, n, last uint64) float64 {
 	if !q.pacing(t) {
 		return 0
 	}
-	q.refill(t)
-	owed := float64(n) - q.due
+	q.refill(t, last)
+	owed := q.owed(n)
 	if owed <= dueSlack {
 		return 0
 	}
@@ -225,18 +214,18 @@ func (q *published) delay(t float64, n uint64) float64 {
 	return w
 }
 
-// giveBack returns place n, taken at or before t, whose send was abandoned,
-// as cubic.giveBack does: the latest place just leaves the queue; another
-// gives its credit to the places behind it, which move up one.
-func (q *published) giveBack(t float64, n uint64) {
-	if n == q.last && n > 0 {
-		q.last--
-		q.due = min(q.due, float64(q.last)+q.capacity)
+// giveBack returns place n, taken at or before t, of a queue whose latest
+// place is last, whose send was abandoned, as the CUBIC bucket does (see
+// credit): the latest place just leaves the queue; another gives its
+// credit to the places behind it, which move up one.
+func (q *published) giveBack(t float64, n, last uint64) {
+	if n == last && n > 0 {
+		q.credit.giveBack(n, last)
 		return
 	}
 	if q.pacing(t) {
-		q.refill(t)
-		q.due = min(q.due+1, float64(q.last)+q.capacity)
+		q.refill(t, last)
+		q.credit.giveBack(n, last)
 	}
 }
 
@@ -271,7 +260,7 @@ func (a *Adaptive) RecordQuotaAt(now time.Time, scope string, remaining int64, r
 	s := a.scope(now, scope, &p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.quota.update(s.at(now), max(remaining, 0), reset.Seconds())
+	s.quota.update(s.at(now), max(remaining, 0), reset.Seconds(), s.issued)
 }
 
 // RecordQuota is RecordQuotaAt at a.Now(), or the wall clock if a.Now is
@@ -283,24 +272,22 @@ func (a *Adaptive) RecordQuota(scope string, remaining int64, reset time.Duratio
 // sendWait returns how long, in seconds from t, a new reservation would
 // wait: the longer of the CUBIC bucket's wait and the published quota's.
 func (s *scopeState) sendWait(t float64, p *params) float64 {
-	return max(s.wait(t, p), s.quota.wait(t))
+	return max(s.wait(t, p), s.quota.wait(t, s.issued))
 }
 
-// sendTake takes a place in both queues and returns it.
-func (s *scopeState) sendTake() uint64 {
-	n := s.take()
-	s.quota.take(n)
-	return n
-}
+// sendTake takes a place in the queue, which both the CUBIC bucket and the
+// published quota pace, and returns it.
+func (s *scopeState) sendTake() uint64 { return s.take() }
 
 // sendDelay returns how long, in seconds from t, the reservation at place
-// n still waits, in both queues.
+// n still waits, in both paces.
 func (s *scopeState) sendDelay(t float64, n uint64, p *params) float64 {
-	return max(s.delay(t, n, p), s.quota.delay(t, n))
+	return max(s.delay(t, n, p), s.quota.delay(t, n, s.issued))
 }
 
-// sendGiveBack returns place n to both queues.
+// sendGiveBack returns place n to both paces, the published quota's first,
+// while the latest place is still the one n was measured against.
 func (s *scopeState) sendGiveBack(t float64, n uint64, p *params) {
+	s.quota.giveBack(t, n, s.issued)
 	s.giveBack(t, n, p)
-	s.quota.giveBack(t, n)
 }

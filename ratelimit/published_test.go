@@ -202,6 +202,22 @@ func TestRecordQuotaCancelGivesThePlaceBack(t *testing.T) {
 	}
 }
 
+func TestRecordQuotaCancelInTheMiddleKeepsTheTurnsAhead(t *testing.T) {
+	a := &ratelimit.Adaptive{}
+	a.RecordQuotaAt(at(0), "q", 5, 5*time.Second) // 0.9 per second
+	reserveWait(t, a, 0)                          // the one saved up
+	r1, w1, _ := a.ReserveAt(at(0), "q")
+	r2, _, _ := a.ReserveAt(at(0), "q")
+	r3, w3, _ := a.ReserveAt(at(0), "q")
+	a.CancelAt(at(0), r2)
+	if d := a.DelayAt(at(0), r1); !near(d, w1) {
+		t.Errorf("DelayAt of the reservation ahead of one given back = %v; want %v, unchanged", d, w1)
+	}
+	if d := a.DelayAt(at(0), r3); !near(d, w3-(w3-w1)/2) {
+		t.Errorf("DelayAt of the reservation behind one given back = %v; want %v, one turn earlier", d, w3-(w3-w1)/2)
+	}
+}
+
 func TestRecordQuotaEvictedScopeStartsOver(t *testing.T) {
 	a := &ratelimit.Adaptive{MaxScopes: 1}
 	a.RecordQuotaAt(at(0), "q", 0, 10*time.Second)
