@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/backoff"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
@@ -547,5 +548,69 @@ func TestOneAttemptHasNoThrottleRetries(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 429 || s.count() != 1 {
 		t.Errorf("status %d after %d attempts; want the 429 of the only attempt", resp.StatusCode, s.count())
+	}
+}
+
+// A retry after a throttle that the adaptive limiter paces waits for its
+// send token only: the limiter slowed the scope for that throttle already,
+// and a backoff on top would slow the request twice. In reference mode,
+// where the limiter asks for throttles to be charged as the AWS SDKs do,
+// the backoff stays, and so it does for other failures.
+func TestPacedThrottleRetryWaitsForItsTokenOnly(t *testing.T) {
+	const backoffWait = 700 * time.Millisecond
+	tests := []struct {
+		name      string
+		reference bool
+		steps     []step
+		backoff   bool // the retries wait the backoff
+	}{
+		{"Throttles", false, throttleThenOK(4).steps, false},
+		{"ReferenceMode", true, throttleThenOK(2).steps, true},
+		{"ServerErrors", false, []step{{status: 503}, {status: 503}, {status: 200}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := faketime.NewAt(time.Now())
+			s := &script{steps: tt.steps}
+			p := policy.Adaptive()
+			p.Backoff = backoff.Constant{Interval: backoffWait}
+			p.Limiter = &ratelimit.Adaptive{Now: clock.Now, Reference: tt.reference}
+			tr := newRig(t, s, p, onClock(clock))
+			resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+			if err != nil {
+				t.Fatalf("RoundTrip: %v", err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 || s.count() != len(tt.steps) {
+				t.Fatalf("status %d after %d attempts; want 200 after %d", resp.StatusCode, s.count(), len(tt.steps))
+			}
+			var backedOff int
+			for _, d := range clock.Sleeps() {
+				if d == backoffWait {
+					backedOff++
+				}
+			}
+			if want := 0; tt.backoff {
+				want = len(tt.steps) - 1
+				if backedOff != want {
+					t.Errorf("sleeps %v: %d of the backoff's %v; want %d", clock.Sleeps(), backedOff, backoffWait, want)
+				}
+			} else if backedOff != want {
+				t.Errorf("sleeps %v: %d of the backoff's %v; want none, only the send tokens' waits", clock.Sleeps(), backedOff, backoffWait)
+			}
+			// Four throttles in a row on a fresh scope: the decreases take
+			// the rate from its cold start of 10 req/s to 2.4, and the
+			// waits for the tokens add up to about a second, where the
+			// backoff alone would have slept 2.8 s.
+			if !tt.backoff {
+				var sum time.Duration
+				for _, d := range clock.Sleeps() {
+					sum += d
+				}
+				if sum > 1500*time.Millisecond {
+					t.Errorf("the retries waited %v in all (%v); want under 1.5 s", sum, clock.Sleeps())
+				}
+			}
+		})
 	}
 }

@@ -335,11 +335,15 @@ func TestAdaptiveClockBackwardsCountsAsStandingStill(t *testing.T) {
 	a.ReserveAt(t0.Add(time.Second), "s")
 	// Earlier than seen, so it counts at 1 s. It closes [0.5, 1) with
 	// count 1: measured 0.8·1/0.5 + 0.2·10 = 3.6. The line 0.5 s after the
-	// throttle, 7 + 2.5·0.5 = 8.25, is under the cap max(2·3.6, 10) = 10:
-	// fill 8.25, capacity max(0.825, 1) = 1, still 0 tokens.
+	// throttle, 7 + 2.5·0.5 = 8.25, is below 0.85 of the long-run rate
+	// (10 at the throttle, 9.908 now) after more than 0.3 s without a
+	// throttle, so it closes its gap with a time constant of 0.3 s:
+	// 8.25 + (9.908 - 8.25)·(1 - e^(-0.5/0.3)) = 9.595, under the cap
+	// max(2·3.6, 10) = 10: fill 9.595, capacity max(0.9595, 1) = 1, still 0
+	// tokens.
 	a.RecordAt(t0, "s", classify.Success)
-	// Also at 1 s: nothing refilled, so the wait is (1 - 0)/8.25 =
-	// 121.212121 ms (rounded up to the nanosecond) and -1 token is left.
+	// Also at 1 s: nothing refilled, so the wait is (1 - 0)/9.595 =
+	// 104.225287 ms (rounded up to the nanosecond) and -1 token is left.
 	// Time counted backwards would instead refill a negative amount or run
 	// the curve back to its floor.
 	_, w, ok := a.ReserveAt(t0, "s")
@@ -350,7 +354,7 @@ func TestAdaptiveClockBackwardsCountsAsStandingStill(t *testing.T) {
 		Fill, Measured, Tokens, Capacity float64
 	}
 	got := state{w, ok, st.FillRate, st.MeasuredRate, st.Tokens, st.Capacity}
-	want := state{121212122, true, 8.25, 3.6, -1, 1}
+	want := state{104225287, true, 9.594600672620226, 3.6, -1, 1}
 	if diff := cmp.Diff(want, got, approx); diff != "" {
 		t.Errorf("ReserveAt and StateAt at t0 after 1 s was seen mismatch (-want +got):\n%s", diff)
 	}

@@ -109,10 +109,21 @@ const (
 	// the line is below recoverBelow times the long-run rate and no
 	// throttle has come for recoverQuiet seconds, the line closes its gap
 	// to the long-run rate with time constant recoverTau, until the next
-	// throttle. Two decreases in a row leave 0.7·0.7 = 0.49 of a rate, so
-	// ordinary throttling rarely starts it; a capacity that fell to a
-	// quarter and came back does.
-	recoverBelow = 0.5
+	// throttle. A decrease leaves the line at 0.7 of the fill rate, below
+	// recoverBelow of the long-run rate, so a throttle that no other
+	// follows within recoverQuiet is regained in about a second instead
+	// of the line's many: a client whose server throttled a few requests
+	// and then admitted everything is back at its old rate within 1 s
+	// (recoverBelow 0.5 waited for two decreases in a row and then some,
+	// and after one it climbed 2.5 req/s per second), and a capacity that
+	// fell and came back is found again as before. In a fleet each replica
+	// regains its own long-run rate, so the throttles come about twice as
+	// often (429s 3.9 % of attempts in the fleet simulation instead of 2.1
+	// %), and the more frequent decreases, each taking more from a larger
+	// rate, even out the shares faster: Jain's index 0.984 at worst
+	// instead of 0.970, 0.973 instead of 0.923 on loopback, 0.964 instead
+	// of 0.932 with Retry-After: 1 on loopback.
+	recoverBelow = 0.85
 	recoverQuiet = 0.3
 	recoverTau   = 0.3
 )

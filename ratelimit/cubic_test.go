@@ -111,16 +111,21 @@ func TestAdaptiveArithmetic(t *testing.T) {
 		// After a throttle the changed algorithm climbs along a line from
 		// 0.7·10 = 7 at 2.5 req/s per second per reservation outstanding;
 		// these records answer none, so the slope is 2.5 (under the bound
-		// 10·0.3/1 s = 3). One second after the throttle: 7 + 2.5 = 9.5;
-		// capacity max(0.95, 1) = 1.
-		{"line_1s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 9.5, 10, 1, 10}},
-		// Three seconds after: 7 + 2.5·3 = 14.5, past the rate of the
-		// throttle with no plateau (the bound is now 14.5·0.3 > 2.5);
-		// capacity 1.45.
-		{"line_3s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 3500*ms, ok, ok)}, 3500 * ms, want{true, 14.5, 10, 1.45, 10}},
+		// 10·0.3/1 s = 3). The throttle came after a bucket closed, so the
+		// long-run rate starts at 10; the line is below 0.85 of it, and
+		// once 0.3 s have passed without another throttle it also closes
+		// its gap to the long-run rate with a time constant of 0.3 s (the
+		// recovery). One second after the throttle the line has passed the
+		// long-run rate (9.99 by then), and the recovery is over: 10.759;
+		// capacity 1.0759.
+		{"line_1s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 10.758827642135135, 10, 1.0758827642135136, 10}},
+		// Three seconds after: the line alone from there, 10.759 + 2.5·2
+		// = 15.759, past the rate of the throttle with no plateau;
+		// capacity 1.5759.
+		{"line_3s_after", &ratelimit.Adaptive{}, [][]ev{throttleAt500, steady(500*ms, 3500*ms, ok, ok)}, 3500 * ms, want{true, 15.758827642135135, 10, 1.5758827642135136, 10}},
 		// Additive 2: one second after the throttle its line is
-		// 0.7·10 + 2·1 = 9, under the default line's 9.5, which wins.
-		{"additive_under_line", &ratelimit.Adaptive{Additive: 2}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 9.5, 10, 1, 10}},
+		// 0.7·10 + 2·1 = 9, under the default line's 10.759, which wins.
+		{"additive_under_line", &ratelimit.Adaptive{Additive: 2}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 10.758827642135135, 10, 1.0758827642135136, 10}},
 		// Additive 5: 0.7·10 + 5·1 = 12 is over the line and under the cap
 		// 2·10; capacity 1.2.
 		{"additive_over_curve", &ratelimit.Adaptive{Additive: 5}, [][]ev{throttleAt500, steady(500*ms, 1500*ms, ok, ok)}, 1500 * ms, want{true, 12, 10, 1.2, 10}},

@@ -380,8 +380,8 @@ func TestFleetSimulation(t *testing.T) {
 	for _, r := range fleetRuns(t, false, nil) {
 		g, f, n, p99, j := r.goodputShare(), r.throttledShare(), r.failed(), r.p99(), r.jain(0, r.sim.Duration)
 		jains = append(jains, j)
-		if g < 0.95 || f > 0.03 || n > 0 || p99 > 250*ms || j < 0.96 {
-			t.Errorf("seed %d: goodput %.1f%%, 429s %.2f%%, %d failed, p99 %v, Jain %.3f; want >= 95%%, <= 3%%, 0, <= 250ms, >= 0.96",
+		if g < 0.95 || f > 0.045 || n > 0 || p99 > 250*ms || j < 0.975 {
+			t.Errorf("seed %d: goodput %.1f%%, 429s %.2f%%, %d failed, p99 %v, Jain %.3f; want >= 95%%, <= 4.5%%, 0, <= 250ms, >= 0.975",
 				r.sim.Seed, 100*g, 100*f, n, p99, j)
 		}
 	}
@@ -404,8 +404,8 @@ func TestFleetSimulation(t *testing.T) {
 // down), which keeps the shares even.
 func TestFleetSimulationRetryAfter(t *testing.T) {
 	for _, r := range fleetRuns(t, false, func(f *fleetSim) { f.RetryAfter = time.Second }) {
-		if g, f, n, j := r.goodputShare(), r.throttledShare(), r.failed(), r.jain(0, r.sim.Duration); g < 0.9 || f > 0.03 || n > 0 || j < 0.95 {
-			t.Errorf("seed %d: goodput %.1f%%, 429s %.2f%%, %d failed, Jain %.3f; want >= 90%%, <= 3%%, 0, >= 0.95", r.sim.Seed, 100*g, 100*f, n, j)
+		if g, f, n, j := r.goodputShare(), r.throttledShare(), r.failed(), r.jain(0, r.sim.Duration); g < 0.9 || f > 0.04 || n > 0 || j < 0.95 {
+			t.Errorf("seed %d: goodput %.1f%%, 429s %.2f%%, %d failed, Jain %.3f; want >= 90%%, <= 4%%, 0, >= 0.95", r.sim.Seed, 100*g, 100*f, n, j)
 		}
 	}
 }
@@ -439,8 +439,8 @@ func TestFleetSimulationCapacityChange(t *testing.T) {
 	for _, r := range fleetRuns(t, false, capacityChange) {
 		down, up := r.settle(capacityDrop, capacityReturn), r.settle(capacityReturn, r.sim.Duration)
 		t.Logf("seed %d: within 10%% of 50 req/s after %v, of 200 req/s after %v (-1: not within the run), %d failed", r.sim.Seed, down, up, r.failed())
-		if g, n := r.goodputShare(), r.failed(); down < 0 || down > time.Second || up < 0 || up > capacityFound || r.throttledShare() > 0.08 || g < 0.9 || n > 0 {
-			t.Errorf("seed %d: within 10%% of 50 req/s after %v, of 200 req/s after %v, 429s %.2f%%, goodput %.1f%%, %d failed; want within 1s, within %v, <= 8%%, >= 90%%, 0",
+		if g, n := r.goodputShare(), r.failed(); down < 0 || down > time.Second || up < 0 || up > capacityFound || r.throttledShare() > 0.09 || g < 0.9 || n > 0 {
+			t.Errorf("seed %d: within 10%% of 50 req/s after %v, of 200 req/s after %v, 429s %.2f%%, goodput %.1f%%, %d failed; want within 1s, within %v, <= 9%%, >= 90%%, 0",
 				r.sim.Seed, down, up, 100*r.throttledShare(), 100*g, n, capacityFound)
 		}
 	}

@@ -463,8 +463,8 @@ func TestAdaptiveSimulationSlowServer(t *testing.T) {
 		s := &simScope{Name: "slow", Workers: 16, RTT: 2 * ms, Server: &simServer{Rate: 20, Burst: 2}}
 		simRun(&ratelimit.Adaptive{}, w, simDuration, s)
 		t.Logf("%v: goodput %.1f req/s, throttled %.2f%%\n%v", w, s.goodput(simDuration), 100*s.throttledShare(), s)
-		if g, f := s.goodput(simDuration), s.throttledShare(); w != waitHeld && (g < 18 || f > 0.15) {
-			t.Errorf("%v: goodput %.1f req/s, throttled %.2f%%; want at least 18 req/s (90%%), at most 15%%", w, g, 100*f)
+		if g, f := s.goodput(simDuration), s.throttledShare(); w != waitHeld && (g < 18 || f > 0.17) {
+			t.Errorf("%v: goodput %.1f req/s, throttled %.2f%%; want at least 18 req/s (90%%), at most 17%%", w, g, 100*f)
 		}
 	}
 }
