@@ -3,8 +3,8 @@
 // Markdown table per scenario followed by the project's goals for that
 // scenario, each met or missed, as ratios measured in the same run.
 //
-//	go run .                   # full run, about 25 minutes on 2 cores
-//	go run . -quick            # every scenario shrunk, under a minute
+//	go run .                   # full run, about 50 minutes on 2 cores
+//	go run . -quick            # every scenario shrunk, about two minutes
 //	go run . -scenarios fleet,single-ra -runs 1 -svg /tmp/fleet
 //	                           # the fleet and single-client tables, with pictures
 //	go run . -scenarios nginx -nginx-bins
@@ -98,8 +98,8 @@ func fullConfig() config {
 	}
 }
 
-// quickConfig shrinks every scenario so that the whole run takes under a
-// minute; it checks the harness, not the figures.
+// quickConfig shrinks every scenario so that the whole run takes about two
+// minutes; it checks the harness, not the figures.
 func quickConfig() config {
 	return config{
 		benchTime: 30 * time.Millisecond, benchRounds: 1,
@@ -123,7 +123,7 @@ func quickConfig() config {
 
 func main() {
 	testing.Init() // registers -test.benchtime, which the overhead scenario sets
-	quick := flag.Bool("quick", false, "shrink every scenario so that the whole run takes under a minute")
+	quick := flag.Bool("quick", false, "shrink every scenario so that the whole run takes about two minutes")
 	runs := flag.Int("runs", 0, "runs of each fleet variant, and of the fleet-redis outage and fleet-redis throttled tables, per contender; 0 means 3, or 1 with -quick")
 	throttledRuns := flag.Int("throttled-runs", 0, "runs of the two throttled tables per contender; 0 means 3, or 1 with -quick")
 	singleRuns := flag.Int("single-runs", 0, "runs of the single-client Retry-After table per contender; 0 means 10, or 2 with -quick")

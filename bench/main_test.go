@@ -15,7 +15,7 @@ import (
 // PATH, the nginx table nginx.
 func TestQuickRun(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the quick run takes about a minute")
+		t.Skip("the quick run takes about two minutes")
 	}
 	var out bytes.Buffer
 	cfg := quickConfig()

@@ -82,19 +82,18 @@ func runRecovery(w io.Writer, cfg config, _ []contender) {
 	for range cfg.recoveryRuns {
 		for ki, k := range ks {
 			for i, c := range cs {
-				warm[ki][i] = append(warm[ki][i], recoveryOnce(cfg, c, k, math.NaN()))
+				warm[ki][i] = append(warm[ki][i], recoveryOnce(cfg, c, k, false, 0))
 			}
 		}
 		// A fresh client has no rate of its own before the throttles: the
-		// same worker's rate against a server that admits everything, in
-		// the same round, stands for it.
-		r0 := make([]float64, len(cs))
-		for i, c := range cs {
-			r0[i] = admittedRate(cfg, c)
-		}
+		// same worker's rate against a server that admits everything,
+		// measured just before, stands for it. One measure for the whole
+		// round would not do: from one fresh transport to the next, the
+		// rate on this shared machine varies by a fifth, enough for a
+		// client at full speed never to reach 90 % of a lucky one's.
 		for ki, k := range ks {
 			for i, c := range cs {
-				fresh[ki][i] = append(fresh[ki][i], recoveryOnce(cfg, c, k, r0[i]))
+				fresh[ki][i] = append(fresh[ki][i], recoveryOnce(cfg, c, k, true, admittedRate(cfg, c)))
 			}
 		}
 	}
@@ -126,17 +125,22 @@ func sequential(client *http.Client, url string, next func(o outcome, throttles 
 }
 
 // admittedRate is c's pre-throttle rate with a fresh transport against a
-// server that admits everything: its successes per second over the last
-// half of cfg.recoveryBefore.
+// server that admits everything (admittedPhase).
 func admittedRate(cfg config, c contender) float64 {
 	srv := newServer(okHandler)
 	defer srv.Close()
 	base := newBase()
 	defer base.CloseIdleConnections()
-	client := &http.Client{Transport: c.wrap(attemptTap{base})}
+	return admittedPhase(cfg, &http.Client{Transport: c.wrap(attemptTap{base})}, srv.URL)
+}
+
+// admittedPhase sends through client to url, a server that admits
+// everything, for cfg.recoveryBefore and returns the pre-throttle rate:
+// the successes per second over the last half of that time.
+func admittedPhase(cfg config, client *http.Client, url string) float64 {
 	start := time.Now()
 	var ends []time.Time
-	sequential(client, srv.URL, func(o outcome, _ int) bool {
+	sequential(client, url, func(o outcome, _ int) bool {
 		if o.ok() {
 			ends = append(ends, o.end)
 		}
@@ -146,31 +150,22 @@ func admittedRate(cfg config, c contender) float64 {
 }
 
 // recoveryOnce runs c once with a fresh transport against a fresh
-// throttleFirstServer: given no r0 (NaN), a warm client, which sends for
-// cfg.recoveryBefore first and takes its rate over the last half of that
-// as r0; given r0, a fresh client. Then the server answers the next k
-// requests 429, and the worker goes on until cfg.recoveryAfter past the
-// first admitted response.
-func recoveryOnce(cfg config, c contender, k int, r0 float64) recoveryRun {
+// throttleFirstServer: a warm client first sends for cfg.recoveryBefore
+// and takes its own pre-throttle rate from that (admittedPhase); a fresh
+// client is given freshR0. Then the server answers the next k requests
+// 429, and the worker goes on until cfg.recoveryAfter past the first
+// admitted response.
+func recoveryOnce(cfg config, c contender, k int, fresh bool, freshR0 float64) recoveryRun {
 	srv := newThrottleFirstServer()
 	defer srv.Close()
 	base := newBase()
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: c.wrap(attemptTap{base})}
 
-	if math.IsNaN(r0) {
-		start := time.Now()
-		var ends []time.Time
-		sequential(client, srv.URL, func(o outcome, _ int) bool {
-			if o.ok() {
-				ends = append(ends, o.end)
-			}
-			return time.Since(start) < cfg.recoveryBefore
-		})
-		r0 = rateIn(ends, start.Add(cfg.recoveryBefore/2), start.Add(cfg.recoveryBefore))
+	r := recoveryRun{r0: freshR0}
+	if !fresh {
+		r.r0 = admittedPhase(cfg, client, srv.URL)
 	}
-
-	r := recoveryRun{r0: r0}
 	srv.throttleNext(k)
 	armed := time.Now()
 	metAny := false
@@ -190,7 +185,7 @@ func recoveryOnce(cfg config, c contender, k int, r0 float64) recoveryRun {
 	})
 	r.recovery = math.Inf(1)
 	if len(admitted) > 0 {
-		r.recovery = recoveryTime(admitted, admitted[0].Add(cfg.recoveryAfter), recoveryWindow, recoveryShare*r0)
+		r.recovery = recoveryTime(admitted, admitted[0].Add(cfg.recoveryAfter), recoveryWindow, recoveryShare*r.r0)
 	}
 	return r
 }
@@ -239,7 +234,7 @@ func writeRecoveryTable(w io.Writer, cfg config, variant, before string, cs []co
 			"throttled request: the time of the logical request that met the first 429, its outcome " +
 			"(run by run: 200, 429 when it gave up with the 429, error) and the 429s it met. " +
 			"R0: the worker's rate before the throttles, successes per second over the last half of " +
-			fmt.Sprintf("its first %v (for a fresh client, the same worker's against a server that admits everything, measured in the same round). ", cfg.recoveryBefore) +
+			fmt.Sprintf("its first %v (for a fresh client, the same worker's with another fresh transport against a server that admits everything, just before). ", cfg.recoveryBefore) +
 			fmt.Sprintf("recovery: from the first admitted response until the rate over a %v window, sliding from response to response, ", recoveryWindow) +
 			fmt.Sprintf("first reaches %s of R0 (0 if at once; never if not within the %v).", percent(recoveryShare), cfg.recoveryAfter),
 			"Waits are the libraries' own, real time: standard mode's backoff under 1 s, then under 2 s; the SDK's under 2 s, then under 4 s."},
