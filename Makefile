@@ -86,9 +86,9 @@ fuzz:
 	done
 
 # The root module's testing.B benchmarks (bare vs retrying, same run), then
-# the bench/ module's side-by-side tables against peer libraries, about 25
-# minutes in all; BENCHFLAGS=-quick shrinks the tables' scenarios to under a
-# minute. bench-fleet runs only the fleet tables and redraws their pictures
+# the bench/ module's side-by-side tables against peer libraries, about 50
+# minutes in all; BENCHFLAGS=-quick shrinks the tables' scenarios to about
+# two minutes. bench-fleet runs only the fleet tables and redraws their pictures
 # in docs/img, which docs/fleets.md shows.
 BENCHFLAGS ?=
 bench:

@@ -3,8 +3,8 @@
 // Markdown table per scenario followed by the project's goals for that
 // scenario, each met or missed, as ratios measured in the same run.
 //
-//	go run .                   # full run, about 25 minutes on 2 cores
-//	go run . -quick            # every scenario shrunk, under a minute
+//	go run .                   # full run, about 50 minutes on 2 cores
+//	go run . -quick            # every scenario shrunk, about two minutes
 //	go run . -scenarios fleet,single-ra -runs 1 -svg /tmp/fleet
 //	                           # the fleet and single-client tables, with pictures
 //	go run . -scenarios nginx -nginx-bins
@@ -62,6 +62,16 @@ type config struct {
 	publishedWindow  time.Duration // the published quota's fixed window
 	publishedFor     time.Duration // each run of the published quota
 	publishedRuns    int           // runs of the published quota per contender
+	shapesFor        time.Duration // each closed-loop run of a shapes cell
+	shapesReachFor   time.Duration // each run of a shapes round's reachable, against a server that admits everything
+	shapesRuns       int           // rounds of the shapes tables: runs of every cell per contender
+	shapesStandard   bool          // add our standard mode to the shapes tables
+	openloopFor      time.Duration // each run of an open-loop cell
+	openloopRuns     int           // rounds of the open-loop table
+	recoveryBefore   time.Duration // a warm client's admitted phase before the throttles, and a fresh client's R0 run
+	recoveryAfter    time.Duration // the admitted phase after the first admitted response
+	recoveryKs       []int         // the throttles in a row, one row each
+	recoveryRuns     int           // rounds of the recovery tables
 	scenarios        []string      // the scenarios to run (names from scenarios()); nil means all
 	svgDir           string        // where the fleet's pictures go; "" means none
 }
@@ -82,11 +92,14 @@ func fullConfig() config {
 		budgetFor:        4 * time.Second,
 		failoverRequests: 2000,
 		publishedWindow:  10 * time.Second, publishedFor: 30 * time.Second, publishedRuns: 5,
+		shapesFor: 5 * time.Second, shapesReachFor: time.Second, shapesRuns: 5,
+		openloopFor: 8 * time.Second, openloopRuns: 3,
+		recoveryBefore: time.Second, recoveryAfter: 3 * time.Second, recoveryKs: []int{1, 2, 4}, recoveryRuns: 3,
 	}
 }
 
-// quickConfig shrinks every scenario so that the whole run takes under a
-// minute; it checks the harness, not the figures.
+// quickConfig shrinks every scenario so that the whole run takes about two
+// minutes; it checks the harness, not the figures.
 func quickConfig() config {
 	return config{
 		benchTime: 30 * time.Millisecond, benchRounds: 1,
@@ -102,18 +115,25 @@ func quickConfig() config {
 		budgetFor:        1500 * time.Millisecond,
 		failoverRequests: 300,
 		publishedWindow:  2 * time.Second, publishedFor: 4 * time.Second, publishedRuns: 1,
+		shapesFor: 300 * time.Millisecond, shapesReachFor: 200 * time.Millisecond, shapesRuns: 1,
+		openloopFor: 400 * time.Millisecond, openloopRuns: 1,
+		recoveryBefore: 300 * time.Millisecond, recoveryAfter: 500 * time.Millisecond, recoveryKs: []int{1}, recoveryRuns: 1,
 	}
 }
 
 func main() {
 	testing.Init() // registers -test.benchtime, which the overhead scenario sets
-	quick := flag.Bool("quick", false, "shrink every scenario so that the whole run takes under a minute")
+	quick := flag.Bool("quick", false, "shrink every scenario so that the whole run takes about two minutes")
 	runs := flag.Int("runs", 0, "runs of each fleet variant, and of the fleet-redis outage and fleet-redis throttled tables, per contender; 0 means 3, or 1 with -quick")
 	throttledRuns := flag.Int("throttled-runs", 0, "runs of the two throttled tables per contender; 0 means 3, or 1 with -quick")
 	singleRuns := flag.Int("single-runs", 0, "runs of the single-client Retry-After table per contender; 0 means 10, or 2 with -quick")
 	nginxRuns := flag.Int("nginx-runs", 0, "runs of the nginx limit_req table per contender; 0 means 5, or 1 with -quick")
 	nginxBins := flag.Bool("nginx-bins", false, "print every nginx run's goodput and 429s per 500 ms, not only those of our runs that miss a goal")
 	publishedRuns := flag.Int("published-runs", 0, "runs of the published-quota table per contender; 0 means 5, or 1 with -quick")
+	shapesRuns := flag.Int("shapes-runs", 0, "runs of every shapes cell per contender; 0 means 5, or 1 with -quick")
+	shapesStandard := flag.Bool("shapes-standard", false, "add our standard mode, the reference without a limiter, to the shapes tables (12 more runs a round)")
+	openloopRuns := flag.Int("openloop-runs", 0, "runs of every open-loop cell per contender; 0 means 3, or 1 with -quick")
+	recoveryRuns := flag.Int("recovery-runs", 0, "runs of every recovery row; 0 means 3, or 1 with -quick")
 	names := flag.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated `list` of the scenarios to run, always in this order")
 	svgDir := flag.String("svg", "", "write a picture (SVG) of each fleet variant, its contenders' first runs side by side, into `dir`")
 	flag.Parse()
@@ -136,6 +156,16 @@ func main() {
 	cfg.nginxBins = *nginxBins
 	if *publishedRuns != 0 {
 		cfg.publishedRuns = *publishedRuns
+	}
+	if *shapesRuns != 0 {
+		cfg.shapesRuns = *shapesRuns
+	}
+	cfg.shapesStandard = *shapesStandard
+	if *openloopRuns != 0 {
+		cfg.openloopRuns = *openloopRuns
+	}
+	if *recoveryRuns != 0 {
+		cfg.recoveryRuns = *recoveryRuns
 	}
 	for n := range strings.SplitSeq(*names, ",") {
 		if n = strings.TrimSpace(n); n != "" {
@@ -178,6 +208,9 @@ func scenarios() []scenario {
 		{"budget-outage", table(runBudgetOutage)},
 		{"failover", table(runFailover)},
 		{"published", runPublished},
+		{"shapes", table(runShapes)},
+		{"openloop", table(runOpenloop)},
+		{"recovery", table(runRecovery)},
 	}
 }
 
@@ -214,6 +247,15 @@ func (cfg config) check() error {
 	}
 	if cfg.publishedRuns < 1 {
 		return fmt.Errorf("-published-runs is %d; want at least 1", cfg.publishedRuns)
+	}
+	if cfg.shapesRuns < 1 {
+		return fmt.Errorf("-shapes-runs is %d; want at least 1", cfg.shapesRuns)
+	}
+	if cfg.openloopRuns < 1 {
+		return fmt.Errorf("-openloop-runs is %d; want at least 1", cfg.openloopRuns)
+	}
+	if cfg.recoveryRuns < 1 {
+		return fmt.Errorf("-recovery-runs is %d; want at least 1", cfg.recoveryRuns)
 	}
 	return nil
 }

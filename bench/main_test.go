@@ -15,7 +15,7 @@ import (
 // PATH, the nginx table nginx.
 func TestQuickRun(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the quick run takes about a minute")
+		t.Skip("the quick run takes about two minutes")
 	}
 	var out bytes.Buffer
 	cfg := quickConfig()
@@ -24,7 +24,7 @@ func TestQuickRun(t *testing.T) {
 		t.Fatalf("run(quick) = %v; want nil", err)
 	}
 	got := out.String()
-	if n, want := strings.Count(got, "\n### "), 20; n != want {
+	if n, want := strings.Count(got, "\n### "), 25; n != want {
 		t.Errorf("run(quick) printed %d tables; want %d\n%s", n, want, got)
 	}
 
@@ -64,6 +64,17 @@ func TestQuickRun(t *testing.T) {
 	}
 	for _, c := range publishedContenders(nil) {
 		want[c.name]++
+	}
+	// The shapes tables (one per capacity) and the open-loop table: a row
+	// per worker count or load and capacity, for each of their contenders;
+	// the two recovery tables, a row per k for each of theirs.
+	for _, c := range shapesContenders(cfg) {
+		want[c.name] += len(shapesCapacities()) * len(shapesWorkers())
+	}
+	want[oursAdaptive().name] += len(shapesCapacities()) * len(openloopLoads())
+	want[awsAdaptive().name] += len(shapesCapacities()) * len(openloopLoads())
+	for _, c := range recoveryContenders() {
+		want[c.name] += 2 * len(cfg.recoveryKs)
 	}
 	for name, n := range want {
 		if rows[name] != n {
@@ -111,7 +122,9 @@ func TestQuickRun(t *testing.T) {
 	for title, n := range map[string]int{"fleet-redis, outage": 1, "fleet-redis, throttled": 3,
 		"fleet-redis, cost per call": 1, "fleet-redis, overhead": 2,
 		"hedge": 2 * 2, "budget-outage": 2, "failover": 2 * len(failoverModes), "published quota": 2 * 4,
-		"nginx limit_req": 2} {
+		"nginx limit_req":              2,
+		"shapes, 100 req/s (burst 10)": 2, "shapes, 1000 req/s (burst 10)": 2, "openloop": 3 * len(shapesCapacities()),
+		"recovery, warm client": 2, "recovery, fresh client": 2} {
 		if goals[title] != n {
 			t.Errorf("run(quick) printed %d goal lines under %q; want %d", goals[title], title, n)
 		}
