@@ -52,11 +52,12 @@ func ExampleAdaptive_ReserveAt() {
 	start := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	now := start
 	a.ReserveAt(now, "api.example.com") // the scope's first event
-	for range 5 {
+	for range 4 {
 		now = now.Add(100 * time.Millisecond)
 		a.RecordAt(now, "api.example.com", classify.Success)
 	}
-	a.RecordAt(now, "api.example.com", classify.Throttle) // fill rate 7
+	now = now.Add(100 * time.Millisecond)
+	a.RecordAt(now, "api.example.com", classify.Throttle) // at 10 req/s: fill rate 7
 
 	type caller struct {
 		turn ratelimit.Reservation

@@ -542,3 +542,63 @@ func TestAdaptiveExtraThrottleRetries(t *testing.T) {
 		}
 	}
 }
+
+// A scope that has sent for half a second without a throttle lets its
+// first throttle pass, and the throttles of the requests sent before it
+// (the same burst): a client's arrivals that bunch up past a server's
+// burst get a 429 now and then, and pacing the client for it would delay
+// every request that follows. A throttle of a request sent after the
+// first one enables the limiter, from the measured rate; so does a
+// throttle in reference mode, as in the SDKs.
+func TestAdaptiveLetsAnIsolatedThrottlePass(t *testing.T) {
+	warm := func(a *ratelimit.Adaptive) time.Time {
+		for at := 100 * ms; at <= time.Second; at += 100 * ms {
+			a.ReserveAt(t0.Add(at-100*ms), "s")
+			a.RecordAt(t0.Add(at), "s", classify.Success) // 10 req/s, one at a time
+		}
+		return t0.Add(time.Second)
+	}
+	enabled := func(a *ratelimit.Adaptive, now time.Time) bool { return a.StateAt(now, "s").Enabled }
+
+	var a ratelimit.Adaptive
+	now := warm(&a)
+	burst := make([]ratelimit.Reservation, 3)
+	for i := range burst {
+		burst[i], _, _ = a.ReserveAt(now, "s") // sent together
+	}
+	now = now.Add(ms)
+	for i := range burst {
+		a.RecordAt(now, "s", classify.Throttle)
+		if enabled(&a, now) {
+			t.Fatalf("after throttle %d of a burst sent together: enabled; want the isolated throttle let pass", i+1)
+		}
+	}
+	if _, w, _ := a.ReserveAt(now, "s"); w != 0 {
+		t.Fatalf("ReserveAt after an isolated throttle = %v; want no wait", w)
+	}
+	a.RecordAt(now.Add(ms), "s", classify.Throttle) // of the request sent after it
+	if st := a.StateAt(now.Add(ms), "s"); !st.Enabled || st.FillRate != 7 {
+		t.Errorf("after a throttle of a request sent after the isolated one: %+v; want enabled at 0.7·10 = 7", st)
+	}
+
+	// A throttle long after the isolated one is isolated again.
+	var b ratelimit.Adaptive
+	now = warm(&b)
+	b.RecordAt(now, "s", classify.Throttle)
+	for at := now.Add(100 * ms); at.Before(now.Add(1500 * ms)); at = at.Add(100 * ms) {
+		b.ReserveAt(at, "s")
+		b.RecordAt(at, "s", classify.Success)
+	}
+	b.RecordAt(now.Add(1500*ms), "s", classify.Throttle)
+	if enabled(&b, now.Add(1500*ms)) {
+		t.Errorf("a throttle 1.5 s after an isolated one: enabled; want it let pass too")
+	}
+
+	// Reference mode, as the SDKs, enables at the first throttle.
+	r := ratelimit.Adaptive{Reference: true}
+	now = warm(&r)
+	r.RecordAt(now, "s", classify.Throttle)
+	if !enabled(&r, now) {
+		t.Errorf("reference mode after one throttle: not enabled; want enabled")
+	}
+}
