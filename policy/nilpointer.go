@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 
+	"github.com/retrytransport/retrytransport/breaker"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
@@ -16,10 +18,18 @@ import (
 // values be usable.
 
 // nilPointer reports whether x is a nil pointer of a type of this module
-// that fits a Quota, Budget, Limiter or RateLimit field: *quota.Bucket,
-// *quota.Budget, *ratelimit.Adaptive or *ratelimit.Fixed.
+// that fits a Quota, Budget, Limiter, RateLimit, Breaker or Concurrency
+// field: *quota.Bucket, *quota.Budget, *ratelimit.Adaptive,
+// *ratelimit.Fixed, *breaker.Circuit, *concurrency.Adaptive or
+// *concurrency.Fixed.
 func nilPointer(x any) bool {
 	switch v := x.(type) {
+	case *breaker.Circuit:
+		return v == nil
+	case *concurrency.Adaptive:
+		return v == nil
+	case *concurrency.Fixed:
+		return v == nil
 	case *quota.Bucket:
 		return v == nil
 	case *quota.Budget:
@@ -48,6 +58,7 @@ func orNil[T any](x T) T {
 func (p Policy) withoutNilPointers() Policy {
 	p.Quota, p.Budget = orNil(p.Quota), orNil(p.Budget)
 	p.Limiter, p.RateLimit = orNil(p.Limiter), orNil(p.RateLimit)
+	p.Breaker, p.Concurrency = orNil(p.Breaker), orNil(p.Concurrency)
 	return p
 }
 
@@ -63,6 +74,8 @@ func (p Policy) validateNilPointers() []error {
 		{"Budget", "no budget", p.Budget},
 		{"Limiter", "no limiter", p.Limiter},
 		{"RateLimit", "no fixed rate", p.RateLimit},
+		{"Breaker", "no circuit breaker", p.Breaker},
+		{"Concurrency", "no concurrency limit", p.Concurrency},
 	} {
 		if nilPointer(f.v) {
 			errs = append(errs, fmt.Errorf("policy: %s = (%T)(nil), a nil pointer, which means nil (%s); want a non-nil %[2]T, or nil", f.name, f.v, f.unset))

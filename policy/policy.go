@@ -5,7 +5,9 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/breaker"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
@@ -37,7 +39,7 @@ const (
 // The zero Policy is AWS standard retry mode, the same as [Standard]: every
 // zero field means the default its comment names. Each optional feature is
 // one field, off when it is nil or zero: ServerDelay, Failover, Hedge,
-// Penalty, Limiter, RateLimit, Budget. A pointer to a feature's settings
+// Penalty, Limiter, RateLimit, Breaker, Concurrency, Budget. A pointer to a feature's settings
 // (Failover, Hedge, Penalty) turns the feature on, so a non-nil one must be
 // able to act: Validate rejects one that never could. The two things a
 // zero Policy does that take an explicit value to switch off are retries,
@@ -64,9 +66,11 @@ const (
 //
 // # Nil pointers
 //
-// A nil pointer of this module's types in Quota, Budget, Limiter or
-// RateLimit (a *quota.Bucket, *quota.Budget, *ratelimit.Adaptive or
-// *ratelimit.Fixed declared and never set) means what nil means there:
+// A nil pointer of this module's types in Quota, Budget, Limiter,
+// RateLimit, Breaker or Concurrency (a *quota.Bucket, *quota.Budget,
+// *ratelimit.Adaptive, *ratelimit.Fixed, *breaker.Circuit,
+// *concurrency.Adaptive or *concurrency.Fixed declared and never set) means
+// what nil means there:
 // Validate reports it, naming the field, and New, WithDefaults,
 // MarshalJSON and FromEnv treat it as nil.
 type Policy struct {
@@ -218,6 +222,30 @@ type Policy struct {
 	// process on its own; an implementation kept in a shared store (module
 	// redisretry) paces a fleet at one published limit.
 	RateLimit ratelimit.Limiter
+
+	// Breaker stops sending to a scope whose server seems to be in
+	// trouble: after failures that mean so (timeouts, connection errors,
+	// 5xx; never a 429, the rate limiters' business, nor another 4xx), every
+	// attempt of the scope, first ones included, fails at once with an
+	// error matching breaker.ErrOpen that carries the last failure, until a
+	// probe finds the server well again. A *breaker.Circuit keeps each
+	// process's circuits; one kept in a shared store (module redisretry)
+	// lets a fleet share them, and one replica probe for all. Nil, or a nil
+	// *breaker.Circuit, means none. Like Limiter, it is used as given. A
+	// request refused by it is not retried (with Failover, a read goes to
+	// the next endpoint at once instead).
+	Breaker breaker.Breaker
+
+	// Concurrency limits how many attempts of a scope may be in flight at
+	// once: a *concurrency.Adaptive learns the limit from latency (latency
+	// above the scope's no-load latency means a queue is building at the
+	// server), a *concurrency.Fixed keeps a constant one (a bulkhead). An
+	// attempt over the limit waits at most the limiter's MaxWait for a
+	// place, and is otherwise refused with an error matching
+	// concurrency.ErrLimited, and not retried into the same overload. Nil,
+	// or a nil *concurrency.Adaptive or *concurrency.Fixed, means no limit.
+	// Like Limiter, it is used as given.
+	Concurrency concurrency.Limiter
 
 	// Scope maps a request to the key of its retry quota bucket (and rate
 	// limiter state): requests with the same key share them, and trouble in
