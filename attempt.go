@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/retrytransport/retrytransport/breaker"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -28,10 +30,13 @@ type attempt struct {
 	pay       payment               // what the retry quotas were paid for it
 	hedgePay  payment               // the winning hedge's payment, once the attempt took a hedge's result
 	turn      ratelimit.Reservation // its place in the adaptive limiter's queue, until it is sent
+	pass      breaker.Pass          // its scope's breaker's leave to send (Policy.Breaker), until settled
+	permit    concurrency.Permit    // its place under its scope's concurrency limit (Policy.Concurrency), until settled
+	sentAt    time.Time             // when it was sent, if its policy limits concurrency (which learns from latency)
 	timeout   time.Duration         // its timer: AttemptTimeout or what is left of MaxTotalTime; 0 for none
 	cancel    context.CancelFunc    // a hedged copy's own context's
 	start     time.Time             // when a hedged copy was sent
-	took      time.Duration         // how long a hedged copy took to its response headers, once received
+	took      time.Duration         // how long it took to its response headers, once received: a hedged copy's, or any copy's when the policy limits concurrency
 
 	resp          *http.Response // what it got, as the caller would
 	err           error
@@ -199,12 +204,17 @@ func (r *request) beforeRetry(a *attempt, req *http.Request, last *attempt) erro
 
 // unsend gives back what a, prepared and perhaps paced, took and will not
 // use: its payment (cancelled, not refunded), its adaptive send token (see
-// pace), and a retry's body, which the transport made; a first attempt's
-// is the caller's, which abandon closes.
+// pace), its breaker's pass and its concurrency place (which learn
+// nothing), and a retry's body, which the transport made; a first
+// attempt's is the caller's, which abandon closes.
 func (a *attempt) unsend() {
 	a.pay.cancel()
 	a.turn.Cancel()
 	a.turn = ratelimit.Reservation{}
+	a.pass.Drop()
+	a.pass = breaker.Pass{}
+	a.permit.Drop()
+	a.permit = concurrency.Permit{}
 	if a.n > 1 && a.req != nil {
 		closeReader(a.req.Body)
 	}

@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/retrytransport/retrytransport/breaker"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
@@ -24,6 +26,8 @@ type compiled struct {
 	freeThrottles  bool                 // retries after throttles cost no quota: see pacesThrottles
 	throttleExtra  int                  // retries after paced throttles that MaxAttempts does not count: see throttleRetrier
 	fixed          ratelimit.Limiter    // nil unless the policy has a fixed rate (Policy.RateLimit)
+	breaker        breaker.Breaker      // Policy.Breaker; nil for none
+	conc           concurrency.Limiter  // Policy.Concurrency; nil for none
 	budget         quota.Quota          // Policy.Budget; nil for none
 	budgetRequests quota.RequestCounter // budget, if it counts requests; else nil
 	endpoints      *endpoints           // Policy.Failover, resolved; nil when the policy does not fail over
@@ -74,6 +78,7 @@ func compile(p policy.Policy, now func() time.Time) *compiled {
 		cp.throttleExtra = max(r.ExtraThrottleRetries(), 0)
 	}
 	cp.fixed = cp.p.RateLimit
+	cp.breaker, cp.conc = cp.p.Breaker, cp.p.Concurrency
 	if cp.p.Budget != quota.None {
 		cp.budget = cp.p.Budget
 	}
@@ -84,7 +89,7 @@ func compile(p policy.Policy, now func() time.Time) *compiled {
 	cp.endpoints, cp.err = newEndpoints(cp.p.Failover)
 	cp.hedge, cp.penalty = (*hedgeConfig)(cp.p.Hedge), (*penaltyConfig)(cp.p.Penalty)
 	cp.learnsLatency = cp.hedge != nil && cp.hedge.Quantile > 0
-	cp.unclassified = cp.p.MaxAttempts == 1 && cp.limiter == nil && cp.fixed == nil &&
+	cp.unclassified = cp.p.MaxAttempts == 1 && cp.limiter == nil && cp.fixed == nil && cp.breaker == nil && cp.conc == nil &&
 		cp.p.AttemptTimeout == 0 && cp.p.MaxTotalTime == 0 && cp.p.AttemptHeader == "" &&
 		cp.endpoints == nil && cp.hedge == nil
 	return cp

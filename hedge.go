@@ -67,9 +67,11 @@ func (r *request) ownBody(a *attempt) bool {
 }
 
 // hedge returns hedge k of attempt a, paid for and paced, ready to send,
-// or nil when it may not go: the retry quotas cannot pay, a rate limiter
-// would make it wait, or a fresh body cannot be had. It goes where the
-// next retry would: the request's next endpoint, if it may fail over.
+// or nil when it may not go: the retry quotas cannot pay, the breaker of
+// its scope is open, a rate limiter would make it wait, its scope's
+// concurrency limit has no free place, or a fresh body cannot be had. It
+// goes where the next retry would: the request's next endpoint, if it may
+// fail over. A hedge counts against the limits of the scope it goes to.
 func (r *request) hedge(a *attempt, k int) *attempt {
 	cp := r.cp
 	endpoint := a.endpoint
@@ -103,9 +105,18 @@ func (r *request) hedge(a *attempt, k int) *attempt {
 		}
 		req.Body = b
 	}
-	if r.reserve(e, false) != nil {
+	if r.cp.breaker != nil {
+		pass, err := r.cp.breaker.Allow(e.scope)
+		if err != nil {
+			closeReader(req.Body)
+			e.pay.cancel()
+			return nil
+		}
+		e.pass = pass
+	}
+	if r.reserve(e, false) != nil || r.acquire(e, ended) != nil {
 		closeReader(req.Body)
-		e.pay.cancel()
+		e.unsend()
 		return nil
 	}
 	e.req = req

@@ -1,18 +1,30 @@
 package retrytransport
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
-// pace readies attempt a to be sent: it waits for a's send tokens (see
-// reserve), then sets a's timer, AttemptTimeout bounded by what is left of
-// MaxTotalTime, and refuses a when nothing is left (ErrTimeLimit).
+// pace readies attempt a to be sent: its scope's breaker must let it
+// through (see admit), then it waits for a's send tokens (see reserve) and
+// for a place under the scope's concurrency limit (see acquire), then sets
+// a's timer, AttemptTimeout bounded by what is left of MaxTotalTime, and
+// refuses a when nothing is left (ErrTimeLimit). The breaker is asked
+// first, so that an open circuit fails the request before any wait. What a
+// took before a refusal, unsend gives back.
 func (r *request) pace(a *attempt) error {
+	if err := r.admit(a); err != nil {
+		return err
+	}
 	if err := r.reserve(a, true); err != nil {
+		return err
+	}
+	if err := r.acquire(a, r.ctx); err != nil {
 		return err
 	}
 	a.timeout = r.cp.p.AttemptTimeout
@@ -60,6 +72,53 @@ func (r *request) reserve(a *attempt, mayWait bool) error {
 	}
 	return err
 }
+
+// admit asks the breaker of a's scope, if the policy has one, to let a
+// through, and keeps its pass in a; an open circuit's refusal, which
+// matches breaker.ErrOpen and carries the last failure, is counted and
+// returned.
+func (r *request) admit(a *attempt) error {
+	if r.cp.breaker == nil {
+		return nil
+	}
+	pass, err := r.cp.breaker.Allow(a.scope)
+	if err != nil {
+		a.stats.breakerRefusals.Add(1)
+		return err
+	}
+	a.pass = pass
+	return nil
+}
+
+// acquire takes a place for a under the concurrency limit of its scope, if
+// the policy has one, waiting as the limiter allows (its MaxWait, within
+// ctx), and keeps it in a. A refusal is counted and returned wrapping
+// concurrency.ErrLimited; the request is not retried into the same
+// overload. A hedge asks with a context that has ended: a free place or
+// none.
+func (r *request) acquire(a *attempt, ctx context.Context) error {
+	if r.cp.conc == nil {
+		return nil
+	}
+	permit, err := r.cp.conc.Acquire(ctx, a.scope)
+	if err != nil {
+		if errors.Is(err, concurrency.ErrLimited) {
+			a.stats.concurrencyRefusals.Add(1)
+			return fmt.Errorf("retrytransport: concurrency limit of scope %q: %w", a.scope, err)
+		}
+		return err
+	}
+	a.permit = permit
+	return nil
+}
+
+// ended is a context that has ended, for asking a concurrency limit for a
+// place that is free now or not at all.
+var ended = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // errHedgeWaits is why a hedge is not sent when a rate limiter would make
 // it wait.

@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/retrytransport/retrytransport/breaker"
+	"github.com/retrytransport/retrytransport/concurrency"
 )
 
 // hedgeRace is the shared state of a hedged attempt's copies. While the
@@ -97,7 +100,7 @@ func (hr *hedgeRace) settleLate(e *attempt, cut, timedOut bool) {
 		e.timedOut(hr.ctx)
 		cp.settle(hr.ctx, hr.t.now, e, false)
 	case cut && resp == nil:
-		cp.release(e.scope)
+		cp.release(e)
 	default:
 		if resp != nil {
 			e.out = cp.classifyResponse(e.req, resp)
@@ -186,6 +189,7 @@ func (r *request) raceHedged(a *attempt) {
 	}
 	first := new(attempt)
 	*first = *a
+	a.pass, a.permit = breaker.Pass{}, concurrency.Permit{} // first's now, settled with it
 	r.enter(first)
 	h.hr.start(r.t.base, first)
 	r.armHedge(hctx, &timers, tick, a)

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"time"
+
+	"github.com/retrytransport/retrytransport/breaker"
+	"github.com/retrytransport/retrytransport/quota"
 )
 
 // request is one RoundTrip: what lives as long as the request, across its
@@ -77,10 +80,7 @@ func (r *request) run() (resp *http.Response, err error) {
 	var two [2]attempt
 	a, last := &two[0], &two[1] // the next attempt, and the last one sent (none yet)
 	for {
-		stop := r.prepare(a, last)
-		if stop == nil {
-			stop = r.pace(a)
-		}
+		stop := r.ready(a, last)
 		if stop != nil {
 			return r.abandon(last, a, stop)
 		}
@@ -97,6 +97,40 @@ func (r *request) run() (resp *http.Response, err error) {
 		r.waited = addSaturating(r.waited, a.wait)
 		a, last = last, a
 	}
+}
+
+// ready prepares and paces a, the attempt after last, and returns why it is
+// not to be sent, if it is not. When the breaker of a's endpoint is open
+// and the request may fail over, a goes to the next endpoint at once
+// instead of failing, trying each endpoint once; a retry's payment moves
+// with it, to the scope it now goes to.
+func (r *request) ready(a, last *attempt) error {
+	stop := r.prepare(a, last)
+	if stop == nil {
+		stop = r.pace(a)
+	}
+	for tried := 1; stop != nil && r.route != nil && tried < len(r.route.e.order) && errors.Is(stop, breaker.ErrOpen); tried++ {
+		a.unsend()
+		*a = attempt{n: a.n} // given back: nothing left to undo
+		r.route.next()
+		if r.n > 0 {
+			k := last.out.Kind
+			scope := r.cp.endpointScope(r.req, r.route.current(), r.home)
+			pay, wait, refused := r.cp.pay(k, scope, r.home, !r.cp.pacesThrottles(k))
+			if refused == nil && wait > 0 {
+				pay.cancel()
+				refused = quota.ErrExceeded
+			}
+			if refused != nil {
+				return refused
+			}
+			r.paid = pay
+		}
+		if stop = r.prepare(a, last); stop == nil {
+			stop = r.pace(a)
+		}
+	}
+	return stop
 }
 
 // abandon ends the request before next, the attempt after last, is sent

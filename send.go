@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/retrytransport/retrytransport/breaker"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/retryafter"
 )
@@ -43,9 +45,15 @@ func (r *request) send(a *attempt) {
 	if a.timeout > 0 {
 		req, timer = startAttemptTimer(req, a.timeout)
 	}
+	if r.cp.conc != nil {
+		a.sentAt = r.t.now()
+	}
 	resp, err := r.t.base.RoundTrip(req)
 	if resp == nil && err == nil {
 		err = errNoResponse
+	}
+	if r.cp.conc != nil {
+		a.took = r.t.now().Sub(a.sentAt)
 	}
 	if timer != nil {
 		var fired bool
@@ -148,11 +156,19 @@ func (r *request) noteRoute(a *attempt) {
 // goroutine (see hedgeRace.settleLate).
 func (cp *compiled) settle(ctx context.Context, now func() time.Time, a *attempt, latency bool) {
 	switch {
-	case cp.learner == nil && cp.releaser == nil:
-	case cp.learner != nil && ctx.Err() == nil:
+	case ctx.Err() != nil:
+		cp.release(a)
+	case cp.learner != nil:
 		cp.learner.Record(a.scope, a.out.Kind)
-	default:
-		cp.release(a.scope)
+	case cp.releaser != nil:
+		cp.releaser.Release(a.scope)
+	}
+	if ctx.Err() == nil {
+		// The breaker and the concurrency limit learn from what the server
+		// did; the caller's own cancellation says nothing of it.
+		a.pass.Done(a.out, a.err)
+		a.permit.Done(a.took, a.out.Kind)
+		a.pass, a.permit = breaker.Pass{}, concurrency.Permit{}
 	}
 	if cp.quotas != nil && a.resp != nil && ctx.Err() == nil {
 		cp.recordQuota(now, a)
@@ -168,12 +184,16 @@ func (cp *compiled) settle(ctx context.Context, now func() time.Time, a *attempt
 	}
 }
 
-// release tells the limiter, if it counts the attempts in flight, that a
-// copy sent to scope ended without an outcome it should learn from.
-func (cp *compiled) release(scope string) {
+// release tells the limiter, if it counts the attempts in flight, that
+// copy a ended without an outcome it should learn from, and frees a's
+// breaker pass and concurrency place without a word about the server.
+func (cp *compiled) release(a *attempt) {
 	if cp.releaser != nil {
-		cp.releaser.Release(scope)
+		cp.releaser.Release(a.scope)
 	}
+	a.pass.Drop()
+	a.permit.Drop()
+	a.pass, a.permit = breaker.Pass{}, concurrency.Permit{}
 }
 
 // recordQuota tells the limiter the quota that a's response publishes in

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/retrytransport/retrytransport/breaker"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -41,8 +43,12 @@ type ScopeStats struct {
 	// longer wait than MaxDelay is refused too, and counted under the one
 	// whose wait is the longer (the quota's, if they are equal).
 	// RateLimited counts attempts a client-side rate limiter refused to
-	// wait for.
+	// wait for. BreakerRefusals counts attempts, first ones included, that
+	// the scope's circuit breaker (Policy.Breaker) refused while open, and
+	// ConcurrencyRefusals those its concurrency limit (Policy.Concurrency)
+	// had no place for.
 	QuotaRefusals, BudgetRefusals, RateLimited uint64
+	BreakerRefusals, ConcurrencyRefusals       uint64
 	// Quota is the retry quota's level in tokens, or -1 when the scope's
 	// policy has no quota.
 	Quota float64
@@ -50,6 +56,16 @@ type ScopeStats struct {
 	// rate, measured rate, tokens); the zero value when the policy's
 	// Limiter does not report one, as a *ratelimit.Adaptive does.
 	Adaptive ratelimit.AdaptiveState
+	// Breaker is the state of the scope's circuit breaker (its phase, the
+	// failures counted, until when it is open, the last failure); the zero
+	// value, a closed circuit, when the policy's Breaker does not report
+	// one, as a *breaker.Circuit does.
+	Breaker breaker.State
+	// Concurrency is the state of the scope's concurrency limit (the
+	// limit, the attempts in flight and waiting, the no-load latency
+	// learned); the zero value when the policy's Concurrency does not
+	// report one, as *concurrency.Adaptive and *concurrency.Fixed do.
+	Concurrency concurrency.State
 	// Fallbacks counts the decisions of the scope's retry quotas (the
 	// policy's Quota and Budget) and rate limiters that were made from the
 	// process's own state because the store they share with other
@@ -63,6 +79,18 @@ type ScopeStats struct {
 // ratelimit.Adaptive does.
 type adaptiveStater interface {
 	State(scope string) ratelimit.AdaptiveState
+}
+
+// breakerStater is a breaker that reports the state of its scopes, as
+// breaker.Circuit does.
+type breakerStater interface {
+	State(scope string) breaker.State
+}
+
+// concurrencyStater is a concurrency limit that reports the state of its
+// scopes, as concurrency.Adaptive and concurrency.Fixed do.
+type concurrencyStater interface {
+	State(scope string) concurrency.State
 }
 
 // fallbacks returns v's fallback count for scope if v keeps one.
@@ -83,7 +111,8 @@ type scopeCounters struct {
 	// other cache line.
 	used atomic.Uint64
 
-	hedges, budgetRefusals atomic.Uint64
+	hedges, budgetRefusals               atomic.Uint64
+	breakerRefusals, concurrencyRefusals atomic.Uint64
 }
 
 // statsTable maps scopes to their counters, and keeps at most
@@ -219,12 +248,21 @@ func (t *Transport) Snapshot() []ScopeStats {
 			BudgetRefusals: c.budgetRefusals.Load(),
 			RateLimited:    c.rateLimited.Load(),
 			Quota:          c.cp.quotaLevel(scope),
+
+			BreakerRefusals:     c.breakerRefusals.Load(),
+			ConcurrencyRefusals: c.concurrencyRefusals.Load(),
 		}
 		if a, ok := c.cp.limiter.(adaptiveStater); ok {
 			s.Adaptive = a.State(scope)
 		}
+		if b, ok := c.cp.breaker.(breakerStater); ok {
+			s.Breaker = b.State(scope)
+		}
+		if l, ok := c.cp.conc.(concurrencyStater); ok {
+			s.Concurrency = l.State(scope)
+		}
 		s.Fallbacks = fallbacks(c.cp.quota, scope) + fallbacks(c.cp.budget, scope) +
-			fallbacks(c.cp.limiter, scope) + fallbacks(c.cp.fixed, scope)
+			fallbacks(c.cp.limiter, scope) + fallbacks(c.cp.fixed, scope) + fallbacks(c.cp.breaker, scope)
 		out = append(out, s)
 		return true
 	})
