@@ -63,7 +63,9 @@
 // policy as AWS documents it. [FromEnv] and [FromEnviron] apply the retry
 // mode and attempt count of RETRYTRANSPORT_RETRY_MODE and
 // RETRYTRANSPORT_MAX_ATTEMPTS, or of the AWS SDKs' AWS_RETRY_MODE and
-// AWS_MAX_ATTEMPTS. Every loader reports each bad setting as a
+// AWS_MAX_ATTEMPTS, and the circuit breaker and the concurrency limit of
+// RETRYTRANSPORT_BREAKER, RETRYTRANSPORT_CONCURRENCY and their settings.
+// Every loader reports each bad setting as a
 // *[FieldError] naming the field, the value and what is allowed, or the
 // name it was probably meant to be, malformed JSON as a *[SyntaxError]
 // with its line and column, and checks its result with Validate.

@@ -18,11 +18,19 @@ const (
 	envAttempts    = envPrefix + "MAX_ATTEMPTS"
 	envAWSMode     = "AWS_RETRY_MODE"
 	envAWSAttempts = "AWS_MAX_ATTEMPTS"
+
+	envBreaker            = envPrefix + "BREAKER"
+	envBreakerFailures    = envPrefix + "BREAKER_FAILURES"
+	envBreakerOpenFor     = envPrefix + "BREAKER_OPEN_FOR"
+	envConcurrency        = envPrefix + "CONCURRENCY"
+	envConcurrencyMaxWait = envPrefix + "CONCURRENCY_MAX_WAIT"
 )
 
 // envNames returns the names of the variables of envPrefix that FromEnv
 // reads.
-func envNames() []string { return []string{envMode, envAttempts} }
+func envNames() []string {
+	return []string{envMode, envAttempts, envBreaker, envBreakerFailures, envBreakerOpenFor, envConcurrency, envConcurrencyMaxWait}
+}
 
 // retryModes are the values of a retry mode variable.
 func retryModes() []string { return []string{"standard", "adaptive", "legacy", "off"} }
@@ -40,16 +48,25 @@ func retryModes() []string { return []string{"standard", "adaptive", "legacy", "
 //	RETRYTRANSPORT_MAX_ATTEMPTS, AWS_MAX_ATTEMPTS   an integer > 0, the first attempt
 //	                                                included; 1 disables retries
 //
+// and the circuit breaker and the concurrency limit, under this package's
+// names alone (see Breaker and concurrency below):
+//
+//	RETRYTRANSPORT_BREAKER               on or off
+//	RETRYTRANSPORT_BREAKER_FAILURES      an integer > 0: Failures
+//	RETRYTRANSPORT_BREAKER_OPEN_FOR      a duration > 0, such as "1.5s": OpenFor
+//	RETRYTRANSPORT_CONCURRENCY           adaptive, fixed:N (N an integer > 0), or off
+//	RETRYTRANSPORT_CONCURRENCY_MAX_WAIT  a duration >= 0, such as "10ms": MaxWait
+//
 // The AWS names are kept without the prefix because the AWS SDKs define
 // them: a transport that carries AWS requests then retries as the SDKs in
 // the same process are told to. The RETRYTRANSPORT_ name wins: when it is
 // set, the AWS name is not read at all, so the transport can be given a
 // mode other than the one the SDKs read. Each setting falls back to its AWS
 // name on its own. An empty variable, or one of only white space, counts as
-// unset. Values are read without surrounding white space; modes in any
-// case. FromEnv reads no other variable: RETRY_MODE and MAX_ATTEMPTS, which
-// it read before they were given the prefix, belong to no one and are
-// ignored.
+// unset. Values are read without surrounding white space; modes, on and
+// off in any case. FromEnv reads no other variable: RETRY_MODE and
+// MAX_ATTEMPTS, which it read before they were given the prefix, belong to
+// no one and are ignored.
 //
 // FromEnv sees only the variables it asks getenv for, so it cannot tell a
 // misspelt one (RETRYTRANSPORT_MAX_ATTEMPT) from an absent one; use
@@ -69,13 +86,35 @@ func retryModes() []string { return []string{"standard", "adaptive", "legacy", "
 //	               as a nil *ratelimit.Adaptive); a Limiter p holds is kept
 //	legacy, off    MaxAttempts 1, and Limiter nil
 //
-// No mode touches RateLimit, the fixed rate an API publishes.
+// No mode touches RateLimit, the fixed rate an API publishes, Breaker or
+// Concurrency.
 //
 // standard and adaptive also turn retries back on for a p that makes one
 // attempt (MaxAttempts 1, as [None]), with DefaultMaxAttempts. The attempt
 // count is applied after the mode, so it overrides the mode's: "off" with
 // RETRYTRANSPORT_MAX_ATTEMPTS=5 makes five attempts, as legacy mode does
 // in the AWS SDKs.
+//
+// # Breaker and concurrency
+//
+// RETRYTRANSPORT_BREAKER=on gives Breaker a new *breaker.Circuit with the
+// default settings when p has none (nil, or a nil pointer); a Breaker p
+// holds is kept. RETRYTRANSPORT_CONCURRENCY=adaptive does the same with a
+// new *concurrency.Adaptive, except that it replaces a *concurrency.Fixed;
+// fixed:N sets a new *concurrency.Fixed whose Max is N. off sets either
+// field to nil.
+//
+// The other variables each set one field of the breaker or the limit
+// that p holds after those two, which must be a value of package breaker
+// or concurrency: a variable with none to set is an error. A new value
+// with the settings of p's and the variable's then takes the place of
+// p's, which is never changed. A new limit that RETRYTRANSPORT_CONCURRENCY
+// puts in place of a *concurrency.Adaptive or *concurrency.Fixed keeps its
+// MaxWait, MaxScopes and After. For example,
+// RETRYTRANSPORT_BREAKER=on with RETRYTRANSPORT_BREAKER_OPEN_FOR=5s opens
+// circuits for 5 s at first, and RETRYTRANSPORT_CONCURRENCY=fixed:8 with
+// RETRYTRANSPORT_CONCURRENCY_MAX_WAIT=10ms lets 8 attempts of a scope be
+// in flight, a ninth waiting up to 10 ms for a place.
 //
 // # Errors
 //
@@ -84,6 +123,7 @@ func retryModes() []string { return []string{"standard", "adaptive", "legacy", "
 //
 //	policy: AWS_MAX_ATTEMPTS = "0"; want an integer > 0
 //	policy: RETRYTRANSPORT_RETRY_MODE = "adaptiv"; did you mean "adaptive"?
+//	policy: RETRYTRANSPORT_CONCURRENCY = "fixed"; want fixed:N, with N an integer > 0, the most attempts of a scope in flight at once
 //
 // With an error, FromEnv returns p unchanged and every bad value it found,
 // joined with errors.Join.
@@ -116,6 +156,8 @@ func FromEnv(p Policy, getenv func(string) string) (Policy, error) {
 		}
 		q.MaxAttempts = n
 	}
+	errs = append(errs, breakerFromEnv(&q, getenv)...)
+	errs = append(errs, concurrencyFromEnv(&q, getenv)...)
 	if len(errs) > 0 {
 		return p, errors.Join(errs...)
 	}

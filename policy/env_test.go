@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/breaker"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
@@ -120,14 +122,16 @@ func TestFromEnvNilGetenv(t *testing.T) {
 	}
 }
 
-// FromEnv reads only the four variables it documents.
+// FromEnv reads only the nine variables it documents.
 func TestFromEnvReadsOnlyItsVariables(t *testing.T) {
 	var read []string
 	_, _ = policy.FromEnv(policy.Policy{}, func(name string) string {
 		read = append(read, name)
 		return ""
 	})
-	want := []string{"RETRYTRANSPORT_RETRY_MODE", "AWS_RETRY_MODE", "RETRYTRANSPORT_MAX_ATTEMPTS", "AWS_MAX_ATTEMPTS"}
+	want := []string{"RETRYTRANSPORT_RETRY_MODE", "AWS_RETRY_MODE", "RETRYTRANSPORT_MAX_ATTEMPTS", "AWS_MAX_ATTEMPTS",
+		"RETRYTRANSPORT_BREAKER", "RETRYTRANSPORT_BREAKER_FAILURES", "RETRYTRANSPORT_BREAKER_OPEN_FOR",
+		"RETRYTRANSPORT_CONCURRENCY", "RETRYTRANSPORT_CONCURRENCY_MAX_WAIT"}
 	if diff := cmp.Diff(want, read); diff != "" {
 		t.Errorf("FromEnv read variables mismatch (-want +got):\n%s", diff)
 	}
@@ -170,6 +174,10 @@ func TestFromEnviron(t *testing.T) {
 		{"FirstEntryCounts", []string{"RETRYTRANSPORT_MAX_ATTEMPTS=2", "RETRYTRANSPORT_MAX_ATTEMPTS=7"}, withAttempts(policy.Standard(), 2)},
 		{"ValueWithEquals", []string{"RETRYTRANSPORT_MAX_ATTEMPTS=6", "OTHER=a=b"}, withAttempts(policy.Standard(), 6)},
 		{"Unprefixed", []string{"RETRY_MODE=off", "MAX_ATTEMPTS=9"}, policy.Standard()},
+		{"BreakerAndConcurrency", []string{"RETRYTRANSPORT_BREAKER=on", "RETRYTRANSPORT_BREAKER_FAILURES=3", "RETRYTRANSPORT_BREAKER_OPEN_FOR=2s",
+			"RETRYTRANSPORT_CONCURRENCY=fixed:8", "RETRYTRANSPORT_CONCURRENCY_MAX_WAIT=10ms"},
+			policy.Policy{MaxAttempts: 3, Backoff: backoff.FullJitter{}, Breaker: &breaker.Circuit{Failures: 3, OpenFor: 2 * time.Second},
+				Concurrency: &concurrency.Fixed{Max: 8, MaxWait: 10 * time.Millisecond}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,10 +199,12 @@ func TestFromEnvironErrors(t *testing.T) {
 		want    string
 	}{
 		{"Misspelt", []string{"RETRYTRANSPORT_MAX_ATTEMPT=5"}, `policy: RETRYTRANSPORT_MAX_ATTEMPT: unknown variable; did you mean "RETRYTRANSPORT_MAX_ATTEMPTS"?`},
+		{"MisspeltBreaker", []string{"RETRYTRANSPORT_BREAKER_OPENFOR=5s"}, `policy: RETRYTRANSPORT_BREAKER_OPENFOR: unknown variable; did you mean "RETRYTRANSPORT_BREAKER_OPEN_FOR"?`},
+		{"MisspeltConcurrency", []string{"RETRYTRANSPORT_CONCURENCY=adaptive"}, `policy: RETRYTRANSPORT_CONCURENCY: unknown variable; did you mean "RETRYTRANSPORT_CONCURRENCY"?`},
 		{"WrongCase", []string{"retrytransport_retry_mode=off"}, `policy: retrytransport_retry_mode: unknown variable; did you mean "RETRYTRANSPORT_RETRY_MODE"?`},
-		{"Short", []string{"RETRYTRANSPORT_MODE=off"}, `policy: RETRYTRANSPORT_MODE: unknown variable; want one of RETRYTRANSPORT_RETRY_MODE, RETRYTRANSPORT_MAX_ATTEMPTS`},
-		{"NothingClose", []string{"RETRYTRANSPORT_TIMEOUT=5s"}, `policy: RETRYTRANSPORT_TIMEOUT: unknown variable; want one of RETRYTRANSPORT_RETRY_MODE, RETRYTRANSPORT_MAX_ATTEMPTS`},
-		{"EmptyUnknown", []string{"RETRYTRANSPORT_DEBUG="}, `policy: RETRYTRANSPORT_DEBUG: unknown variable; want one of RETRYTRANSPORT_RETRY_MODE, RETRYTRANSPORT_MAX_ATTEMPTS`},
+		{"Short", []string{"RETRYTRANSPORT_MODE=off"}, `policy: RETRYTRANSPORT_MODE: unknown variable; want one of RETRYTRANSPORT_RETRY_MODE, RETRYTRANSPORT_MAX_ATTEMPTS, RETRYTRANSPORT_BREAKER, RETRYTRANSPORT_BREAKER_FAILURES, RETRYTRANSPORT_BREAKER_OPEN_FOR, RETRYTRANSPORT_CONCURRENCY, RETRYTRANSPORT_CONCURRENCY_MAX_WAIT`},
+		{"NothingClose", []string{"RETRYTRANSPORT_TIMEOUT=5s"}, `policy: RETRYTRANSPORT_TIMEOUT: unknown variable; want one of RETRYTRANSPORT_RETRY_MODE, RETRYTRANSPORT_MAX_ATTEMPTS, RETRYTRANSPORT_BREAKER, RETRYTRANSPORT_BREAKER_FAILURES, RETRYTRANSPORT_BREAKER_OPEN_FOR, RETRYTRANSPORT_CONCURRENCY, RETRYTRANSPORT_CONCURRENCY_MAX_WAIT`},
+		{"EmptyUnknown", []string{"RETRYTRANSPORT_DEBUG="}, `policy: RETRYTRANSPORT_DEBUG: unknown variable; want one of RETRYTRANSPORT_RETRY_MODE, RETRYTRANSPORT_MAX_ATTEMPTS, RETRYTRANSPORT_BREAKER, RETRYTRANSPORT_BREAKER_FAILURES, RETRYTRANSPORT_BREAKER_OPEN_FOR, RETRYTRANSPORT_CONCURRENCY, RETRYTRANSPORT_CONCURRENCY_MAX_WAIT`},
 		{"UnknownAndBadValue", []string{"RETRYTRANSPORT_MAX_ATTEMPTS=0", "RETRYTRANSPORT_MAXATTEMPTS=5"},
 			"policy: RETRYTRANSPORT_MAXATTEMPTS: unknown variable; did you mean \"RETRYTRANSPORT_MAX_ATTEMPTS\"?\npolicy: RETRYTRANSPORT_MAX_ATTEMPTS = \"0\"; want an integer > 0"},
 	}

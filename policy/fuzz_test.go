@@ -95,6 +95,14 @@ func FuzzLoad(f *testing.F) {
 		`{"preset": "AzureBackground", "maxAttempt": 1, "backoff": {"type": "full_jitter", "bas": "1s"}}`,
 		`{"quota": {"type": "budgett"}, "failover": {"endpoints": ["h"], "mode": "primary-only"}, "serverDelay": {"headers": ["RetryAfter"]}, "limitr": {}}`,
 		`{"backoff": {"type": "schedule", "backoffFunction": "exponentail"}}`,
+		`{"breaker": {}, "concurrency": {"type": "adaptive"}}`,
+		`{"breaker": {"failures": 3, "stalls": 1, "stallFor": "100ms", "trips": ["timeout"], "openFor": "5s", "maxOpenFor": "1m", "probes": 2, "probeLease": "2s", "maxScopes": 7}}`,
+		`{"breaker": {"trips": ["Transient", "transient"]}, "concurrency": {"type": "fixed", "max": 8, "maxWait": "10ms", "maxScopes": 3}}`,
+		`{"breaker": {"trips": ["timeout", "TRANSIENT"]}, "concurrency": {"type": "Adaptive", "initial": 10, "min": 2, "max": 200, "tolerance": 1.5, "backoff": 0.75, "maxWait": "5ms", "maxScopes": 50}}`,
+		`{"breaker": {"trips": [], "failure": -1, "openFor": 1}, "concurrency": {"type": "fxed", "max": -1}}`,
+		`{"breaker": {"trips": ["throttle", 5]}, "concurrency": {"type": "adaptive", "tolerance": 1, "backoff": 1, "limit": 3}}`,
+		`{"breaker": "on", "concurrency": {"adaptive": {}, "fixed": {"max": 8}}}`,
+		`{"concurrency": {"max": 8}}`,
 	} {
 		f.Add([]byte(doc))
 	}
@@ -195,6 +203,10 @@ func FuzzFromEnviron(f *testing.F) {
 	f.Add("RETRYTRANSPORT_MAX_ATTEMPT=5", "retrytransport_retry_mode=off")
 	f.Add("RETRYTRANSPORT_TIMEOUT=1s", "RETRYTRANSPORT_MAX_ATTEMPTS=0")
 	f.Add("=C:=C:\\", "RETRYTRANSPORT_")
+	f.Add("RETRYTRANSPORT_BREAKER=on", "RETRYTRANSPORT_CONCURRENCY=fixed:8")
+	f.Add("RETRYTRANSPORT_BREAKER_FAILURES=3", "RETRYTRANSPORT_BREAKER=ON")
+	f.Add("RETRYTRANSPORT_CONCURRENCY=adaptive", "RETRYTRANSPORT_CONCURRENCY_MAX_WAIT=10ms")
+	f.Add("RETRYTRANSPORT_BREAKER_OPEN_FOR=-1s", "RETRYTRANSPORT_CONCURRENCY=fixd:0")
 	f.Fuzz(func(t *testing.T, a, b string) {
 		environ := []string{a, b}
 		got, err := policy.FromEnviron(policy.Standard(), environ)
@@ -208,5 +220,6 @@ func FuzzFromEnviron(f *testing.F) {
 		if got.MaxAttempts < 1 {
 			t.Fatalf("FromEnviron(%q).MaxAttempts = %d; want >= 1", environ, got.MaxAttempts)
 		}
+		checkRoundTrip(t, []byte(a+"|"+b), got)
 	})
 }

@@ -13,11 +13,12 @@ import (
 // Load reads a Policy from the JSON document in r, in the schema below, and
 // checks it with [Policy.Validate]. It reads r to its end: anything but
 // white space after the document is an error. Each call returns fresh
-// values: a quota, budget, limiter or rate limit object in the document
-// becomes a new *quota.Bucket, *quota.Budget, *ratelimit.Adaptive or
-// *ratelimit.Fixed, which the transports given the returned Policy share
-// (see [Policy.Quota]), and a penalty, failover or hedge object a new
-// Penalty, Failover or Hedge.
+// values: a quota, budget, limiter, rate limit, breaker or concurrency
+// object in the document becomes a new *quota.Bucket, *quota.Budget,
+// *ratelimit.Adaptive, *ratelimit.Fixed, *breaker.Circuit, or
+// *concurrency.Adaptive or *concurrency.Fixed, which the transports given
+// the returned Policy share (see [Policy.Quota]), and a penalty, failover
+// or hedge object a new Penalty, Failover or Hedge.
 //
 // # Schema
 //
@@ -27,9 +28,9 @@ import (
 // member is optional: a missing member, or null, leaves its field zero or
 // nil, which means the default, or the feature off, as the field's comment
 // says. A feature's object (serverDelay, failover, hedge, penalty, quota,
-// budget, limiter, rateLimit) holds the fields of its type, named by the
-// same rule. Durations are Go duration strings (time.ParseDuration):
-// "1.5s", "300ms", "1m". The schema is stricter than [Policy.Validate]: it
+// budget, limiter, rateLimit, breaker, concurrency) holds the fields of
+// its type, named by the same rule. Durations are Go duration strings
+// (time.ParseDuration): "1.5s", "300ms", "1m". The schema is stricter than [Policy.Validate]: it
 // has no negative durations or counts, although a Policy field may give a
 // negative value a meaning (a negative MaxDelay is the default), since a
 // document never needs one and a minus sign in a file is more likely a
@@ -72,6 +73,17 @@ import (
 //	                    default, -1: none)
 //	rateLimit           object: rate (>= 0), burst, maxScopes (integers
 //	                    >= 0), failFast (boolean), maxWait (duration)
+//	breaker             object, a new *breaker.Circuit ({}: the
+//	                    defaults): failures, stalls, probes, maxScopes
+//	                    (integers >= 0), stallFor, openFor, maxOpenFor,
+//	                    probeLease (durations), trips (see Breaker)
+//	concurrency         object whose "type" is adaptive, a new
+//	                    *concurrency.Adaptive: initial, min, max,
+//	                    maxScopes (integers >= 0), tolerance (> 1, or 0),
+//	                    backoff (0 <= n < 1), maxWait (duration); or fixed,
+//	                    a new *concurrency.Fixed: max (integer >= 0; 0: no
+//	                    limit), maxScopes (integer >= 0), maxWait
+//	                    (duration)
 //	failover            object: endpoints (a list of 1..MaxEndpoints (63)
 //	                    "host", "host:port" or "scheme://host:port"; see
 //	                    ParseEndpoint), mode (PrimaryThenSecondary,
@@ -94,8 +106,8 @@ import (
 // A classifier becomes a classify.Classifier whose Classify method is the
 // policy's Classify; an empty one leaves Classify nil, which classifies
 // the same. [Policy.MarshalJSON] cannot write a func, so a policy loaded
-// with a classifier cannot be written back. Scope and the hooks (Now, Rand)
-// have no member.
+// with a classifier cannot be written back. Scope and the hooks (Now,
+// Rand, OnChange, After) have no member.
 //
 // # Strategies
 //
@@ -136,6 +148,20 @@ import (
 // requests and a negative minPerSecond sets no floor. A quota object with
 // "type": "budget", as an earlier schema wrote a budget, is an error that
 // says to write it as budget.
+//
+// # Breaker
+//
+// A breaker object's trips says which failures count toward opening the
+// circuit, as breaker.Circuit's Trips does: a non-empty list of the kinds
+// of outcome the circuit is asked about, in any case. "timeout" counts
+// only Timeout outcomes, the client's own timeouts (an AttemptTimeout, a
+// dial or read timeout; a 408 or 504 status is Transient), so that a
+// server that answers 503 at once is left to the retries; "transient"
+// counts only Transient ones (such as a 502 or 503, a refused or reset
+// connection); both, or no trips member, count both, the Circuit's
+// default. Throttle and Fatal outcomes never count. [Policy.MarshalJSON]
+// writes such a Trips back as its list; a Trips of any other func it
+// cannot write.
 //
 // # Members that moved
 //
@@ -322,6 +348,8 @@ func (d *decoder) policy(path string, raw json.RawMessage) Policy {
 		{"maxBodyBuffer", func(v value) { p.MaxBodyBuffer = int64(v.count(wantBytes)) }},
 		{"limiter", func(v value) { p.Limiter = v.limiter() }},
 		{"rateLimit", func(v value) { p.RateLimit = v.rateLimit() }},
+		{"breaker", func(v value) { p.Breaker = v.breaker() }},
+		{"concurrency", func(v value) { p.Concurrency = v.concurrency() }},
 		{"failover", func(v value) { p.Failover = v.failover() }},
 		{"hedge", func(v value) { p.Hedge = v.hedge() }},
 		{"maxDrain", func(v value) { p.MaxDrain = int64(v.count(wantBytes)) }},

@@ -13,7 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/breaker"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
@@ -21,10 +23,35 @@ import (
 )
 
 // policyOpts compares Policies field by field: the func fields are left to
-// behaviour tests, and the limiters by their settings, not their state.
+// behaviour tests, but for a breaker's Trips, compared by what it counts;
+// and the limiters and breakers by their settings, not their state.
 var policyOpts = cmp.Options{
 	cmpopts.IgnoreFields(policy.Policy{}, "Classify", "Scope"),
-	cmpopts.IgnoreUnexported(quota.Bucket{}, quota.Budget{}, ratelimit.Adaptive{}, ratelimit.Fixed{}),
+	cmpopts.IgnoreUnexported(quota.Bucket{}, quota.Budget{}, ratelimit.Adaptive{}, ratelimit.Fixed{},
+		breaker.Circuit{}, concurrency.Adaptive{}, concurrency.Fixed{}),
+	cmp.Comparer(sameTrips),
+}
+
+// tripsAsked are outcomes of the kinds a Circuit asks its Trips about.
+var tripsAsked = []classify.Outcome{
+	{Kind: classify.Transient, Reason: "status 503"},
+	{Kind: classify.Transient, Reason: "connection refused", Unprocessed: true},
+	{Kind: classify.Timeout, Reason: "timeout"},
+	{Kind: classify.Timeout, Reason: "dial timeout", Unprocessed: true},
+}
+
+// sameTrips reports whether a and b, a Circuit's Trips, are both nil, or
+// both set and count the same outcomes.
+func sameTrips(a, b func(classify.Outcome) bool) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	for _, o := range tripsAsked {
+		if a(o) != b(o) {
+			return false
+		}
+	}
+	return true
 }
 
 // load is Load of doc, a string.
@@ -47,6 +74,10 @@ const fullDocument = `{
  "limiter": {"beta": 0.7, "scale": 0.4, "smoothing": 0.8, "minFillRate": 0.5, "additive": 10,
              "throttleRetries": 3, "reference": true, "failFast": true, "maxWait": "1s", "maxScopes": 10},
  "rateLimit": {"rate": 10, "burst": 2, "failFast": true, "maxWait": "1.5s", "maxScopes": 3},
+ "breaker": {"failures": 4, "stalls": 3, "stallFor": "400ms", "trips": ["timeout"], "openFor": "2s",
+             "maxOpenFor": "30s", "probes": 2, "probeLease": "10s", "maxScopes": 100},
+ "concurrency": {"type": "adaptive", "initial": 10, "min": 2, "max": 200, "tolerance": 1.5, "backoff": 0.75,
+                 "maxWait": "5ms", "maxScopes": 1000},
  "failover": {"endpoints": ["eu.example.com", "https://us.example.com:8443"], "mode": "secondarythenprimary",
               "methods": ["GET", "HEAD", "PUT"]},
  "hedge": {"delay": "100ms", "quantile": 0.95, "minDelay": "20ms", "maxHedges": 2},
@@ -76,12 +107,15 @@ func TestLoadFullDocument(t *testing.T) {
 		MaxBodyBuffer:      1 << 20,
 		Limiter:            &ratelimit.Adaptive{Beta: 0.7, Scale: 0.4, Smoothing: 0.8, MinFillRate: 0.5, Additive: 10, ThrottleRetries: 3, Reference: true, FailFast: true, MaxWait: time.Second, MaxScopes: 10},
 		RateLimit:          &ratelimit.Fixed{Rate: 10, Burst: 2, FailFast: true, MaxWait: 1500 * time.Millisecond, MaxScopes: 3},
-		Failover:           &policy.Failover{Endpoints: []string{"eu.example.com", "https://us.example.com:8443"}, Mode: policy.SecondaryThenPrimary, Methods: []string{"GET", "HEAD", "PUT"}},
-		Hedge:              &policy.Hedge{Delay: 100 * time.Millisecond, Quantile: 0.95, MinDelay: 20 * time.Millisecond, MaxHedges: 2},
-		MaxDrain:           64 << 10,
-		ReadTimeout:        250 * time.Millisecond,
-		AttemptHeader:      "X-Attempt",
-		IgnoreSDKAttempts:  true,
+		Breaker: &breaker.Circuit{Failures: 4, Stalls: 3, StallFor: 400 * time.Millisecond, Trips: onlyTimeouts, OpenFor: 2 * time.Second,
+			MaxOpenFor: 30 * time.Second, Probes: 2, ProbeLease: 10 * time.Second, MaxScopes: 100},
+		Concurrency:       &concurrency.Adaptive{Initial: 10, Min: 2, Max: 200, Tolerance: 1.5, Backoff: 0.75, MaxWait: 5 * time.Millisecond, MaxScopes: 1000},
+		Failover:          &policy.Failover{Endpoints: []string{"eu.example.com", "https://us.example.com:8443"}, Mode: policy.SecondaryThenPrimary, Methods: []string{"GET", "HEAD", "PUT"}},
+		Hedge:             &policy.Hedge{Delay: 100 * time.Millisecond, Quantile: 0.95, MinDelay: 20 * time.Millisecond, MaxHedges: 2},
+		MaxDrain:          64 << 10,
+		ReadTimeout:       250 * time.Millisecond,
+		AttemptHeader:     "X-Attempt",
+		IgnoreSDKAttempts: true,
 	}
 	if diff := cmp.Diff(want, got, policyOpts); diff != "" {
 		t.Errorf("Load(fullDocument) mismatch (-want +got):\n%s", diff)
@@ -330,7 +364,7 @@ func TestLoadErrors(t *testing.T) {
 		{"StrategyNotObject", `{"backoff": "fullJitter"}`, `policy: backoff = "fullJitter"; want a strategy object whose type is one of fullJitter, equalJitter, decorrelated, scaledJitter, exponential, incremental, constant, schedule, capped, jittered`},
 		{"UnknownTopField", `{"maxAttempt": 3}`, `policy: maxAttempt: unknown field; did you mean "maxAttempts"?`},
 		{"CaseMatters", `{"MaxAttempts": 3}`, `policy: MaxAttempts: unknown field; did you mean "maxAttempts"?`},
-		{"UnknownTopFieldNothingClose", `{"retries": 3}`, `policy: retries: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, serverDelay, attemptTimeout, maxTotalTime, maxTotalWait, terminationBuffer, penalty, classifier, quota, budget, retryNonIdempotent, maxBodyBuffer, limiter, rateLimit, failover, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
+		{"UnknownTopFieldNothingClose", `{"retries": 3}`, `policy: retries: unknown field; want one of preset, maxAttempts, backoff, throttleBackoff, maxDelay, serverDelay, attemptTimeout, maxTotalTime, maxTotalWait, terminationBuffer, penalty, classifier, quota, budget, retryNonIdempotent, maxBodyBuffer, limiter, rateLimit, breaker, concurrency, failover, hedge, maxDrain, readTimeout, attemptHeader, ignoreSDKAttempts`},
 		{"RepeatedField", `{"maxAttempts": 3, "maxAttempts": 4}`, `policy: maxAttempts: repeated field; want it once`},
 		{"PresetGoName", `{"preset": "AzureBackground"}`, `policy: preset = "AzureBackground"; did you mean "azure-background"?`},
 		{"MisspeltPreset", `{"preset": "standrad"}`, `policy: preset = "standrad"; did you mean "standard"?`},
@@ -496,7 +530,7 @@ func TestLoadMalformedJSONWrapsSyntaxError(t *testing.T) {
 }
 
 func TestLoadMakesFreshPointers(t *testing.T) {
-	doc := `{"quota": {}, "budget": {}, "limiter": {}, "rateLimit": {"rate": 1},
+	doc := `{"quota": {}, "budget": {}, "limiter": {}, "rateLimit": {"rate": 1}, "breaker": {}, "concurrency": {"type": "fixed"},
 		"penalty": {"statuses": [503], "delay": "1s"}, "failover": {"endpoints": ["b"]}, "hedge": {"delay": "1s"}}`
 	a, errA := load(doc)
 	b, errB := load(doc)
@@ -508,6 +542,7 @@ func TestLoadMakesFreshPointers(t *testing.T) {
 		a, b any
 	}{
 		{"Quota", a.Quota, b.Quota}, {"Budget", a.Budget, b.Budget}, {"Limiter", a.Limiter, b.Limiter}, {"RateLimit", a.RateLimit, b.RateLimit},
+		{"Breaker", a.Breaker, b.Breaker}, {"Concurrency", a.Concurrency, b.Concurrency},
 		{"Penalty", a.Penalty, b.Penalty}, {"Failover", a.Failover, b.Failover}, {"Hedge", a.Hedge, b.Hedge},
 	} {
 		if reflect.ValueOf(f.a).IsNil() || f.a == f.b {

@@ -12,38 +12,48 @@ import (
 
 // MarshalJSON writes p in the schema that [Load] reads, so that Load gives
 // back a Policy equal to p: the same values, and new pointers in place of
-// Quota, Budget, Limiter, RateLimit, Penalty, Failover and Hedge holding
-// the same settings. Zero fields and nil pointers are left out, the
-// members come in the order of the Policy fields, and no preset is
-// written: every setting is spelled out. A nil *quota.Bucket or other nil
-// pointer in Quota, Budget, Limiter or RateLimit means nil (see Nil
-// pointers on [Policy]) and is left out too. An empty but non-nil
-// Failover.Endpoints, Failover.Methods, Penalty.Codes or Penalty.Statuses
-// is written as [], since an empty Failover.Methods lets no request fail
-// over where a nil one means GET and HEAD. quota.None in Quota is
-// written as "none", and retryafter.None in ServerDelay.Headers as "none".
+// Quota, Budget, Limiter, RateLimit, Breaker, Concurrency, Penalty,
+// Failover and Hedge holding the same settings. Zero fields and nil
+// pointers are left out, the members come in the order of the Policy
+// fields, and no preset is written: every setting is spelled out. A nil
+// *quota.Bucket or other nil pointer in Quota, Budget, Limiter, RateLimit,
+// Breaker or Concurrency means nil (see Nil pointers on [Policy]) and is
+// left out too. An empty but non-nil Failover.Endpoints, Failover.Methods,
+// Penalty.Codes or Penalty.Statuses is written as [], since an empty
+// Failover.Methods lets no request fail over where a nil one means GET and
+// HEAD. quota.None in Quota is written as "none", and retryafter.None in
+// ServerDelay.Headers as "none".
 //
 // A func cannot be written, so MarshalJSON returns an error naming the
-// field when one is set: Classify, Scope, a Rand of a strategy, or a Now of
-// a quota, the budget or a limiter. Write p before [Policy.WithDefaults],
-// which sets Classify. It also returns an error for a Backoff or
-// ThrottleBackoff that is not one of the strategy values of package
-// backoff (a backoff.Func, a pointer, a type of your own); for a Quota,
-// Budget, Limiter or RateLimit that is not an in-process value of package
-// quota or ratelimit (*quota.Bucket or quota.None in Quota,
-// *quota.Budget in Budget, *ratelimit.Adaptive in Limiter,
-// *ratelimit.Fixed in RateLimit); for a number that JSON cannot hold
-// (NaN, an infinity); for a string that is not valid UTF-8; for
-// ServerDelay.Headers bits that name no retryafter.Source, or that mix
-// retryafter.None with others; and for a Failover.Mode with no name. The errors are joined with errors.Join; each
+// field when one is set: Classify, Scope, a Rand of a strategy, a Now of
+// a quota, the budget or a limiter, the Now, Rand or OnChange of a
+// breaker, the After of a concurrency limit, and a breaker's Trips, unless
+// it is one that Load made of a trips list, which is written as that list.
+// Write p before [Policy.WithDefaults], which sets Classify. It also
+// returns an error for a Backoff or ThrottleBackoff that is not one of the
+// strategy values of package backoff (a backoff.Func, a pointer, a type
+// of your own); for a Quota, Budget, Limiter, RateLimit, Breaker or
+// Concurrency that is not an in-process value of package quota,
+// ratelimit, breaker or concurrency (*quota.Bucket or quota.None in
+// Quota, *quota.Budget in Budget, *ratelimit.Adaptive in Limiter,
+// *ratelimit.Fixed in RateLimit, *breaker.Circuit in Breaker,
+// *concurrency.Adaptive or *concurrency.Fixed in Concurrency); for a
+// number that JSON cannot hold (NaN, an infinity); for a string that is
+// not valid UTF-8; for ServerDelay.Headers bits that name no
+// retryafter.Source, or that mix retryafter.None with others; and for a
+// Failover.Mode with no name. The errors are joined with errors.Join; each
 // reads "policy: cannot write <path> as JSON: <why>", with path in the
 // names of the schema.
 //
-// A value that Load would reject, such as a negative MaxAttempts, an
-// endpoint that ParseEndpoint rejects or a Hedge that hedges nothing, is
-// written as it is, so MarshalJSON never changes a setting silently; a nil
-// pointer, which means nil, is the one such value written as what it
-// means.
+// A value that Load would reject, such as a negative MaxAttempts or
+// MaxDelay, an endpoint that ParseEndpoint rejects or a Hedge that hedges
+// nothing, is written as it is, so MarshalJSON never changes a setting
+// silently. The exceptions are written as what they mean, in the range
+// Load takes, so that Load reads back the same setting: a nil pointer, as
+// nil; a limiter's ThrottleRetries below -1 as -1 and above 100 as 100;
+// and in a Breaker or Concurrency, a negative count or duration, a
+// concurrency.Adaptive's Tolerance of 1 or less, NaN or +Inf, and its
+// Backoff outside (0, 1), as zero, which means the same there.
 func (p Policy) MarshalJSON() ([]byte, error) {
 	e := &encoder{}
 	b := e.policy("", p)
@@ -89,6 +99,12 @@ func (e *encoder) policy(path string, p Policy) []byte {
 	}
 	if p.RateLimit != nil {
 		o.member("rateLimit", e.rateLimit(join(path, "rateLimit"), p.RateLimit))
+	}
+	if p.Breaker != nil {
+		o.member("breaker", e.breaker(join(path, "breaker"), p.Breaker))
+	}
+	if p.Concurrency != nil {
+		o.member("concurrency", e.concurrency(join(path, "concurrency"), p.Concurrency))
 	}
 	o.fn("scope", p.Scope != nil)
 	if p.Failover != nil {

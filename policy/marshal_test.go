@@ -10,7 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/breaker"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
@@ -70,6 +72,8 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 		MaxBodyBuffer:      1 << 20,
 		Limiter:            &ratelimit.Adaptive{Beta: 0.7, Scale: 0.4, Smoothing: 0.8, MinFillRate: 0.5, Additive: 10, Reference: true, FailFast: true, MaxWait: time.Second, MaxScopes: 10},
 		RateLimit:          &ratelimit.Fixed{Rate: 10, Burst: 2, FailFast: true, MaxWait: 1500 * time.Millisecond, MaxScopes: 3},
+		Breaker:            &breaker.Circuit{Failures: 4, Stalls: 3, StallFor: 400 * time.Millisecond, OpenFor: 2 * time.Second, MaxOpenFor: 30 * time.Second, Probes: 2, ProbeLease: 10 * time.Second, MaxScopes: 100},
+		Concurrency:        &concurrency.Adaptive{Initial: 10, Min: 2, Max: 200, Tolerance: 1.5, Backoff: 0.75, MaxWait: 5 * time.Millisecond, MaxScopes: 1000},
 		Failover:           &policy.Failover{Endpoints: []string{"eu.example.com", "eu.example.com:8080", "https://us.example.com:8443", "HTTP://[::1]:80"}, Mode: policy.SecondaryOnly, Methods: []string{"GET", "PUT"}},
 		Hedge:              &policy.Hedge{Delay: 100 * time.Millisecond, Quantile: 0.99, MinDelay: 5 * time.Millisecond, MaxHedges: 3},
 		MaxDrain:           64 << 10,
@@ -123,6 +127,18 @@ func TestMarshalJSONRoundTripsEveryDataField(t *testing.T) {
 		p.Limiter = l
 		if diff := cmp.Diff(p, roundTrip(t, p), policyOpts); diff != "" {
 			t.Errorf("Load(MarshalJSON(p with Limiter %+v)) mismatch (-want +got):\n%s", l, diff)
+		}
+	}
+	for _, b := range []breaker.Breaker{nil, &breaker.Circuit{}, &breaker.Circuit{Failures: 1, MaxOpenFor: time.Nanosecond, OpenFor: time.Hour}} {
+		p.Breaker = b
+		if diff := cmp.Diff(p, roundTrip(t, p), policyOpts); diff != "" {
+			t.Errorf("Load(MarshalJSON(p with Breaker %+v)) mismatch (-want +got):\n%s", b, diff)
+		}
+	}
+	for _, l := range []concurrency.Limiter{nil, &concurrency.Adaptive{}, &concurrency.Fixed{}, &concurrency.Fixed{Max: 1, MaxWait: time.Nanosecond}, &concurrency.Adaptive{Min: 9, Max: 3, Tolerance: 1e300, Backoff: 1e-300}} {
+		p.Concurrency = l
+		if diff := cmp.Diff(p, roundTrip(t, p), policyOpts); diff != "" {
+			t.Errorf("Load(MarshalJSON(p with Concurrency %+v)) mismatch (-want +got):\n%s", l, diff)
 		}
 	}
 	for _, f := range []*policy.Failover{
@@ -292,8 +308,8 @@ func TestMarshalJSONRejectsWhatJSONCannotHold(t *testing.T) {
 	}
 }
 
-// A nil pointer of the module's types in Quota, Budget, Limiter or
-// RateLimit means nil, and is left out as nil is, whichever of the types
+// A nil pointer of the module's types in Quota, Budget, Limiter,
+// RateLimit, Breaker or Concurrency means nil, and is left out as nil is, whichever of the types
 // it is and whichever field holds it.
 func TestMarshalJSONLeavesNilPointersOut(t *testing.T) {
 	tests := []struct {
@@ -308,7 +324,11 @@ func TestMarshalJSONLeavesNilPointersOut(t *testing.T) {
 		{"LimiterFixed", policy.Policy{Limiter: (*ratelimit.Fixed)(nil)}},
 		{"RateLimitFixed", policy.Policy{RateLimit: (*ratelimit.Fixed)(nil)}},
 		{"RateLimitAdaptive", policy.Policy{RateLimit: (*ratelimit.Adaptive)(nil)}},
-		{"All", policy.Policy{MaxAttempts: 2, Quota: (*quota.Bucket)(nil), Budget: (*quota.Budget)(nil), Limiter: (*ratelimit.Adaptive)(nil), RateLimit: (*ratelimit.Fixed)(nil)}},
+		{"BreakerCircuit", policy.Policy{Breaker: (*breaker.Circuit)(nil)}},
+		{"ConcurrencyAdaptive", policy.Policy{Concurrency: (*concurrency.Adaptive)(nil)}},
+		{"ConcurrencyFixed", policy.Policy{Concurrency: (*concurrency.Fixed)(nil)}},
+		{"All", policy.Policy{MaxAttempts: 2, Quota: (*quota.Bucket)(nil), Budget: (*quota.Budget)(nil), Limiter: (*ratelimit.Adaptive)(nil), RateLimit: (*ratelimit.Fixed)(nil),
+			Breaker: (*breaker.Circuit)(nil), Concurrency: (*concurrency.Fixed)(nil)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport/breaker"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
@@ -108,11 +110,22 @@ func TestOutOfRangeValuesAgreeWithTheDocs(t *testing.T) {
 		{"BudgetNegatives", policy.Policy{Budget: &quota.Budget{Ratio: -1, MinPerSecond: -1, Window: -1, MaxScopes: -1}}, "", nil, nil},
 		{"LimiterOutOfRange", policy.Policy{Limiter: &ratelimit.Adaptive{Beta: 2, Scale: -1, Smoothing: 5, MinFillRate: math.NaN(), Additive: -1}}, "", nil, nil},
 		{"RateLimitNegatives", policy.Policy{RateLimit: &ratelimit.Fixed{Rate: -1, Burst: -1}}, "", nil, nil},
+		// package breaker: each field "Zero or negative means" its default; a MaxOpenFor "below OpenFor means OpenFor"; Stalls "of Failures or more turns the rule off".
+		{"BreakerNegatives", policy.Policy{Breaker: &breaker.Circuit{Failures: -1, Stalls: -1, StallFor: -1, OpenFor: -1, MaxOpenFor: -1, Probes: -1, ProbeLease: -1, MaxScopes: -1}}, "", nil, nil},
+		{"BreakerMaxOpenForBelowOpenFor", policy.Policy{Breaker: &breaker.Circuit{OpenFor: time.Minute, MaxOpenFor: time.Second, Stalls: 9, Failures: 2}}, "", nil, nil},
+		// package concurrency: negative counts mean the defaults, "a value outside [Min, Max] means the nearer bound", a Max "below Min, Min", a Tolerance "of 1 or less, NaN or +Inf" and a Backoff "outside (0, 1)" the defaults; a Fixed's Max "Zero or negative means no limit".
+		{"ConcurrencyAdaptiveNegatives", policy.Policy{Concurrency: &concurrency.Adaptive{Initial: -1, Min: -1, Max: -1, MaxWait: -1, MaxScopes: -1}}, "", nil, nil},
+		{"ConcurrencyAdaptiveOutOfRange", policy.Policy{Concurrency: &concurrency.Adaptive{Initial: 500, Min: 50, Max: 10, Tolerance: 0.5, Backoff: 2}}, "", nil, nil},
+		{"ConcurrencyAdaptiveNaN", policy.Policy{Concurrency: &concurrency.Adaptive{Tolerance: math.NaN(), Backoff: math.NaN()}}, "", nil, nil},
+		{"ConcurrencyFixedNegatives", policy.Policy{Concurrency: &concurrency.Fixed{Max: -1, MaxWait: -1, MaxScopes: -1}}, "", nil, nil},
 		// Nil pointers: a nil one of the module's types "means what nil means there: Validate reports it, naming the field, and New, WithDefaults, MarshalJSON and FromEnv treat it as nil."
 		{"QuotaNilBucket", policy.Policy{Quota: (*quota.Bucket)(nil)}, "Quota", quotaOf, nil},
 		{"BudgetNilBudget", policy.Policy{Budget: (*quota.Budget)(nil)}, "Budget", budgetOf, nil},
 		{"LimiterNilAdaptive", policy.Policy{Limiter: (*ratelimit.Adaptive)(nil)}, "Limiter", limiterOf, nil},
 		{"RateLimitNilFixed", policy.Policy{RateLimit: (*ratelimit.Fixed)(nil)}, "RateLimit", rateLimitOf, nil},
+		{"BreakerNilCircuit", policy.Policy{Breaker: (*breaker.Circuit)(nil)}, "Breaker", breakerOf, nil},
+		{"ConcurrencyNilAdaptive", policy.Policy{Concurrency: (*concurrency.Adaptive)(nil)}, "Concurrency", concurrencyOf, nil},
+		{"ConcurrencyNilFixed", policy.Policy{Concurrency: (*concurrency.Fixed)(nil)}, "Concurrency", concurrencyOf, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -152,3 +165,5 @@ func quotaOf(p policy.Policy) any            { return p.Quota }
 func budgetOf(p policy.Policy) any           { return p.Budget }
 func limiterOf(p policy.Policy) any          { return p.Limiter }
 func rateLimitOf(p policy.Policy) any        { return p.RateLimit }
+func breakerOf(p policy.Policy) any          { return p.Breaker }
+func concurrencyOf(p policy.Policy) any      { return p.Concurrency }

@@ -82,6 +82,11 @@ func (p Policy) Validate() error {
 	if p.MaxTotalTime > 0 && p.TerminationBuffer >= p.MaxTotalTime {
 		errs = append(errs, fmt.Errorf("policy: TerminationBuffer = %v is not shorter than MaxTotalTime = %v; no retry could start", p.TerminationBuffer, p.MaxTotalTime))
 	}
+	// A *breaker.Circuit, *concurrency.Adaptive or *concurrency.Fixed
+	// gives every value of its fields a meaning (a negative count or
+	// duration means what zero means, a Max below Min is Min, a Tolerance
+	// of 1 or less is the default), so Breaker and Concurrency are checked
+	// only for nil pointers.
 	errs = append(errs, p.validateNilPointers()...)
 	errs = append(errs, validateQuota(orNil(p.Quota))...)
 	return errors.Join(errs...)
