@@ -117,12 +117,14 @@ type Circuit struct {
 	// DefaultStallFor (250 ms). Keep it below the attempt timeout.
 	StallFor time.Duration
 	// Trips, unless nil, says which Transient and Timeout outcomes count
-	// as failures: those for which it returns true. Nil means all of
-	// them (5xx, connection errors, timeouts). It is never asked about
-	// other outcomes, which never count: a Throttle is the rate limiter's
-	// business, and a Fatal outcome (a 4xx, the caller's cancellation) no
-	// sign of trouble on the server. It must be safe for concurrent use.
-	Trips func(o classify.Outcome) bool
+	// as failures: those for which it returns true, Kinds{classify.Timeout}
+	// for the client's own timeouts only, say, or a TripFunc of the
+	// caller's. Nil means all of them (5xx, connection errors, timeouts).
+	// It is never asked about other outcomes, which never count: a
+	// Throttle is the rate limiter's business, and a Fatal outcome (a 4xx,
+	// the caller's cancellation) no sign of trouble on the server. It must
+	// be safe for concurrent use.
+	Trips Tripper
 	// OpenFor is the open time of the first opening, before jitter. Zero
 	// or negative means DefaultOpenFor (1.5 s).
 	OpenFor time.Duration
@@ -278,7 +280,7 @@ func (c *Circuit) verdict(out classify.Outcome) verdict {
 	case classify.Success:
 		return succeeded
 	case classify.Transient, classify.Timeout:
-		if c.Trips == nil || c.Trips(out) {
+		if c.Trips == nil || c.Trips.Trips(out) {
 			return failed
 		}
 	}

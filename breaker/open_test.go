@@ -88,7 +88,7 @@ func TestThrottleAndFatalOutcomesDoNotCount(t *testing.T) {
 // never make a Throttle or Fatal outcome count.
 func TestTripsSelectsFailures(t *testing.T) {
 	t.Run("TimeoutsOnly", func(t *testing.T) {
-		c, _ := newCircuit(&breaker.Circuit{Trips: func(o classify.Outcome) bool { return o.Kind == classify.Timeout }})
+		c, _ := newCircuit(&breaker.Circuit{Trips: breaker.Kinds{classify.Timeout}})
 		for range 100 {
 			attempt(t, c, scope, status503)
 		}
@@ -105,10 +105,10 @@ func TestTripsSelectsFailures(t *testing.T) {
 	})
 	t.Run("EverythingAsked", func(t *testing.T) {
 		var asked []classify.Kind
-		c, _ := newCircuit(&breaker.Circuit{Trips: func(o classify.Outcome) bool {
+		c, _ := newCircuit(&breaker.Circuit{Trips: breaker.TripFunc(func(o classify.Outcome) bool {
 			asked = append(asked, o.Kind)
 			return true
-		}})
+		})})
 		for _, out := range []classify.Outcome{status429, status404, cancelled, ok} {
 			for range 10 {
 				attempt(t, c, scope, out)

@@ -142,7 +142,7 @@ func TestDropFreesProbeSlot(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, clk := newCircuit(&breaker.Circuit{Failures: 1})
 			if tt.name == "NotTripping" {
-				c.Trips = func(o classify.Outcome) bool { return o.Kind == classify.Timeout }
+				c.Trips = breaker.Kinds{classify.Timeout}
 				attempt(t, c, scope, timeout)
 			} else {
 				attempt(t, c, scope, status503)

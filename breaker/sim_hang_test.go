@@ -275,7 +275,7 @@ func TestHangingServerOtherLengths(t *testing.T) {
 	lines = append(lines, brown.run(nil).row("none, brownout"))
 	lines = append(lines, brown.run(&breaker.Circuit{Rand: func() float64 { return 0.5 }}).row("defaults, brownout"))
 	timeouts := brown.run(&breaker.Circuit{Rand: func() float64 { return 0.5 },
-		Trips: func(o classify.Outcome) bool { return o.Kind == classify.Timeout }})
+		Trips: breaker.Kinds{classify.Timeout}})
 	lines = append(lines, timeouts.row("timeouts only, brownout"))
 	if timeouts.failedAfter != 0 {
 		t.Errorf("brownout with Trips timeouts only: %d failed after the recovery; want 0", timeouts.failedAfter)

@@ -1,7 +1,7 @@
 package policy
 
 import (
-	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/retrytransport/retrytransport/breaker"
@@ -10,9 +10,9 @@ import (
 
 // This file maps the in-process circuit breaker of package breaker to the
 // breaker member of the JSON schema (see Load) and back. Each decode makes
-// a new *breaker.Circuit, so that no two loads share one. Trips, a func,
-// is written as the list of outcome kinds that count as failures; the
-// hooks (Now, Rand, OnChange) have no member.
+// a new *breaker.Circuit, so that no two loads share one. Trips is the
+// list of outcome kinds that count as failures, a breaker.Kinds; the hooks
+// (Now, Rand, OnChange) have no member.
 
 // tripKinds are the names in a breaker object's trips: the kinds of
 // outcome that a Circuit asks its Trips about, and no others.
@@ -20,13 +20,6 @@ var tripKinds = []string{"transient", "timeout"}
 
 // wantTrips is what the trips member accepts.
 const wantTrips = "a non-empty list of transient, timeout"
-
-// tripsTransient and tripsTimeout are the Trips of a breaker object whose
-// trips names one kind: only that kind's outcomes count as failures. A
-// Circuit asks Trips about Transient and Timeout outcomes alone, so
-// naming both is a nil Trips, the Circuit's default.
-func tripsTransient(o classify.Outcome) bool { return o.Kind == classify.Transient }
-func tripsTimeout(o classify.Outcome) bool   { return o.Kind == classify.Timeout }
 
 // breaker decodes a breaker object into a new Circuit.
 func (v value) breaker() *breaker.Circuit {
@@ -46,8 +39,9 @@ func (v value) breaker() *breaker.Circuit {
 }
 
 // trips decodes a trips list, kind names in any case, into a Circuit's
-// Trips: nil when it names both kinds, which is what a nil Trips counts.
-func (v value) trips() func(classify.Outcome) bool {
+// Trips, a breaker.Kinds of the kinds it names in the order of tripKinds:
+// nil when it names both, which is what a nil Trips counts.
+func (v value) trips() breaker.Tripper {
 	elems := v.elements(wantTrips)
 	if elems == nil {
 		return nil
@@ -73,9 +67,9 @@ func (v value) trips() func(classify.Outcome) bool {
 	}
 	switch {
 	case transient && !timeout:
-		return tripsTransient
+		return breaker.Kinds{classify.Transient}
 	case timeout && !transient:
-		return tripsTimeout
+		return breaker.Kinds{classify.Timeout}
 	}
 	return nil
 }
@@ -93,14 +87,12 @@ func (e *encoder) breaker(path string, b breaker.Breaker) []byte {
 	o.int("failures", int64(max(c.Failures, 0)))
 	o.int("stalls", int64(max(c.Stalls, 0)))
 	o.dur("stallFor", max(c.StallFor, 0))
-	switch {
-	case c.Trips == nil:
-	case sameFunc(c.Trips, tripsTransient):
-		o.strs("trips", []string{"transient"})
-	case sameFunc(c.Trips, tripsTimeout):
-		o.strs("trips", []string{"timeout"})
-	default:
-		e.fail(join(path, "trips"), "it is a func; only the Trips that Load makes of a trips list has a JSON form")
+	if c.Trips != nil {
+		if names, ok := tripNames(c.Trips); ok {
+			o.strs("trips", names)
+		} else {
+			e.fail(join(path, "trips"), "it is not a breaker.Kinds of transient and timeout; only those have a JSON form")
+		}
 	}
 	o.dur("openFor", max(c.OpenFor, 0))
 	o.dur("maxOpenFor", max(c.MaxOpenFor, 0))
@@ -113,10 +105,26 @@ func (e *encoder) breaker(path string, b breaker.Breaker) []byte {
 	return o.bytes()
 }
 
-// sameFunc reports whether f is g, a function declared in this package.
-// Funcs cannot be compared in Go; their code pointers can, and no func
-// of a caller's, a closure included, has the code pointer of a function
-// of this package.
-func sameFunc(f, g func(classify.Outcome) bool) bool {
-	return reflect.ValueOf(f).Pointer() == reflect.ValueOf(g).Pointer()
+// tripNames returns the names of the kinds a breaker.Kinds lists, in the
+// order of tripKinds, or false for another Tripper or a Kinds that lists a
+// kind other than Transient and Timeout, which the trips member cannot
+// name. A Kinds that lists neither counts no outcome, which no trips list
+// says either.
+func tripNames(t breaker.Tripper) ([]string, bool) {
+	k, ok := t.(breaker.Kinds)
+	if !ok {
+		return nil, false
+	}
+	var names []string
+	for i, kind := range []classify.Kind{classify.Transient, classify.Timeout} {
+		if slices.Contains(k, kind) {
+			names = append(names, tripKinds[i])
+		}
+	}
+	for _, kind := range k {
+		if kind != classify.Transient && kind != classify.Timeout {
+			return nil, false
+		}
+	}
+	return names, len(names) > 0
 }

@@ -16,8 +16,10 @@ import (
 )
 
 // onlyTimeouts and onlyTransients are Trips that count one kind.
-func onlyTimeouts(o classify.Outcome) bool   { return o.Kind == classify.Timeout }
-func onlyTransients(o classify.Outcome) bool { return o.Kind == classify.Transient }
+var (
+	onlyTimeouts   = breaker.Kinds{classify.Timeout}
+	onlyTransients = breaker.Kinds{classify.Transient}
+)
 
 func TestLoadBreaker(t *testing.T) {
 	tests := []struct {
@@ -70,7 +72,7 @@ func TestLoadBreakerTripsCountTheKindsNamed(t *testing.T) {
 			if o.Kind == classify.Timeout {
 				want = tt.timeout
 			}
-			if counts := c.Trips == nil || c.Trips(o); counts != want {
+			if counts := c.Trips == nil || c.Trips.Trips(o); counts != want {
 				t.Errorf("Load(breaker trips %s): %v (%s) counts = %t; want %t", tt.trips, o.Kind, o.Reason, counts, want)
 			}
 		}
@@ -178,7 +180,7 @@ func TestMarshalJSONRejectsBreakerJSONCannotHold(t *testing.T) {
 		b    breaker.Breaker
 		want string
 	}{
-		{"Trips", &breaker.Circuit{Trips: onlyTimeouts}, "policy: cannot write breaker.trips as JSON: it is a func; only the Trips that Load makes of a trips list has a JSON form"},
+		{"Trips", &breaker.Circuit{Trips: breaker.TripFunc(func(o classify.Outcome) bool { return o.Kind == classify.Timeout })}, "policy: cannot write breaker.trips as JSON: it is not a breaker.Kinds of transient and timeout; only those have a JSON form"},
 		{"Now", &breaker.Circuit{Now: time.Now}, "policy: cannot write breaker.now as JSON: it is a func"},
 		{"Rand", &breaker.Circuit{Failures: 2, Rand: func() float64 { return 0.5 }}, "policy: cannot write breaker.rand as JSON: it is a func"},
 		{"OnChange", &breaker.Circuit{OnChange: func(string, breaker.Phase, breaker.State) {}}, "policy: cannot write breaker.onChange as JSON: it is a func"},

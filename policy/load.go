@@ -159,8 +159,9 @@ import (
 // server that answers 503 at once is left to the retries; "transient"
 // counts only Transient ones (such as a 502 or 503, a refused or reset
 // connection); both, or no trips member, count both, the Circuit's
-// default. Throttle and Fatal outcomes never count. [Policy.MarshalJSON]
-// writes such a Trips back as its list; a Trips of any other func it
+// default. Throttle and Fatal outcomes never count. Load makes a
+// breaker.Kinds of the list, and [Policy.MarshalJSON] writes a
+// breaker.Kinds of those kinds back as its list; any other Tripper it
 // cannot write.
 //
 // # Members that moved

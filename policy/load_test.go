@@ -42,12 +42,12 @@ var tripsAsked = []classify.Outcome{
 
 // sameTrips reports whether a and b, a Circuit's Trips, are both nil, or
 // both set and count the same outcomes.
-func sameTrips(a, b func(classify.Outcome) bool) bool {
+func sameTrips(a, b breaker.Tripper) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
 	for _, o := range tripsAsked {
-		if a(o) != b(o) {
+		if a.Trips(o) != b.Trips(o) {
 			return false
 		}
 	}

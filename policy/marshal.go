@@ -28,7 +28,8 @@ import (
 // field when one is set: Classify, Scope, a Rand of a strategy, a Now of
 // a quota, the budget or a limiter, the Now, Rand or OnChange of a
 // breaker, the After of a concurrency limit, and a breaker's Trips, unless
-// it is one that Load made of a trips list, which is written as that list.
+// it is a breaker.Kinds of Transient and Timeout, which is written as the
+// trips list.
 // Write p before [Policy.WithDefaults], which sets Classify. It also
 // returns an error for a Backoff or ThrottleBackoff that is not one of the
 // strategy values of package backoff (a backoff.Func, a pointer, a type
