@@ -11,11 +11,13 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/breaker"
+	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
@@ -32,9 +34,10 @@ func (timeoutError) Timeout() bool   { return true }
 func (timeoutError) Temporary() bool { return true }
 
 // circuit returns a breaker on clock that opens after three failures in a
-// row, for OpenFor (jitter 0: exactly that long, 0.9 of it with Rand 0).
+// row, 5xx responses included, for exactly OpenFor (Rand 0.5: no jitter).
 func circuit(clock *faketime.Clock) *breaker.Circuit {
-	return &breaker.Circuit{Failures: 3, OpenFor: time.Second, Now: clock.Now, Rand: func() float64 { return 0.5 }}
+	return &breaker.Circuit{Failures: 3, OpenFor: time.Second, Now: clock.Now, Rand: func() float64 { return 0.5 },
+		Trips: breaker.Kinds{classify.Transient, classify.Timeout}}
 }
 
 // One attempt per request, so that each failure is one request's.
@@ -93,24 +96,29 @@ func TestBreakerFailsFirstAttemptsFastWhileOpen(t *testing.T) {
 }
 
 // A 429 is the rate limiters' business and another 4xx the caller's: the
-// breaker never opens on them; timeouts and connection errors open it.
+// breaker never opens on them. By default it opens on the failures of a
+// server that does not answer, timeouts and connection errors, and leaves
+// a server that answers 5xx to the retries; Trips can count those too.
 func TestBreakerOpensOnTroubleOnly(t *testing.T) {
 	tests := []struct {
-		name string
-		step step
-		open bool
+		name  string
+		step  step
+		trips breaker.Tripper
+		open  bool
 	}{
-		{"Throttles", step{status: 429}, false},
-		{"NotFound", step{status: 404}, false},
-		{"ServerErrors", step{status: 502}, true},
-		{"Timeouts", step{err: errHung}, true},
+		{"Throttles", step{status: 429}, breaker.Kinds{classify.Transient, classify.Timeout, classify.Throttle}, false},
+		{"NotFound", step{status: 404}, nil, false},
+		{"ServerErrors", step{status: 502}, nil, false},
+		{"ServerErrorsCounted", step{status: 502}, breaker.Kinds{classify.Transient}, true},
+		{"Timeouts", step{err: errHung}, nil, true},
+		{"ConnectionRefused", step{err: syscall.ECONNREFUSED}, nil, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := faketime.NewAt(time.Now())
 			s := &script{steps: []step{tt.step}}
 			p := onlyOneAttempt(policy.Standard())
-			p.Breaker = circuit(clock)
+			p.Breaker = &breaker.Circuit{Failures: 3, Now: clock.Now, Trips: tt.trips}
 			tr := newRig(t, s, p, onClock(clock))
 			for range 5 {
 				if resp, err := tr.RoundTrip(newReq(t, "GET", url, "")); err == nil {

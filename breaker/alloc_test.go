@@ -73,7 +73,7 @@ func BenchmarkClosedParallel(b *testing.B) {
 func BenchmarkOpen(b *testing.B) {
 	c := &breaker.Circuit{Failures: 1}
 	p, _ := c.Allow(scope)
-	p.Done(status503, nil)
+	p.Done(refused, errRefused)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := c.Allow(scope); err == nil {

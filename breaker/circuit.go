@@ -118,8 +118,15 @@ type Circuit struct {
 	StallFor time.Duration
 	// Trips, unless nil, says which Transient and Timeout outcomes count
 	// as failures: those for which it returns true, Kinds{classify.Timeout}
-	// for the client's own timeouts only, say, or a TripFunc of the
-	// caller's. Nil means all of them (5xx, connection errors, timeouts).
+	// for the client's own timeouts only, Kinds{classify.Transient,
+	// classify.Timeout} for 5xx responses too, or a TripFunc of the
+	// caller's. Nil means the failures of a server that does not answer:
+	// every Timeout, and a Transient outcome without a response (a refused
+	// or reset connection). A server that answers, even 503, is up; its
+	// 5xx are for the retries and their retry quota, which is AWS's
+	// circuit breaker for retries, and a breaker that opened on a 503
+	// brownout refused the callers for a whole open time after the server
+	// recovered, where the retries lost none.
 	// It is never asked about other outcomes, which never count: a
 	// Throttle is the rate limiter's business, and a Fatal outcome (a 4xx,
 	// the caller's cancellation) no sign of trouble on the server. It must
@@ -212,7 +219,7 @@ func (c *Circuit) done(now time.Time, haveNow bool, p *Pass, out classify.Outcom
 		return
 	}
 	s := p.cs
-	v := c.verdict(out)
+	v := c.verdict(out, err)
 	if v == dropped && !p.probe {
 		return
 	}
@@ -274,13 +281,22 @@ const (
 	failed                   // it is in trouble
 )
 
-// verdict returns what out counts as.
-func (c *Circuit) verdict(out classify.Outcome) verdict {
+// verdict returns what out, with err the attempt's error (nil when a
+// response came), counts as. Without Trips, a Timeout counts, and a
+// Transient outcome only without a response (a refused or reset
+// connection): a server that answers, 503 or not, is up.
+func (c *Circuit) verdict(out classify.Outcome, err error) verdict {
 	switch out.Kind {
 	case classify.Success:
 		return succeeded
 	case classify.Transient, classify.Timeout:
-		if c.Trips == nil || c.Trips.Trips(out) {
+		if c.Trips != nil {
+			if c.Trips.Trips(out) {
+				return failed
+			}
+			return dropped
+		}
+		if out.Kind == classify.Timeout || err != nil {
 			return failed
 		}
 	}

@@ -7,9 +7,11 @@
 // down, hung or failing, so that callers are answered at once instead of
 // waiting out their timeouts, and the server is not sent work it cannot
 // do. It opens on failures that mean the server is in trouble: by default
-// every Transient and Timeout outcome (5xx, connection errors, timeouts),
-// never a Throttle (429 and its kin: the rate limiter's business) or a
-// Fatal one (other 4xx, the caller's own cancellation).
+// those of a server that does not answer (timeouts, refused or reset
+// connections), and with Circuit.Trips any Transient or Timeout outcome
+// the caller chooses (5xx responses, say); never a Throttle (429 and its
+// kin: the rate limiter's business) or a Fatal one (other 4xx, the
+// caller's own cancellation).
 //
 // [Breaker] is the interface the transport asks before each attempt: Allow
 // returns a [Pass], on which the transport reports the attempt's outcome
@@ -81,10 +83,10 @@
 // The open times fit that scenario closely: a hang that ends just after a
 // probe was sent keeps the circuit open for up to the next, doubled, open
 // time (the simulation's other hang lengths show how long). A server that
-// answers 503 at once opens the circuit too, and its callers are refused
+// answers 503 at once is left alone by default: with a Trips that counts
+// 5xx responses, it opens the circuit too, and its callers are refused
 // from then until a probe succeeds after it recovers, where without a
-// breaker they would have had its answers, 503 then 200, as fast; a Trips
-// that counts only timeouts leaves such a server alone. The peers'
+// breaker they would have had its answers, 503 then 200, as fast. The peers'
 // choices differ: failsafe-go opens on one failure for a minute, gobreaker
 // after more than 5 failures in a row for 60 s, Hystrix and Polly open for
 // 5 s; Envoy lengthens its ejection time each time a host is ejected again,

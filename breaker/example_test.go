@@ -10,9 +10,10 @@ import (
 	"github.com/retrytransport/retrytransport/classify"
 )
 
-// A circuit opens after five failures in a row, refuses attempts at once
-// while open, lets one probe through when its open time is over, and closes
-// when the probe succeeds.
+// A circuit opens after five failures in a row (here refused connections:
+// a server that answers, even 503, counts only if Trips says so), refuses
+// attempts at once while open, lets one probe through when its open time
+// is over, and closes when the probe succeeds.
 func ExampleCircuit() {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	c := &breaker.Circuit{
@@ -20,9 +21,10 @@ func ExampleCircuit() {
 		Rand: func() float64 { return 0.5 }, // no jitter: open for exactly 1.5 s
 	}
 	const scope = "api.example.com:443"
+	refused := errors.New("dial tcp 192.0.2.1:443: connect: connection refused")
 	for range 5 {
 		p, _ := c.Allow(scope)
-		p.Done(classify.Outcome{Kind: classify.Transient, Reason: "status 503"}, nil)
+		p.Done(classify.Outcome{Kind: classify.Transient, Reason: "connection refused"}, refused)
 	}
 	_, err := c.Allow(scope)
 	fmt.Println(err)
@@ -35,7 +37,7 @@ func ExampleCircuit() {
 	probe.Done(classify.Outcome{Kind: classify.Success}, nil)
 	fmt.Println(c.State(scope).Phase)
 	// Output:
-	// breaker: circuit open for scope "api.example.com:443": status 503
+	// breaker: circuit open for scope "api.example.com:443": dial tcp 192.0.2.1:443: connect: connection refused
 	// probe: true other caller: true
 	// closed
 }
@@ -83,12 +85,13 @@ func ExampleCircuit_onChange() {
 		},
 	}
 	refused := classify.Outcome{Kind: classify.Transient, Reason: "connection refused"}
+	err := errors.New("dial tcp 10.0.0.5:5432: connect: connection refused")
 	p, _ := c.Allow("db.internal:5432")
-	p.Done(refused, nil)
+	p.Done(refused, err)
 	for range 2 {
 		now = c.State("db.internal:5432").Until
 		p, _ = c.Allow("db.internal:5432")
-		p.Done(refused, nil)
+		p.Done(refused, err)
 	}
 	// Output:
 	// db.internal:5432: closed -> open for 1.5s

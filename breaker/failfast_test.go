@@ -25,12 +25,12 @@ func TestOpenFailsFastWithLastFailure(t *testing.T) {
 	}{
 		{"Timeout", timeout, context.DeadlineExceeded, "context deadline exceeded"},
 		{"ConnectionRefused", refused, errRefused, errRefused.Error()},
-		{"Status503", status503, nil, "status 503"},
+		{"Status503", status503, nil, "status 503"}, // counted: Trips has Transient
 		{"NoReason", classify.Outcome{Kind: classify.Transient}, nil, "transient"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, _ := newCircuit(&breaker.Circuit{})
+			c, _ := newCircuit(&breaker.Circuit{Trips: breaker.Kinds{classify.Transient, classify.Timeout}})
 			for c.State(scope).Phase == breaker.Closed {
 				attempt(t, c, scope, tt.out)
 			}

@@ -85,7 +85,7 @@ func openError(t *testing.T, c *breaker.Circuit, sc string) *breaker.OpenError {
 	return oe
 }
 
-// open opens sc's circuit in c with Failures 503s and returns the instant
+// open opens sc's circuit in c with Failures refused connections and returns the instant
 // its open time ends.
 func open(t *testing.T, c *breaker.Circuit, sc string) time.Time {
 	t.Helper()
@@ -94,7 +94,7 @@ func open(t *testing.T, c *breaker.Circuit, sc string) time.Time {
 		n = breaker.DefaultFailures
 	}
 	for range n {
-		attempt(t, c, sc, status503)
+		attempt(t, c, sc, refused)
 	}
 	st := c.State(sc)
 	if st.Phase != breaker.Open {

@@ -17,10 +17,9 @@ func TestOpensAfterConsecutiveFailures(t *testing.T) {
 		want     int // failures that open it
 		out      classify.Outcome
 	}{
-		{"Default503", 0, breaker.DefaultFailures, status503},
 		{"DefaultConnectionRefused", 0, breaker.DefaultFailures, refused},
-		{"Three503", 3, 3, status503},
-		{"Negative503", -1, breaker.DefaultFailures, status503},
+		{"ThreeRefused", 3, 3, refused},
+		{"NegativeRefused", -1, breaker.DefaultFailures, refused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,7 +45,7 @@ func TestSuccessResetsFailureCount(t *testing.T) {
 	c, _ := newCircuit(&breaker.Circuit{})
 	for range 3 {
 		for range breaker.DefaultFailures - 1 {
-			attempt(t, c, scope, status503)
+			attempt(t, c, scope, refused)
 		}
 		attempt(t, c, scope, ok)
 	}
@@ -68,7 +67,7 @@ func TestThrottleAndFatalOutcomesDoNotCount(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _ := newCircuit(&breaker.Circuit{})
 			for range breaker.DefaultFailures - 1 {
-				attempt(t, c, scope, status503)
+				attempt(t, c, scope, refused)
 			}
 			for range 100 {
 				attempt(t, c, scope, out)
@@ -76,7 +75,7 @@ func TestThrottleAndFatalOutcomesDoNotCount(t *testing.T) {
 			if st := c.State(scope); st.Phase != breaker.Closed || st.Failures != breaker.DefaultFailures-1 {
 				t.Fatalf("State after 4 failures and 100 x %q = %v, %d failures; want closed, 4", out.Reason, st.Phase, st.Failures)
 			}
-			attempt(t, c, scope, status503)
+			attempt(t, c, scope, refused)
 			if st := c.State(scope); st.Phase != breaker.Open {
 				t.Errorf("State after 4 failures, 100 x %q, 1 failure = %v; want open", out.Reason, st.Phase)
 			}
@@ -90,7 +89,7 @@ func TestTripsSelectsFailures(t *testing.T) {
 	t.Run("TimeoutsOnly", func(t *testing.T) {
 		c, _ := newCircuit(&breaker.Circuit{Trips: breaker.Kinds{classify.Timeout}})
 		for range 100 {
-			attempt(t, c, scope, status503)
+			attempt(t, c, scope, refused)
 		}
 		if st := c.State(scope); st.Phase != breaker.Closed || st.Failures != 0 {
 			t.Fatalf("State after 100 x 503 with Trips timeouts only = %v, %d failures; want closed, 0", st.Phase, st.Failures)
@@ -161,7 +160,7 @@ func TestTimeoutsAmidSuccessesDoNotStall(t *testing.T) {
 		attempt(t, c, scope, ok)
 		clk.Advance(time.Minute)
 		for range breaker.DefaultFailures - 1 {
-			attempt(t, c, scope, status503)
+			attempt(t, c, scope, refused)
 		}
 		if st := c.State(scope); st.Phase != breaker.Closed {
 			t.Errorf("State after 4 x 503, a minute after a success = %v; want closed", st.Phase)

@@ -26,8 +26,8 @@ func TestHalfOpenAfterOpenTime(t *testing.T) {
 		t.Fatalf("Allow once the open time is over: Probe() = false; want a probe")
 	}
 	oe := openError(t, c, scope)
-	if !oe.Until.IsZero() || oe.Last == nil || oe.Last.Error() != "status 503" {
-		t.Errorf("OpenError while the probe is out = {Until: %v, Last: %v}; want {zero, status 503}", oe.Until, oe.Last)
+	if !oe.Until.IsZero() || oe.Last == nil || oe.Last.Error() != errRefused.Error() {
+		t.Errorf("OpenError while the probe is out = {Until: %v, Last: %v}; want {zero, %v}", oe.Until, oe.Last, errRefused)
 	}
 	if st := c.State(scope); st.Phase != breaker.HalfOpen || st.Probes != 1 {
 		t.Errorf("State while the probe is out = %v, %d probes; want half-open, 1", st.Phase, st.Probes)
@@ -136,7 +136,7 @@ func TestDropFreesProbeSlot(t *testing.T) {
 		{"Throttle", func(p breaker.Pass) { p.Done(status429, nil) }},
 		{"Fatal4xx", func(p breaker.Pass) { p.Done(status404, nil) }},
 		{"Cancelled", func(p breaker.Pass) { p.Done(cancelled, errOf(cancelled)) }},
-		{"NotTripping", func(p breaker.Pass) { p.Done(status503, nil) }}, // with Trips timeouts only
+		{"NotTripping", func(p breaker.Pass) { p.Done(refused, errRefused) }}, // with Trips timeouts only
 	}
 	for _, tt := range settle {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,7 +145,7 @@ func TestDropFreesProbeSlot(t *testing.T) {
 				c.Trips = breaker.Kinds{classify.Timeout}
 				attempt(t, c, scope, timeout)
 			} else {
-				attempt(t, c, scope, status503)
+				attempt(t, c, scope, refused)
 			}
 			clk.Advance(time.Minute)
 			p := mustAllow(t, c, scope)
@@ -280,9 +280,9 @@ func TestOutcomesOfEarlierPhasesAreIgnored(t *testing.T) {
 
 	// Closed again: the failures of the first closed phase do not count.
 	for _, p := range inFlight[1:5] {
-		p.Done(status503, nil)
+		p.Done(refused, errRefused)
 	}
-	probe.Done(status503, nil)
+	probe.Done(refused, errRefused)
 	if st := c.State(scope); st.Phase != breaker.Closed || st.Failures != 0 {
 		t.Fatalf("State after 5 failures of earlier phases = %v, %d failures; want closed, 0", st.Phase, st.Failures)
 	}
@@ -292,7 +292,7 @@ func TestOutcomesOfEarlierPhasesAreIgnored(t *testing.T) {
 	clk.Advance(breaker.DefaultOpenFor)
 	first := mustAllow(t, c, scope)
 	clk.Advance(breaker.DefaultProbeLease) // first is lost; the next caller probes and fails
-	mustAllow(t, c, scope).Done(status503, nil)
+	mustAllow(t, c, scope).Done(refused, errRefused)
 	clk.Advance(2 * breaker.DefaultOpenFor)
 	second := mustAllow(t, c, scope)
 	first.Done(ok, nil)

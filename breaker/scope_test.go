@@ -38,7 +38,7 @@ func TestMaxScopesBoundsStoredScopes(t *testing.T) {
 		t.Fatalf("State of an evicted scope = %+v; want the zero State", st)
 	}
 	p := mustAllow(t, c, "a") // stored again, closed
-	early.Done(status503, nil)
+	early.Done(refused, errRefused)
 	if st := c.State("a"); st.Failures != 0 {
 		t.Errorf("Failures after a pass from before the eviction failed = %d; want 0", st.Failures)
 	}

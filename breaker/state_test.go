@@ -1,7 +1,6 @@
 package breaker_test
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -29,7 +28,7 @@ func TestStateOfUnknownScopeIsZero(t *testing.T) {
 func TestStateReportsEachPhase(t *testing.T) {
 	c, clk := newCircuit(&breaker.Circuit{})
 	t0 := faketime.Epoch
-	last := errors.New("status 503")
+	last := errRefused
 	check := func(when string, want breaker.State) {
 		t.Helper()
 		sameText := cmp.Comparer(func(a, b error) bool { return fmt.Sprint(a) == fmt.Sprint(b) })
@@ -38,11 +37,11 @@ func TestStateReportsEachPhase(t *testing.T) {
 		}
 	}
 	for range 3 {
-		attempt(t, c, scope, status503)
+		attempt(t, c, scope, refused)
 	}
 	check("after 3 failures", breaker.State{Phase: breaker.Closed, Failures: 3, Last: last})
 	for range 2 {
-		attempt(t, c, scope, status503)
+		attempt(t, c, scope, refused)
 	}
 	until := t0.Add(breaker.DefaultOpenFor)
 	check("after 5 failures", breaker.State{Phase: breaker.Open, Since: t0, Failures: 5, Until: until,
@@ -100,7 +99,7 @@ func TestPhaseString(t *testing.T) {
 // no probe and settling it does nothing.
 func TestZeroPassDoesNothing(t *testing.T) {
 	var p breaker.Pass
-	p.Done(status503, nil)
+	p.Done(refused, errRefused)
 	p.Drop()
 	if p.Probe() || p.Scope() != "" || p.Ticket() != (breaker.Ticket{}) {
 		t.Errorf("zero Pass: Probe %t, Scope %q, Ticket %+v; want false, \"\", zero", p.Probe(), p.Scope(), p.Ticket())
@@ -140,7 +139,7 @@ func TestPassesOfAnotherCircuitAreIgnored(t *testing.T) {
 	b, _ := newCircuit(&breaker.Circuit{Failures: 1})
 	p := mustAllow(t, a, scope)
 	mustAllow(t, b, scope).Drop()
-	b.Done(p, status503, nil)
+	b.Done(p, refused, errRefused)
 	if st := b.State(scope); st.Phase != breaker.Closed || st.Failures != 0 {
 		t.Errorf("b's State after b.Done of a's pass = %v, %d failures; want closed, 0", st.Phase, st.Failures)
 	}

@@ -39,8 +39,7 @@ func (v value) breaker() *breaker.Circuit {
 }
 
 // trips decodes a trips list, kind names in any case, into a Circuit's
-// Trips, a breaker.Kinds of the kinds it names in the order of tripKinds:
-// nil when it names both, which is what a nil Trips counts.
+// Trips, a breaker.Kinds of the kinds it names in the order of tripKinds.
 func (v value) trips() breaker.Tripper {
 	elems := v.elements(wantTrips)
 	if elems == nil {
@@ -66,9 +65,11 @@ func (v value) trips() breaker.Tripper {
 		}
 	}
 	switch {
-	case transient && !timeout:
+	case transient && timeout:
+		return breaker.Kinds{classify.Transient, classify.Timeout}
+	case transient:
 		return breaker.Kinds{classify.Transient}
-	case timeout && !transient:
+	case timeout:
 		return breaker.Kinds{classify.Timeout}
 	}
 	return nil

@@ -35,7 +35,7 @@ func TestLoadBreaker(t *testing.T) {
 		{`{"trips": ["timeout"]}`, &breaker.Circuit{Trips: onlyTimeouts}},
 		{`{"trips": ["Transient"]}`, &breaker.Circuit{Trips: onlyTransients}},
 		{`{"trips": ["TIMEOUT", "timeout"]}`, &breaker.Circuit{Trips: onlyTimeouts}},
-		{`{"trips": ["timeout", "transient"]}`, &breaker.Circuit{}},
+		{`{"trips": ["timeout", "transient"]}`, &breaker.Circuit{Trips: breaker.Kinds{classify.Transient, classify.Timeout}}},
 	}
 	for _, tt := range tests {
 		got, err := load(`{"breaker": ` + tt.doc + `}`)
@@ -139,7 +139,7 @@ func TestMarshalJSONWritesTripsBack(t *testing.T) {
 	for _, tt := range []struct{ doc, want string }{
 		{`{"breaker": {"trips": ["TIMEOUT"]}}`, `{"breaker":{"trips":["timeout"]}}`},
 		{`{"breaker": {"trips": ["transient"]}}`, `{"breaker":{"trips":["transient"]}}`},
-		{`{"breaker": {"trips": ["transient", "timeout"], "failures": 2}}`, `{"breaker":{"failures":2}}`},
+		{`{"breaker": {"trips": ["timeout", "transient"], "failures": 2}}`, `{"breaker":{"failures":2,"trips":["transient","timeout"]}}`},
 	} {
 		p, err := load(tt.doc)
 		if err != nil {

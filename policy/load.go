@@ -158,8 +158,10 @@ import (
 // dial or read timeout; a 408 or 504 status is Transient), so that a
 // server that answers 503 at once is left to the retries; "transient"
 // counts only Transient ones (such as a 502 or 503, a refused or reset
-// connection); both, or no trips member, count both, the Circuit's
-// default. Throttle and Fatal outcomes never count. Load makes a
+// connection); both count both. Without a trips member, Trips is nil, the
+// Circuit's default: timeouts, and transient failures without a response
+// (a refused or reset connection), not a 5xx response. Throttle and Fatal
+// outcomes never count. Load makes a
 // breaker.Kinds of the list, and [Policy.MarshalJSON] writes a
 // breaker.Kinds of those kinds back as its list; any other Tripper it
 // cannot write.

@@ -224,8 +224,10 @@ type Policy struct {
 	RateLimit ratelimit.Limiter
 
 	// Breaker stops sending to a scope whose server seems to be in
-	// trouble: after failures that mean so (timeouts, connection errors,
-	// 5xx; never a 429, the rate limiters' business, nor another 4xx), every
+	// trouble: after failures that mean so (by default timeouts and
+	// connection errors, the failures of a server that does not answer;
+	// 5xx responses too if its Trips says so; never a 429, the rate
+	// limiters' business, nor another 4xx), every
 	// attempt of the scope, first ones included, fails at once with an
 	// error matching breaker.ErrOpen that carries the last failure, until a
 	// probe finds the server well again. A *breaker.Circuit keeps each
