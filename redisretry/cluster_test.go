@@ -343,4 +343,6 @@ func TestCluster(t *testing.T) {
 		checkNoFailure(t, rs)
 		checkKeysOnOwners(t, c, owner, func(scope string) string { return "rate:" + rs[0].store.Prefix + "{" + scope + "}:fixed" })
 	})
+
+	t.Run("BreakerOpeningSharedByFleet", func(t *testing.T) { clusterBreakerOpeningShared(t, c, scopes, owner) })
 }

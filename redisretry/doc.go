@@ -1,8 +1,9 @@
-// Package redisretry keeps the retry quotas of package quota and the send
-// rates of package ratelimit in Redis, so that a fleet of replicas shares
-// them: one retry quota per scope for the whole fleet, one adaptive send
-// rate learned from every replica's throttles, one pacing by the quota the
-// server publishes on its responses, one fixed rate limit.
+// Package redisretry keeps the retry quotas of package quota, the send
+// rates of package ratelimit and the circuits of package breaker in Redis,
+// so that a fleet of replicas shares them: one retry quota per scope for
+// the whole fleet, one adaptive send rate learned from every replica's
+// throttles, one pacing by the quota the server publishes on its
+// responses, one fixed rate limit, one circuit breaker.
 // It is a separate module, so that the core module depends on no Redis
 // client.
 //
@@ -17,10 +18,13 @@
 // one curve and one queue for the fleet, which also paces the fleet by
 // the quota a server publishes (the IETF RateLimit fields,
 // X-RateLimit-*: what is left until when), [Fixed] a fixed limit on
-// package redis_rate's GCRA. Each takes its parameters from an
-// in-process value of package quota or ratelimit (a quota.Bucket, a
-// ratelimit.Adaptive, a ratelimit.Fixed), its Local field, which is also
-// its state when Redis does not answer. docs/redis.md describes the
+// package redis_rate's GCRA, [Breaker] a circuit breaker whose circuit
+// per scope the fleet shares: when one replica opens it every replica
+// refuses, and one replica of the fleet at a time probes. Each takes its
+// parameters from an in-process value of package quota, ratelimit or
+// breaker (a quota.Bucket, a ratelimit.Adaptive, a ratelimit.Fixed, a
+// breaker.Circuit), its Local field, which is also its state when Redis
+// does not answer. docs/redis.md describes the
 // algorithms and what the bench measured.
 //
 // # When to share
@@ -45,10 +49,11 @@
 //
 // A scope's keys are Prefix + "{" + scope + "}:" + kind, kind "quota",
 // "adaptive", "published" (the quota the server publishes, written once a
-// replica reports one) or "fixed" (with redis_rate's "rate:" first). The
+// replica reports one), "fixed" (with redis_rate's "rate:" first) or
+// "breaker" (the shared circuit and its probe lease). The
 // braces make the scope a Redis Cluster hash tag, so every script touches
 // one slot. Keys expire after the Store's TTL without a write. TestCluster
-// runs Quota, Adaptive and Fixed on a Redis Cluster of three masters, with
+// runs Quota, Adaptive, Fixed and Breaker on a Redis Cluster of three masters, with
 // scopes on different nodes, and no call falls back. Through Redis
 // Sentinel (NewFailoverClient), TestSentinelQuotaSharedByFleet has two
 // replicas share one Quota bucket, with no fallback.
@@ -65,6 +70,11 @@
 //	Adaptive.Cancel                 1, best effort
 //	Fixed.Reserve                   1 (0 without a Limit, or while the replica's earlier attempts wait)
 //	Fixed.Delay                     0 until its turn, then 1
+//	Breaker.Allow                   closed: 0 (1 per Refresh, 100 ms, while the replica sends);
+//	                                open: 0 until the open time ends, then 1 per Refresh until it closes
+//	Breaker.Done                    0 for a success; 1 for a probe, and for a failure that opens
+//	                                Local's circuit or finds the last read Refresh old
+//	Breaker.State, Fallbacks        0
 //
 // Every call is one Lua script (EVALSHA; EVAL once after a server restart)
 // that does its arithmetic atomically in Redis; an Adaptive's Reserve
@@ -94,7 +104,7 @@
 // (Fallbacks, [ratelimit.FallbackCounter]), which the transport reports in
 // its Snapshot, and logged at most once per LogInterval if the Store has a
 // Logger. While Redis is down each replica is on its own, with its Local
-// quota and rates: a Quota and an Adaptive apply every outcome to Local
+// quota, rates and circuit: a Quota and an Adaptive apply every outcome to Local
 // too, and an Adaptive every published quota, so that it holds the
 // replica's recent history when needed.
 //

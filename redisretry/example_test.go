@@ -2,6 +2,7 @@ package redisretry_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/retrytransport/retrytransport"
 	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/breaker"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/quota"
@@ -144,5 +146,42 @@ func ExampleFixed() {
 	// true false
 	// true false
 	// true true
+	// 1
+}
+
+// One replica's failures open the circuit for the fleet: the other
+// replica refuses the scope's attempts from its next read of the shared
+// circuit on, with the failure that opened it. The clock is fixed here, so
+// that the open time is exact.
+func ExampleBreaker() {
+	ctx := context.Background()
+	a := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
+	defer a.Close()
+	b := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
+	defer b.Close()
+	now := func() time.Time { return time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC) }
+
+	// The parameters, and each replica's own circuit; Rand 0.5: no jitter.
+	local := func() *breaker.Circuit { return &breaker.Circuit{Now: now, Rand: func() float64 { return 0.5 }} }
+	ba := (&redisretry.Store{Client: a, Prefix: "example:", Now: now, Timeout: exampleTimeout}).Breaker(local())
+	bb := (&redisretry.Store{Client: b, Prefix: "example:", Now: now, Timeout: exampleTimeout}).Breaker(local())
+
+	for range breaker.DefaultFailures { // 5 failures in a row on a
+		p, _ := ba.Allow("api.example.com")
+		p.Done(classify.Outcome{Kind: classify.Transient, Reason: "status 503"}, nil)
+	}
+	_, err := bb.Allow("api.example.com")
+	fmt.Println(err)
+	var oe *breaker.OpenError
+	if errors.As(err, &oe) {
+		fmt.Println("open for", oe.Until.Sub(now()))
+	}
+	fmt.Println(bb.State("api.example.com").Phase)
+
+	fmt.Println(a.Del(ctx, "example:{api.example.com}:breaker").Val())
+	// Output:
+	// breaker: circuit open for scope "api.example.com": status 503
+	// open for 1.5s
+	// open
 	// 1
 }

@@ -23,17 +23,18 @@ const (
 	DefaultLogInterval = time.Minute          // least time between two log lines of one kind
 )
 
-// Store is where a fleet's shared retry quotas and rate limits live: one
-// Redis deployment, reached through Client, and how this replica talks to
-// it. A [Quota], [Fixed] or [Adaptive] keeps each scope's state in keys of
-// the Store, so that every replica that uses the same Redis and Prefix
-// shares it; the methods Quota, Fixed and Adaptive make one.
+// Store is where a fleet's shared retry quotas, rate limits and circuits
+// live: one Redis deployment, reached through Client, and how this replica
+// talks to it. A [Quota], [Fixed], [Adaptive] or [Breaker] keeps each
+// scope's state in keys of the Store, so that every replica that uses the
+// same Redis and Prefix shares it; the methods Quota, Fixed, Adaptive and
+// Breaker make one.
 //
 // # Keys
 //
 // The keys of a scope are Prefix + "{" + scope + "}:" + kind, with kind
-// "quota", "adaptive" or "published" (an Adaptive's pacing by the quota
-// the server publishes); a Fixed's key is that of kind "fixed" behind the
+// "quota", "adaptive", "published" (an Adaptive's pacing by the quota
+// the server publishes) or "breaker"; a Fixed's key is that of kind "fixed" behind the
 // "rate:" that package redis_rate puts first. The braces are a Redis
 // Cluster hash tag: all keys of one scope land in one slot, so each
 // script touches one node. A key that no call has written to for TTL
