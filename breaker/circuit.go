@@ -282,25 +282,32 @@ const (
 )
 
 // verdict returns what out, with err the attempt's error (nil when a
-// response came), counts as. Without Trips, a Timeout counts, and a
-// Transient outcome only without a response (a refused or reset
-// connection): a server that answers, 503 or not, is up.
+// response came), counts as.
 func (c *Circuit) verdict(out classify.Outcome, err error) verdict {
-	switch out.Kind {
-	case classify.Success:
+	switch {
+	case out.Kind == classify.Success:
 		return succeeded
-	case classify.Transient, classify.Timeout:
-		if c.Trips != nil {
-			if c.Trips.Trips(out) {
-				return failed
-			}
-			return dropped
-		}
-		if out.Kind == classify.Timeout || err != nil {
-			return failed
-		}
+	case c.Failure(out, err):
+		return failed
 	}
 	return dropped
+}
+
+// Failure reports whether an attempt whose outcome is out, with err its
+// error (nil when a response came), counts as a failure of its server
+// under c's Trips: with Trips, a Transient or Timeout outcome it says
+// counts; without, a Timeout, or a Transient outcome without a response
+// (a refused or reset connection), since a server that answers, 503 or
+// not, is up. Other outcomes never count. A breaker that keeps its state
+// elsewhere (module redisretry) counts as c does.
+func (c *Circuit) Failure(out classify.Outcome, err error) bool {
+	switch {
+	case out.Kind != classify.Transient && out.Kind != classify.Timeout:
+		return false
+	case c.Trips != nil:
+		return c.Trips.Trips(out)
+	}
+	return out.Kind == classify.Timeout || err != nil
 }
 
 // scope returns scope's circuit, marked used, creating it closed if

@@ -245,7 +245,7 @@ func (b *Breaker) localDecides(now time.Time, scope string, w uint64) (breaker.P
 // round trip to publish the opening or read the circuit. A probe's outcome
 // is one round trip, which closes the fleet's circuit or opens it again.
 func (b *Breaker) Done(p breaker.Pass, out classify.Outcome, err error) {
-	v := b.verdict(out)
+	v := b.verdict(out, err)
 	if p.Probe() {
 		b.settle(p, v, out, err)
 		return
@@ -424,16 +424,14 @@ const (
 	failed                   // it is in trouble
 )
 
-// verdict returns what out counts as, as breaker.Circuit counts it with
-// Local's Trips.
-func (b *Breaker) verdict(out classify.Outcome) verdict {
-	switch out.Kind {
-	case classify.Success:
+// verdict returns what out, with err its attempt's error, counts as, as
+// Local counts it (breaker.Circuit.Failure).
+func (b *Breaker) verdict(out classify.Outcome, err error) verdict {
+	switch {
+	case out.Kind == classify.Success:
 		return succeeded
-	case classify.Transient, classify.Timeout:
-		if t := b.local().Trips; t == nil || t(out) {
-			return failed
-		}
+	case b.local().Failure(out, err):
+		return failed
 	}
 	return dropped
 }

@@ -133,7 +133,7 @@ func TestBreakerFleetThroughHang(t *testing.T) {
 	clock = faketime.New()
 	alone := make([]breaker.Breaker, h.replicas)
 	for i := range alone {
-		alone[i] = &breaker.Circuit{Now: clock.Now, Rand: func() float64 { return 0.5 }}
+		alone[i] = &breaker.Circuit{Now: clock.Now, Rand: func() float64 { return 0.5 }, Trips: fiveXX}
 	}
 	base := h.run(clock, alone)
 

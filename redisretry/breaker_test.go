@@ -26,6 +26,10 @@ var (
 	status503 = classify.Outcome{Kind: classify.Transient, Reason: "status 503"}
 	timedOut  = classify.Outcome{Kind: classify.Timeout, Reason: "timeout"}
 	status429 = classify.Outcome{Kind: classify.Throttle, Reason: "status 429"}
+
+	// fiveXX makes a circuit count 503s, which the tests fail attempts
+	// with, as it counts timeouts and refused connections by default.
+	fiveXX = breaker.Kinds{classify.Transient, classify.Timeout}
 )
 
 // breakerFleet returns n Breakers on srv, each with its own Store and
@@ -46,6 +50,9 @@ func breakerFleet(t *testing.T, srv *redisServer, n int, clock *faketime.Clock, 
 		l.Now = clock.Now
 		if l.Rand == nil {
 			l.Rand = func() float64 { return 0.5 }
+		}
+		if l.Trips == nil {
+			l.Trips = fiveXX
 		}
 		bs[i] = s.Breaker(l)
 	}
@@ -446,7 +453,7 @@ func TestBreakerFallsBackToLocalWhenRedisDown(t *testing.T) {
 	clock := faketime.New()
 	s := &redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 50 * time.Millisecond,
 		Backoff: 100 * time.Millisecond, Now: clock.Now}
-	b := s.Breaker(&breaker.Circuit{Now: clock.Now, Rand: func() float64 { return 0.5 }})
+	b := s.Breaker(&breaker.Circuit{Now: clock.Now, Rand: func() float64 { return 0.5 }, Trips: fiveXX})
 	attemptOn(t, b, answered)
 	srv.Kill()
 	clock.Advance(redisretry.DefaultBreakerRefresh)
@@ -487,7 +494,7 @@ func TestBreakerCallsWithinTimeoutOnStalledRedis(t *testing.T) {
 	clock := faketime.New()
 	s := &redisretry.Store{Client: srv.client(t, nil), Prefix: uniquePrefix(t), Timeout: 50 * time.Millisecond,
 		Backoff: 100 * time.Millisecond, Now: clock.Now}
-	b := s.Breaker(&breaker.Circuit{Now: clock.Now, Rand: func() float64 { return 0.5 }})
+	b := s.Breaker(&breaker.Circuit{Now: clock.Now, Rand: func() float64 { return 0.5 }, Trips: fiveXX})
 	attemptOn(t, b, answered)
 	if err := adm.ClientPause(context.Background(), 2*time.Second).Err(); err != nil {
 		t.Fatalf("CLIENT PAUSE: %v", err)
@@ -529,7 +536,7 @@ func TestBreakerFleetUnderConcurrency(t *testing.T) {
 	clock := faketime.New()
 	t0 := clock.Now()
 	bs := breakerFleet(t, srv, 4, clock, func() *breaker.Circuit {
-		return &breaker.Circuit{Rand: func() float64 { return 0.5 }}
+		return &breaker.Circuit{Rand: func() float64 { return 0.5 }, Trips: fiveXX}
 	})
 	failing := func(at time.Time) bool { d := at.Sub(t0); return d >= time.Second && d < 4*time.Second }
 	var (
@@ -609,10 +616,10 @@ func TestBreakerFleetUnderConcurrency(t *testing.T) {
 }
 
 // TestBreakerWithoutStoreIsLocal checks that a Breaker without a Store is
-// its Local circuit, counting fallbacks: the zero Breaker opens after
-// Failures and refuses.
+// its Local circuit, counting fallbacks: it opens after Failures and
+// refuses.
 func TestBreakerWithoutStoreIsLocal(t *testing.T) {
-	b := &redisretry.Breaker{}
+	b := &redisretry.Breaker{Local: &breaker.Circuit{Trips: fiveXX}}
 	for range breaker.DefaultFailures {
 		attemptOn(t, b, status503)
 	}
@@ -671,7 +678,7 @@ func TestBreakerSuccessResetsFailures(t *testing.T) {
 func clusterBreakerOpeningShared(t *testing.T, c *redisCluster, scopes []string, owner map[string]string) {
 	clock := faketime.New()
 	rs := newClusterReplicas(t, c, 2, clock)
-	local := func() *breaker.Circuit { return &breaker.Circuit{Now: clock.Now, Rand: func() float64 { return 0.5 }} }
+	local := func() *breaker.Circuit { return &breaker.Circuit{Now: clock.Now, Rand: func() float64 { return 0.5 }, Trips: fiveXX} }
 	a, b := rs[0].store.Breaker(local()), rs[1].store.Breaker(local())
 	for _, sc := range scopes {
 		for range breaker.DefaultFailures {

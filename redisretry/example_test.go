@@ -166,9 +166,10 @@ func ExampleBreaker() {
 	ba := (&redisretry.Store{Client: a, Prefix: "example:", Now: now, Timeout: exampleTimeout}).Breaker(local())
 	bb := (&redisretry.Store{Client: b, Prefix: "example:", Now: now, Timeout: exampleTimeout}).Breaker(local())
 
+	refused := errors.New("dial tcp 192.0.2.7:443: connect: connection refused")
 	for range breaker.DefaultFailures { // 5 failures in a row on a
 		p, _ := ba.Allow("api.example.com")
-		p.Done(classify.Outcome{Kind: classify.Transient, Reason: "status 503"}, nil)
+		p.Done(classify.Outcome{Kind: classify.Transient, Reason: "connection refused"}, refused)
 	}
 	_, err := bb.Allow("api.example.com")
 	fmt.Println(err)
@@ -180,7 +181,7 @@ func ExampleBreaker() {
 
 	fmt.Println(a.Del(ctx, "example:{api.example.com}:breaker").Val())
 	// Output:
-	// breaker: circuit open for scope "api.example.com": status 503
+	// breaker: circuit open for scope "api.example.com": dial tcp 192.0.2.7:443: connect: connection refused
 	// open for 1.5s
 	// open
 	// 1
