@@ -678,7 +678,9 @@ func TestBreakerSuccessResetsFailures(t *testing.T) {
 func clusterBreakerOpeningShared(t *testing.T, c *redisCluster, scopes []string, owner map[string]string) {
 	clock := faketime.New()
 	rs := newClusterReplicas(t, c, 2, clock)
-	local := func() *breaker.Circuit { return &breaker.Circuit{Now: clock.Now, Rand: func() float64 { return 0.5 }, Trips: fiveXX} }
+	local := func() *breaker.Circuit {
+		return &breaker.Circuit{Now: clock.Now, Rand: func() float64 { return 0.5 }, Trips: fiveXX}
+	}
 	a, b := rs[0].store.Breaker(local()), rs[1].store.Breaker(local())
 	for _, sc := range scopes {
 		for range breaker.DefaultFailures {
