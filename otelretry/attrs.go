@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/breaker"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/quota"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"go.opentelemetry.io/otel/attribute"
@@ -43,6 +45,14 @@ func stopReason(err error) string {
 	case errors.Is(err, retrytransport.ErrRetryRefused):
 		// First: the hook's own error, wrapped with it, may match any other.
 		return "refused"
+	case errors.Is(err, breaker.ErrOpen):
+		// Before the context's errors: an open circuit's error unwraps to
+		// the failure that opened it, a deadline's, say.
+		return "breaker_open"
+	case errors.Is(err, concurrency.ErrLimited):
+		return "concurrency_limited"
+	case errors.Is(err, retrytransport.ErrInvalidPolicy):
+		return "invalid_policy"
 	case errors.Is(err, retrytransport.ErrExhausted):
 		return "exhausted"
 	case errors.Is(err, retrytransport.ErrSDKRetries):

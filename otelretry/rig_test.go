@@ -218,6 +218,10 @@ func points(t *testing.T, a metricdata.Aggregation) []point {
 		for _, dp := range d.DataPoints {
 			out = append(out, point{attrMap(dp.Attributes), dp.Value})
 		}
+	case metricdata.Gauge[int64]:
+		for _, dp := range d.DataPoints {
+			out = append(out, point{attrMap(dp.Attributes), float64(dp.Value)})
+		}
 	default:
 		t.Fatalf("aggregation %T; want a sum or a gauge", a)
 	}

@@ -7,6 +7,7 @@ import (
 	"weak"
 
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/breaker"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -24,6 +25,11 @@ const (
 	measuredRateMetric   = "retrytransport.adaptive.measured_rate"
 	fallbacksMetric      = "retrytransport.store.fallbacks"
 	hedgesMetric         = "retrytransport.hedges"
+	breakerRefusals      = "retrytransport.breaker.refusals"
+	breakerStateMetric   = "retrytransport.breaker.state"
+	concRefusalsMetric   = "retrytransport.concurrency.refusals"
+	concLimitMetric      = "retrytransport.concurrency.limit"
+	concInFlightMetric   = "retrytransport.concurrency.in_flight"
 )
 
 // scopeCounters are the per-scope counters: each instrument's name, unit
@@ -45,6 +51,10 @@ var scopeCounters = [...]struct {
 		func(st retrytransport.ScopeStats) uint64 { return st.Fallbacks }},
 	{hedgesMetric, "{attempt}", "Copies of slow attempts sent beside them (hedged requests).",
 		func(st retrytransport.ScopeStats) uint64 { return st.Hedges }},
+	{breakerRefusals, "{attempt}", "Attempts, first ones included, that the scope's circuit breaker refused while open.",
+		func(st retrytransport.ScopeStats) uint64 { return st.BreakerRefusals }},
+	{concRefusalsMetric, "{attempt}", "Attempts that the scope's concurrency limit had no place for.",
+		func(st retrytransport.ScopeStats) uint64 { return st.ConcurrencyRefusals }},
 }
 
 // counts are one scope's counters, in the order of scopeCounters.
@@ -64,6 +74,7 @@ func countsOf(st retrytransport.ScopeStats) counts {
 type scopeInstruments struct {
 	counters              [len(scopeCounters)]metric.Int64ObservableCounter
 	quota, fill, measured metric.Float64ObservableGauge
+	open, limit, inFlight metric.Int64ObservableGauge
 }
 
 // observeScopes reports t's per-scope statistics at each collection, for
@@ -71,7 +82,7 @@ type scopeInstruments struct {
 // unregistered once t is collected.
 func (m *metrics) observeScopes(t *retrytransport.Transport) {
 	var s scopeInstruments
-	var errs [len(scopeCounters) + 3]error
+	var errs [len(scopeCounters) + 6]error
 	for i, sc := range scopeCounters {
 		s.counters[i], errs[i] = m.meter.Int64ObservableCounter(sc.name,
 			metric.WithUnit(sc.unit), metric.WithDescription(sc.description))
@@ -86,13 +97,22 @@ func (m *metrics) observeScopes(t *retrytransport.Transport) {
 	s.measured, gaugeErrs[2] = m.meter.Float64ObservableGauge(measuredRateMetric,
 		metric.WithUnit("{request}/s"),
 		metric.WithDescription("The adaptive limiter's smoothed measure of the scope's response rate."))
+	s.open, gaugeErrs[3] = m.meter.Int64ObservableGauge(breakerStateMetric,
+		metric.WithUnit("{state}"),
+		metric.WithDescription("The scope's circuit breaker: 0 closed, 1 open, 2 half-open (probing)."))
+	s.limit, gaugeErrs[4] = m.meter.Int64ObservableGauge(concLimitMetric,
+		metric.WithUnit("{attempt}"),
+		metric.WithDescription("How many attempts of the scope its concurrency limit lets be in flight at once."))
+	s.inFlight, gaugeErrs[5] = m.meter.Int64ObservableGauge(concInFlightMetric,
+		metric.WithUnit("{attempt}"),
+		metric.WithDescription("Attempts of the scope in flight under its concurrency limit."))
 	for _, err := range errs {
 		if err != nil {
 			otel.Handle(err)
 			return
 		}
 	}
-	instruments := []metric.Observable{s.quota, s.fill, s.measured}
+	instruments := []metric.Observable{s.quota, s.fill, s.measured, s.open, s.limit, s.inFlight}
 	for _, c := range s.counters {
 		instruments = append(instruments, c)
 	}
@@ -131,6 +151,13 @@ func (m *metrics) observe(o metric.Observer, s *scopeInstruments, stats []retryt
 			if a.Enabled {
 				o.ObserveFloat64(s.fill, a.FillRate, opt)
 			}
+		}
+		if st.Breaker != (breaker.State{}) || st.BreakerRefusals > 0 {
+			o.ObserveInt64(s.open, int64(st.Breaker.Phase), opt)
+		}
+		if c := st.Concurrency; c.Limit > 0 {
+			o.ObserveInt64(s.limit, int64(c.Limit), opt)
+			o.ObserveInt64(s.inFlight, int64(c.InFlight), opt)
 		}
 	}
 	if other, ok := m.other.add(custom); ok {

@@ -10,6 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/breaker"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/otelretry"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/quota"
@@ -310,4 +313,52 @@ func TestCancelledWhileWaiting(t *testing.T) {
 // sleepWith makes the retries' waits call f instead of sleeping.
 func sleepWith(f func(context.Context) error) retrytransport.Option {
 	return retrytransport.WithClock(nil, func(ctx context.Context, _ time.Duration) error { return f(ctx) })
+}
+
+// TestBreakerAndConcurrencyMetrics: a request refused by an open circuit
+// stops for "breaker_open", and the scope's breaker and concurrency limit
+// are reported: the circuit's phase and refusals, the limit and what is in
+// flight.
+func TestBreakerAndConcurrencyMetrics(t *testing.T) {
+	srv := newServer(t, answer{status: 200})
+	p := policy.Standard()
+	p.MaxAttempts = 1
+	refused := errors.New("dial tcp: connect: connection refused")
+	c := &breaker.Circuit{Failures: 1}
+	p.Breaker = c
+	p.Concurrency = &concurrency.Fixed{Max: 4}
+	r := newRig(t, p)
+	host, port := hostPort(t, srv.URL)
+	scope := host + ":" + port
+	if _, status, err := r.call(t, context.Background(), "GET", srv.URL); err != nil || status != 200 {
+		t.Fatalf("GET = %d, %v; want 200", status, err)
+	}
+	// Open the circuit as a refused connection would.
+	pass, err := c.Allow(scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass.Done(classify.Outcome{Kind: classify.Transient, Reason: "connection refused"}, refused)
+	_, _, err = r.call(t, context.Background(), "GET", srv.URL)
+	if !errors.Is(err, breaker.ErrOpen) {
+		t.Fatalf("GET with the circuit open = %v; want breaker.ErrOpen", err)
+	}
+	caller, _ := r.ended(t) // the last caller's span, the refused request's
+	events := eventsOf(caller)
+	if len(events) != 1 || events[0].Attrs["retrytransport.stop_reason"] != "breaker_open" {
+		t.Errorf("caller's span events %v; want one give-up for breaker_open", events)
+	}
+	labels := map[string]string{"retrytransport.scope": scope}
+	m := r.collect(t)
+	for name, want := range map[string][]point{
+		"retrytransport.breaker.refusals":      {{labels, 1}},
+		"retrytransport.breaker.state":         {{labels, 1}},
+		"retrytransport.concurrency.refusals":  {{labels, 0}},
+		"retrytransport.concurrency.limit":     {{labels, 4}},
+		"retrytransport.concurrency.in_flight": {{labels, 0}},
+	} {
+		if diff := cmp.Diff(want, points(t, m[name])); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
 }

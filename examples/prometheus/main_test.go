@@ -170,6 +170,8 @@ func TestScrape(t *testing.T) {
 		key("retrytransport_rate_limit_refusals_total", scope):             0,
 		key("retrytransport_store_fallbacks_total", scope):                 0,
 		key("retrytransport_hedges_total", scope):                          0,
+		key("retrytransport_breaker_refusals_total", scope):                0,
+		key("retrytransport_concurrency_refusals_total", scope):            0,
 		key("retrytransport_quota_level", scope):                           quota,
 	}
 	got := r.scrape(t)
@@ -252,16 +254,18 @@ func TestRunOnce(t *testing.T) {
 	// 8 rounds of 5 requests: 4 succeed (after 1, 2, 2 and 3 attempts)
 	// and 1 gives up after 3, with one 429 per round.
 	want := map[string]float64{
-		"retrytransport_request_attempts_count":    32 + 8,
-		"retrytransport_request_attempts_sum":      8*(1+2+2+3) + 8*3,
-		"retrytransport_request_retries_count":     24 + 8,
-		"retrytransport_request_retries_sum":       8*(1+1+2) + 8*2,
-		"retrytransport_throttles_total":           8,
-		"retrytransport_quota_refusals_total":      0,
-		"retrytransport_budget_refusals_total":     0,
-		"retrytransport_rate_limit_refusals_total": 0,
-		"retrytransport_store_fallbacks_total":     0,
-		"retrytransport_hedges_total":              0,
+		"retrytransport_request_attempts_count":     32 + 8,
+		"retrytransport_request_attempts_sum":       8*(1+2+2+3) + 8*3,
+		"retrytransport_request_retries_count":      24 + 8,
+		"retrytransport_request_retries_sum":        8*(1+1+2) + 8*2,
+		"retrytransport_throttles_total":            8,
+		"retrytransport_quota_refusals_total":       0,
+		"retrytransport_budget_refusals_total":      0,
+		"retrytransport_rate_limit_refusals_total":  0,
+		"retrytransport_store_fallbacks_total":      0,
+		"retrytransport_hedges_total":               0,
+		"retrytransport_breaker_refusals_total":     0,
+		"retrytransport_concurrency_refusals_total": 0,
 	}
 	sums := make(map[string]float64)
 	for k, v := range got {
