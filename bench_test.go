@@ -9,6 +9,8 @@ import (
 
 	"github.com/hashicorp/go-cleanhttp"
 	"github.com/retrytransport/retrytransport"
+	"github.com/retrytransport/retrytransport/breaker"
+	"github.com/retrytransport/retrytransport/concurrency"
 	"github.com/retrytransport/retrytransport/policy"
 )
 
@@ -105,6 +107,8 @@ func BenchmarkOverhead(b *testing.B) {
 		{"GET/retrytransport+finalobserver", retrytransport.New(stub, retrytransport.WithFinalObserver(func(retrytransport.Event) {})), get},
 		{"GETHeaders/bare", stub, headers},
 		{"GETHeaders/retrytransport", retrytransport.New(stub), headers},
+		{"GET/retrytransport+breaker", retrytransport.New(stub, retrytransport.WithPolicy(withBreaker())), get},
+		{"GET/retrytransport+concurrency", retrytransport.New(stub, retrytransport.WithPolicy(withConcurrency())), get},
 		{"POST/bare", stub, post},
 		{"POST/retrytransport", retrytransport.New(stub), post},
 	} {
@@ -162,4 +166,18 @@ func BenchmarkOverheadHostPolicy(b *testing.B) {
 			}
 		})
 	}
+}
+
+// withBreaker is the Standard policy with a circuit breaker.
+func withBreaker() policy.Policy {
+	p := policy.Standard()
+	p.Breaker = &breaker.Circuit{}
+	return p
+}
+
+// withConcurrency is the Standard policy with an adaptive concurrency limit.
+func withConcurrency() policy.Policy {
+	p := policy.Standard()
+	p.Concurrency = &concurrency.Adaptive{}
+	return p
 }

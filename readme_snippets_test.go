@@ -70,7 +70,9 @@ import (
 var snippetImports = map[string]string{
 	"retrytransport": "github.com/retrytransport/retrytransport",
 	"backoff":        "github.com/retrytransport/retrytransport/backoff",
+	"breaker":        "github.com/retrytransport/retrytransport/breaker",
 	"classify":       "github.com/retrytransport/retrytransport/classify",
+	"concurrency":    "github.com/retrytransport/retrytransport/concurrency",
 	"policy":         "github.com/retrytransport/retrytransport/policy",
 	"quota":          "github.com/retrytransport/retrytransport/quota",
 	"ratelimit":      "github.com/retrytransport/retrytransport/ratelimit",

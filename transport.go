@@ -75,6 +75,15 @@ import (
 // gets a copy, and the first good answer wins. Hedging is the one feature
 // that starts goroutines, one per copy, each ending with its round trip.
 //
+// A policy may also protect a server that slows down or stops answering
+// instead of refusing: a concurrency limit (policy.Policy.Concurrency)
+// gives each attempt a place among those in flight to its scope, learned
+// from latency, and refuses the rest with concurrency.ErrLimited; a
+// circuit breaker (policy.Policy.Breaker) fails every attempt of a scope
+// whose server is not answering at once, with a *breaker.OpenError, and
+// lets a probe through now and then. Both are asked before every attempt,
+// first ones included, and a refused attempt is never sent (docs/overload.md).
+//
 // The base transport may retry on its own before Transport sees a failure:
 // net/http's Transport silently resends an idempotent request whose reused
 // keep-alive connection turned out to be closed. Such resends are not
