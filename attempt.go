@@ -32,11 +32,11 @@ type attempt struct {
 	turn      ratelimit.Reservation // its place in the adaptive limiter's queue, until it is sent
 	pass      breaker.Pass          // its scope's breaker's leave to send (Policy.Breaker), until settled
 	permit    concurrency.Permit    // its place under its scope's concurrency limit (Policy.Concurrency), until settled
-	sentAt    time.Time             // when it was sent, if its policy limits concurrency (which learns from latency)
+	sentAt    time.Time             // when it was sent, if its concurrency permit learns from latency
 	timeout   time.Duration         // its timer: AttemptTimeout or what is left of MaxTotalTime; 0 for none
 	cancel    context.CancelFunc    // a hedged copy's own context's
 	start     time.Time             // when a hedged copy was sent
-	took      time.Duration         // how long it took to its response headers, once received: a hedged copy's, or any copy's when the policy limits concurrency
+	took      time.Duration         // how long it took to its response headers, once received: a hedged copy's, or any copy's whose concurrency permit learns from latency
 
 	resp          *http.Response // what it got, as the caller would
 	err           error

@@ -246,6 +246,30 @@ func TestConcurrencyLimitRefusesWhatIsOverIt(t *testing.T) {
 	}
 }
 
+// An adaptive limit learns each attempt's latency, from its sending to its
+// response headers, as the transport's clock measures it.
+func TestConcurrencyLimitLearnsEachAttemptsLatency(t *testing.T) {
+	clock := faketime.New()
+	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		clock.Advance(10 * time.Millisecond)
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}, Request: req}, nil
+	})
+	p := policy.Standard()
+	p.Concurrency = &concurrency.Adaptive{}
+	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep))
+	for range 100 { // rounds of at least the initial limit's 20 attempts
+		resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	st := snapshotOf(t, tr, "api.example.com").Concurrency
+	if st.MinLatency != 10*time.Millisecond || st.Latency != 10*time.Millisecond {
+		t.Errorf("after 100 attempts of 10 ms: no-load latency %v, latency %v; want 10ms, 10ms", st.MinLatency, st.Latency)
+	}
+}
+
 // The caller's cancellation says nothing of the server: its attempt's
 // place is freed and its breaker pass dropped, not counted as a failure.
 func TestOverloadForgetsTheCallersCancellation(t *testing.T) {

@@ -45,14 +45,15 @@ func (r *request) send(a *attempt) {
 	if a.timeout > 0 {
 		req, timer = startAttemptTimer(req, a.timeout)
 	}
-	if r.cp.conc != nil {
+	timed := a.permit.LearnsLatency()
+	if timed {
 		a.sentAt = r.t.now()
 	}
 	resp, err := r.t.base.RoundTrip(req)
 	if resp == nil && err == nil {
 		err = errNoResponse
 	}
-	if r.cp.conc != nil {
+	if timed {
 		a.took = r.t.now().Sub(a.sentAt)
 	}
 	if timer != nil {

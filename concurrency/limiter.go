@@ -58,6 +58,12 @@ func (p Permit) Done(latency time.Duration, k classify.Kind) {
 	}
 }
 
+// LearnsLatency reports whether Done learns from the latency it is given:
+// true for a place an [Adaptive] handed out, false for a [Fixed]'s and the
+// zero Permit, whose Done may be given 0. A caller that reads the clock
+// only to measure the latency may skip it when this is false.
+func (p Permit) LearnsLatency() bool { return p.g != nil && p.g.est != nil }
+
 // Drop gives the place back without learning anything: the attempt was not
 // sent, or the caller gave up on it before it ended (its context ended, or
 // it was a hedged copy that lost its race), so its latency says nothing of

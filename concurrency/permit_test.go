@@ -53,3 +53,30 @@ func TestFixedKeepsItsLimit(t *testing.T) {
 		t.Errorf("State = %+v; want limit 3, 3 in flight, nothing learned", st)
 	}
 }
+
+// TestOnlyAdaptivePermitsLearnLatency: a caller may skip timing the
+// attempts whose permits learn nothing from their latency.
+func TestOnlyAdaptivePermitsLearnLatency(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		l    concurrency.Limiter
+		want bool
+	}{
+		{"Adaptive", &concurrency.Adaptive{}, true},
+		{"Fixed", &concurrency.Fixed{Max: 4}, false},
+		{"Fixed without a limit", &concurrency.Fixed{}, false},
+	} {
+		p, err := tc.l.Acquire(ctx, "api")
+		if err != nil {
+			t.Fatalf("%s: Acquire: %v", tc.name, err)
+		}
+		if got := p.LearnsLatency(); got != tc.want {
+			t.Errorf("%s: Permit.LearnsLatency() = %t; want %t", tc.name, got, tc.want)
+		}
+		p.Drop()
+	}
+	if (concurrency.Permit{}).LearnsLatency() {
+		t.Error("the zero Permit's LearnsLatency() = true; want false")
+	}
+}

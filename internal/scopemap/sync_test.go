@@ -117,6 +117,34 @@ func TestSyncAddShrinksToLimit(t *testing.T) {
 	}
 }
 
+// Get and Peek find exactly the stored scopes, the one added last among
+// them, and each with the value Add returned for it.
+func TestSyncFindsOnlyStoredScopes(t *testing.T) {
+	var s Sync[int]
+	added := map[string]*int{}
+	keys := []string{"a", "b", "c", "d", "e"}
+	for i, k := range keys {
+		limit := 3
+		if i == len(keys)-1 {
+			limit = 1 // shrinks: the scope added before is evicted too
+		}
+		added[k] = s.Add(k, limit, func(v *int) { *v = i })
+		in := stored(&s)
+		for _, q := range keys {
+			want := (*int)(nil)
+			if slices.Contains(in, q) {
+				want = added[q]
+			}
+			if got := s.Peek(q); got != want {
+				t.Errorf("after Add(%s, %d): Peek(%s) = %p; want %p (stored: %v)", k, limit, q, got, want, in)
+			}
+			if got := s.Get(q); got != want {
+				t.Errorf("after Add(%s, %d): Get(%s) = %p; want %p (stored: %v)", k, limit, q, got, want, in)
+			}
+		}
+	}
+}
+
 func TestSyncGetDoesNotAllocate(t *testing.T) {
 	var s Sync[int]
 	addAll(&s, 2, "a", "b")
