@@ -105,9 +105,8 @@ const (
 // Its places are the CUBIC bucket's (cubic.take), whose latest place, last,
 // each method that needs it is given.
 type published struct {
-	on        bool    // a quota has been published; it paces until reset
 	remaining int64   // the last remaining count published
-	reset     float64 // instant the window resets
+	reset     float64 // instant the window resets; 0 until a quota is published
 	credit            // the places' credit: rate, capacity, due
 
 	// The clients sharing the quota, as this one sees them: the counter's
@@ -144,7 +143,7 @@ func (q *published) update(t float64, remaining int64, d float64, last uint64) {
 		q.refill(t, last)
 	}
 	q.measure(remaining, fresh)
-	q.on, q.remaining, q.reset = true, remaining, reset
+	q.remaining, q.reset = remaining, reset
 	k := max(q.share, 1)
 	mine := max(float64(remaining)-k*quotaMargin, 0) / math.Pow(k, quotaFairness) // this client's part of what is left
 	q.rate = mine / (reset - t)
@@ -184,8 +183,9 @@ func (q *published) measure(remaining int64, fresh bool) {
 
 // pacing reports whether a quota paces sends at t: one was published and
 // its window has not reset. From the reset until a response publishes the
-// next window's quota, sends are not paced.
-func (q *published) pacing(t float64) bool { return q.on && t < q.reset }
+// next window's quota, sends are not paced. Until one is published, reset
+// is 0 and t, which never goes below 0 (cubic.advance), is past it.
+func (q *published) pacing(t float64) bool { return t < q.reset }
 
 // wait returns how long, in seconds from t, the next place after last
 // would wait.
