@@ -7,7 +7,7 @@ import (
 )
 
 // lengthCheck is what is known of whether a request body's length matches
-// its ContentLength.
+// its ContentLength. Its zero value knows nothing yet.
 type lengthCheck uint8
 
 const (
@@ -16,19 +16,21 @@ const (
 	lengthWrong
 )
 
-// bodyLengthWrong is lengthMismatch for the caller's request, measuring a
-// body with GetBody at most once per request.
-func (r *request) bodyLengthWrong() bool {
-	if r.replay != nil {
-		return lengthMismatch(r.req, r.replay, 0)
+// mismatch is lengthMismatch(req, replay, limit), remembered in c for a
+// body with GetBody, so that such a body is measured at most once for all
+// of req's attempts. A recorded body (replay non-nil) is asked each time:
+// its length becomes known only once it has been read to its end.
+func (c *lengthCheck) mismatch(req *http.Request, replay *replayBuffer, limit int64) bool {
+	if replay != nil {
+		return lengthMismatch(req, replay, 0)
 	}
-	if r.length == lengthUnknown {
-		r.length = lengthRight
-		if lengthMismatch(r.req, nil, r.cp.p.MaxBodyBuffer) {
-			r.length = lengthWrong
+	if *c == lengthUnknown {
+		*c = lengthRight
+		if lengthMismatch(req, nil, limit) {
+			*c = lengthWrong
 		}
 	}
-	return r.length == lengthWrong
+	return *c == lengthWrong
 }
 
 // lengthMismatch reports whether req's body provably is not

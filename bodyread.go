@@ -86,12 +86,12 @@ func (b *timedBody) release(resp *http.Response) {
 	}
 }
 
-// mayBeRead reports whether classifying resp may read its body: a custom
-// classifier may read any body; the standard one reads only those of
-// failed responses (status 400 and above). Bodies without readable content
-// (see hasReadableBody) are left alone.
-func (cp *compiled) mayBeRead(resp *http.Response) bool {
-	return hasReadableBody(resp) && (cp.customClassify || resp.StatusCode >= 400)
+// mayBeRead reports whether classifying resp may read its body: a
+// classifier that reads any body (readsAny, a custom one) may; the standard
+// one reads only those of failed responses (status 400 and above). Bodies
+// without readable content (see hasReadableBody) are left alone.
+func mayBeRead(resp *http.Response, readsAny bool) bool {
+	return hasReadableBody(resp) && (readsAny || resp.StatusCode >= 400)
 }
 
 // drain reads up to max bytes of a failed response's body, for at most d,

@@ -103,7 +103,7 @@ func (r *request) classify(a *attempt, req *http.Request, resp *http.Response, e
 		}
 		return
 	}
-	if err != errNoResponse && r.bodyLengthWrong() {
+	if err != errNoResponse && r.length.mismatch(r.req, r.replay, r.cp.p.MaxBodyBuffer) {
 		a.out = classify.Outcome{Kind: classify.Fatal, Reason: "request body length differs from ContentLength"}
 		a.err = &bodyLengthError{declared: r.req.ContentLength, err: err}
 		return
@@ -115,7 +115,7 @@ func (r *request) classify(a *attempt, req *http.Request, resp *http.Response, e
 // the reads of its body that classification makes (Policy.ReadTimeout).
 func (cp *compiled) classifyResponse(req *http.Request, resp *http.Response) classify.Outcome {
 	p := &cp.p
-	if !cp.mayBeRead(resp) {
+	if !mayBeRead(resp, cp.customClassify) {
 		return p.Classify(req, resp, nil)
 	}
 	tb := boundReads(resp, p.ReadTimeout)
