@@ -36,8 +36,9 @@ func (r *request) decide(a *attempt) (retry bool, stop error) {
 	if a.n == 1 && r.max > 1 && !r.cp.p.IgnoreSDKAttempts && len(r.req.Header) > 0 {
 		r.limitForSDK() // only now: the happy path never looks for the mark
 	}
-	if r.extra < r.cp.throttleExtra && r.cp.pacesThrottles(a.out.Kind) && r.max > 1 && !r.marked {
-		r.extra++ // the limiter's retry, not one of the policy's attempts
+	if r.extra > 0 && r.cp.pacesThrottles(a.out.Kind) && r.max > 1 {
+		r.extra-- // the limiter's retry, not one of the policy's attempts
+		r.max++
 	}
 	switch {
 	case !r.idempotent && !unprocessed(a.out, a.resp, a.err, r.watch, a.body),
@@ -45,7 +46,7 @@ func (r *request) decide(a *attempt) (retry bool, stop error) {
 		return false, ErrNotRetryable
 	case a.n >= r.max && r.sdk:
 		return false, ErrSDKRetries
-	case a.n-r.extra >= r.max:
+	case a.n >= r.max:
 		return false, ErrExhausted
 	}
 	if stop := r.schedule(a); stop != nil {

@@ -28,11 +28,10 @@ type request struct {
 	timeEnd    time.Time       // when Policy.MaxTotalTime runs out; zero for none
 	length     lengthCheck     // whether its body's length matches ContentLength, once known
 
-	max    int           // attempts allowed: the policy's, or fewer when an SDK retries (sdk.go)
+	max    int           // attempts allowed: the policy's, fewer when an SDK retries (sdk.go), more after paced throttles
 	sdk    bool          // the SDK will retry what this request does not
-	marked bool          // an SDK that retries marked it: every attempt counts, paced throttles too (sdk.go)
+	extra  int           // retries after paced throttles that may still raise max (see throttleRetrier); 0 once an SDK marked it
 	n      int           // attempts sent so far
-	extra  int           // retries after paced throttles that max does not count (see throttleRetrier)
 	hedges int           // hedged copies sent so far
 	waited time.Duration // time spent waiting before attempts so far
 	paid   payment       // what decide paid for the next attempt, until prepare hands it over
@@ -46,6 +45,7 @@ type request struct {
 func (r *request) start(t *Transport, req *http.Request, cp *compiled) {
 	p := &cp.p
 	r.t, r.cp, r.req, r.ctx, r.home, r.max = t, cp, req, req.Context(), cp.scope(req), p.MaxAttempts
+	r.extra = cp.throttleExtra
 	r.attemptCtx = r.ctx
 	if cp.endpoints != nil && cp.endpoints.mayFailOver(req) {
 		r.route = &route{e: cp.endpoints}

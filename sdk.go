@@ -104,14 +104,15 @@ func (a sdkAttempt) attemptsFor(limit int) int {
 }
 
 // limitForSDK lowers r.max when the request's SDK retries it itself, and
-// says so once per Transport.
+// says so once per Transport. Every attempt of a marked request counts,
+// those after paced throttles too: the SDK's count bounds them.
 func (r *request) limitForSDK() {
 	a, ok := sdkAttemptOf(r.req.Header)
 	if !ok || a.max == 1 { // no mark, or the SDK's retries are off
 		return
 	}
 	r.max = a.attemptsFor(r.max)
-	r.sdk, r.marked = a.retries(), true
+	r.sdk, r.extra = a.retries(), 0
 	t := r.t
 	if t.logger != nil && t.sdkWarned.CompareAndSwap(false, true) {
 		t.logger.LogAttrs(r.ctx, slog.LevelWarn,

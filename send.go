@@ -203,8 +203,7 @@ func (cp *compiled) release(a *attempt) {
 // the quota runs out.
 func (cp *compiled) recordQuota(now func() time.Time, a *attempt) {
 	h := a.resp.Header
-	// Most responses publish nothing: look before reading the clock.
-	if h["Ratelimit"] == nil && h["Ratelimit-Remaining"] == nil && h["X-Ratelimit-Remaining"] == nil {
+	if !retryafter.HasQuotaFields(h) { // most responses: no clock reading
 		return
 	}
 	if q, _, ok := retryafter.ParseQuota(h, now(), cp.p.ServerDelay.Headers); ok {

@@ -272,6 +272,9 @@ func FuzzParseQuota(f *testing.F) {
 		if !ok && (q != retryafter.Quota{} || from != 0) {
 			t.Fatalf("%s = %v, %v, false; want the zero Quota and Source when false", call, q, from)
 		}
+		if ok && !retryafter.HasQuotaFields(h) {
+			t.Fatalf("%s found a quota, but HasQuotaFields = false", call)
+		}
 		if ok && (from&src == 0 || (from != retryafter.IETFRateLimit && from != retryafter.RateLimitReset)) {
 			t.Fatalf("%s = %v, from %v; want a trusted quota source", call, q, from)
 		}

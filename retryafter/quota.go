@@ -66,6 +66,15 @@ func ParseQuota(h http.Header, now time.Time, trusted Source) (q Quota, from Sou
 	return Quota{}, 0, false
 }
 
+// HasQuotaFields reports whether h has a field that ParseQuota reads a
+// remaining count from: RateLimit, RateLimit-Remaining or
+// X-RateLimit-Remaining, in canonical form as net/http stores them. When
+// it is false ParseQuota finds nothing, so a caller may skip it, and the
+// clock reading its now needs; most responses publish no quota.
+func HasQuotaFields(h http.Header) bool {
+	return h[headerRateLimit] != nil || h[headerIETFRemaining] != nil || h[headerXRemaining] != nil
+}
+
 // quotaFields reads a quota from a remaining count and a reset in separate
 // fields, the reset with a fraction only if frac is set.
 func quotaFields(remaining, reset string, frac bool, now time.Time) (Quota, bool) {

@@ -70,6 +70,22 @@ func TestParseQuota(t *testing.T) {
 	}
 }
 
+// HasQuotaFields is true wherever ParseQuota may find a quota, and false
+// for the responses without a remaining count, which most are.
+func TestHasQuotaFields(t *testing.T) {
+	for _, tt := range quotaTests {
+		_, _, ok := retryafter.ParseQuota(tt.h, now, retryafter.AllSources)
+		if ok && !retryafter.HasQuotaFields(tt.h) {
+			t.Errorf("%s: ParseQuota(%v) found a quota, but HasQuotaFields = false", tt.name, tt.h)
+		}
+	}
+	for _, h := range []http.Header{nil, {}, {"Retry-After": {"5"}}, {"X-Ratelimit-Reset": {"4"}}, {"Ratelimit-Reset": {"4"}}, {"Ratelimit-Policy": {`"a";q=10;w=1`}}} {
+		if retryafter.HasQuotaFields(h) {
+			t.Errorf("HasQuotaFields(%v) = true; want false: no remaining count", h)
+		}
+	}
+}
+
 func TestParseQuotaTrustsOnlyItsSources(t *testing.T) {
 	h := http.Header{"Ratelimit": {`"a";r=1;t=2`}, "X-Ratelimit-Remaining": {"3"}, "X-Ratelimit-Reset": {"4"}}
 	for _, tt := range []struct {
