@@ -114,7 +114,7 @@ func (r *request) hedge(a *attempt, k int) *attempt {
 		}
 		e.pass = pass
 	}
-	if r.reserve(e, false) != nil || r.acquire(e, ended) != nil {
+	if r.reserve(e, false) != nil || r.acquire(e, true) != nil {
 		closeReader(req.Body)
 		e.unsend()
 		return nil

@@ -294,40 +294,56 @@ func TestOverloadForgetsTheCallersCancellation(t *testing.T) {
 }
 
 // A hedge counts against the concurrency limit of the scope it goes to: a
-// hedge with no free place is not sent.
+// hedge with no free place is not sent, and since the caller asked for
+// nothing more than its request, that is no refusal.
 func TestHedgeNeedsAFreePlace(t *testing.T) {
-	srv := newEndpointServer(t, 200)
-	slow := make(chan struct{})
-	t.Cleanup(func() { close(slow) })
+	limit := &watchedLimiter{Limiter: &concurrency.Fixed{Max: 1}, acquired: make(chan error, 4)}
 	var mu sync.Mutex
 	calls := 0
 	base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		mu.Lock()
 		calls++
-		first := calls == 1
 		mu.Unlock()
-		if first {
-			select { // the first copy is slow: a hedge would go
-			case <-slow:
-			case <-time.After(200 * time.Millisecond):
+		<-limit.acquired // the attempt's own place
+		select {         // the first copy answers once the hedge asked for a place
+		case err := <-limit.acquired:
+			if !errors.Is(err, concurrency.ErrLimited) {
+				t.Errorf("the hedge's Acquire: %v; want concurrency.ErrLimited", err)
 			}
+		case <-time.After(5 * time.Second): // bounds a broken test; never reached when it passes
+			t.Error("no hedge asked for a place")
 		}
-		return http.DefaultTransport.RoundTrip(req)
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}, Request: req}, nil
 	})
+	clock := faketime.New() // the hedge's delay passes at once
 	p := policy.Standard()
 	p.Hedge = &policy.Hedge{Delay: time.Millisecond}
-	p.Concurrency = &concurrency.Fixed{Max: 1}
-	tr := retrytransport.New(base, retrytransport.WithPolicy(p))
-	resp, err := tr.RoundTrip(newReq(t, "GET", srv.URL, ""))
+	p.Concurrency = limit
+	tr := retrytransport.New(base, retrytransport.WithPolicy(p), retrytransport.WithClock(clock.Now, clock.Sleep))
+	resp, err := tr.RoundTrip(newReq(t, "GET", url, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	mu.Lock()
 	defer mu.Unlock()
-	if calls != 1 {
-		t.Errorf("copies sent = %d; want 1, no place for a hedge", calls)
+	st := snapshotOf(t, tr, "api.example.com")
+	if calls != 1 || st.Hedges != 0 || st.ConcurrencyRefusals != 0 {
+		t.Errorf("copies sent %d, hedges %d, refusals %d; want 1, 0, 0: no place for a hedge, and no refusal", calls, st.Hedges, st.ConcurrencyRefusals)
 	}
+}
+
+// watchedLimiter is a concurrency limit that tells acquired the result of
+// each Acquire.
+type watchedLimiter struct {
+	concurrency.Limiter
+	acquired chan error
+}
+
+func (l *watchedLimiter) Acquire(ctx context.Context, scope string) (concurrency.Permit, error) {
+	p, err := l.Limiter.Acquire(ctx, scope)
+	l.acquired <- err
+	return p, err
 }
 
 // snapshotOf returns the statistics of scope in tr.

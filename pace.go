@@ -24,7 +24,7 @@ func (r *request) pace(a *attempt) error {
 	if err := r.reserve(a, true); err != nil {
 		return err
 	}
-	if err := r.acquire(a, r.ctx); err != nil {
+	if err := r.acquire(a, false); err != nil {
 		return err
 	}
 	a.timeout = r.cp.p.AttemptTimeout
@@ -92,21 +92,28 @@ func (r *request) admit(a *attempt) error {
 
 // acquire takes a place for a under the concurrency limit of its scope, if
 // the policy has one, waiting as the limiter allows (its MaxWait, within
-// ctx), and keeps it in a. A refusal is counted and returned wrapping
-// concurrency.ErrLimited; the request is not retried into the same
-// overload. A hedge asks with a context that has ended: a free place or
-// none.
-func (r *request) acquire(a *attempt, ctx context.Context) error {
+// the request's context), and keeps it in a. A refusal is counted and
+// returned wrapping concurrency.ErrLimited; the request is not retried
+// into the same overload. A hedge asks with a context that has ended: a
+// free place or none; a hedge without one is simply not sent, which
+// refuses the caller nothing, and is not counted.
+func (r *request) acquire(a *attempt, hedge bool) error {
 	if r.cp.conc == nil {
 		return nil
 	}
+	ctx := r.ctx
+	if hedge {
+		ctx = ended
+	}
 	permit, err := r.cp.conc.Acquire(ctx, a.scope)
 	if err != nil {
-		if errors.Is(err, concurrency.ErrLimited) {
-			a.stats.concurrencyRefusals.Add(1)
-			return fmt.Errorf("retrytransport: concurrency limit of scope %q: %w", a.scope, err)
+		if !errors.Is(err, concurrency.ErrLimited) {
+			return err
 		}
-		return err
+		if !hedge {
+			a.stats.concurrencyRefusals.Add(1)
+		}
+		return fmt.Errorf("retrytransport: concurrency limit of scope %q: %w", a.scope, err)
 	}
 	a.permit = permit
 	return nil

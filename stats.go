@@ -46,7 +46,8 @@ type ScopeStats struct {
 	// wait for. BreakerRefusals counts attempts, first ones included, that
 	// the scope's circuit breaker (Policy.Breaker) refused while open, and
 	// ConcurrencyRefusals those its concurrency limit (Policy.Concurrency)
-	// had no place for.
+	// had no place for. A hedge that either would refuse is not sent, and
+	// not counted: the caller asked for its request, not for the hedge.
 	QuotaRefusals, BudgetRefusals, RateLimited uint64
 	BreakerRefusals, ConcurrencyRefusals       uint64
 	// Quota is the retry quota's level in tokens, or -1 when the scope's
