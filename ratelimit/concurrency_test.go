@@ -44,23 +44,37 @@ func hammer(goroutines, rounds int, round func(g, i int) bool) {
 	wg.Wait()
 }
 
-// watchBound calls count until stop is closed, and then sends the largest
-// count seen on the channel it returns.
-func watchBound(count func() int, stop <-chan struct{}) <-chan int {
-	most := make(chan int)
+// watchBound calls stored over and over from a goroutine of its own, until
+// the func it returns is called, and fails t at the first count over
+// bound, when it sees it: a limiter that goes over its MaxScopes only for
+// a moment fails as one that stays over. The func returns once the watcher
+// has ended, so that it never reports after the test; t.Cleanup calls it
+// if the test ends first.
+func watchBound(t *testing.T, bound int, stored func() int) (stop func()) {
+	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
-		m := 0
+		defer close(ended)
 		for {
+			if n := stored(); n > bound {
+				t.Errorf("%d scopes stored at once, while the goroutines ran, with MaxScopes %d; want at most %d", n, bound, bound)
+				return
+			}
 			select {
-			case <-stop:
-				most <- m
+			case <-done:
 				return
 			default:
-				m = max(m, count())
 			}
 		}
 	}()
-	return most
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			close(done)
+			<-ended
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // evictionRun is a run of goroutines that use more scopes than a limiter
@@ -76,13 +90,9 @@ type evictionRun struct {
 
 func (r evictionRun) run(t *testing.T) {
 	t.Helper()
-	stop := make(chan struct{})
-	most := watchBound(r.stored, stop)
+	stop := watchBound(t, r.limit, r.stored)
 	hammer(r.goroutines, r.rounds, func(g, i int) bool { return r.round(r.scope(g, i), i) })
-	close(stop)
-	if m := <-most; m > r.limit {
-		t.Errorf("most scopes stored at once with MaxScopes %d = %d; want at most %d", r.limit, m, r.limit)
-	}
+	stop()
 	if n := r.stored(); n != r.limit {
 		t.Errorf("after the goroutines: %d scopes stored; want %d", n, r.limit)
 	}
