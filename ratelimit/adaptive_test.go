@@ -3,7 +3,6 @@ package ratelimit_test
 import (
 	"fmt"
 	"math"
-	"sync"
 	"testing"
 	"time"
 
@@ -453,39 +452,6 @@ func TestAdaptiveHotPathDoesNotAllocate(t *testing.T) {
 	}); allocs != 0 {
 		t.Errorf("ReserveAt, DelayAt, CancelAt, RecordAt and StateAt on a throttled scope: %v allocs per run; want 0", allocs)
 	}
-}
-
-func TestAdaptiveConcurrentUse(t *testing.T) {
-	clock := faketime.New()
-	a := ratelimit.Adaptive{MaxScopes: 2, MaxWait: time.Second, Now: clock.Now}
-	scopes := []string{"a", "b", "c"}
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range 2000 {
-				s := scopes[(g+i)%len(scopes)]
-				if r, w, ok := a.Reserve(s); ok && w > 0 && i%2 == 0 {
-					r.Delay()
-					r.Cancel()
-				}
-				k := classify.Success
-				if i%7 == 0 {
-					k = classify.Throttle
-				}
-				a.Record(s, k)
-				if i%20 == 0 {
-					clock.Advance(10 * ms)
-				}
-				if st := a.State(s); st.Enabled && (st.FillRate < ratelimit.DefaultMinFillRate || st.Tokens > st.Capacity) {
-					t.Errorf("State(%s) = %+v; want fill rate >= 0.5 and tokens <= capacity", s, st)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // BenchmarkAdaptiveReserveRecord measures one attempt's bookkeeping on a

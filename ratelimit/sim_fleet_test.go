@@ -1,7 +1,6 @@
 package ratelimit_test
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -77,20 +76,12 @@ const fleetScope = "api"
 
 // run simulates the fleet.
 func (f *fleetSim) run() *fleetResult {
-	const (
-		reserve = iota
-		send
-		respond
-	)
-	type logical struct {
-		start   time.Duration
-		attempt int
-		extra   int // retries after paced throttles, beyond fleetMaxAttempts (ExtraThrottleRetries)
-		cost    int
-		turn    simTurn
+	// What a logical request carries beyond what simLoop keeps of it.
+	type fleetRequest struct {
+		extra int // retries after paced throttles, beyond fleetMaxAttempts (ExtraThrottleRetries)
+		cost  int
 	}
 	rnd := rand.New(rand.NewPCG(f.Seed, 1))
-	late := func() time.Duration { return time.Duration(rnd.Int64N(int64(simLate))) }
 	bins := int(f.Duration / fleetBin)
 	res := &fleetResult{sim: f}
 	for range f.Clients {
@@ -105,11 +96,7 @@ func (f *fleetSim) run() *fleetResult {
 		res.clients = append(res.clients, c)
 	}
 	srv := &simServer{Rate: f.Capacity[0].Rate, Burst: f.Burst, Changes: f.Capacity[1:]}
-	var q simQueue
-	reqs := make([]logical, f.Clients*f.Workers) // one logical request per worker at a time
-	for i := range reqs {
-		reqs[i].start = -1
-	}
+	reqs := make([]fleetRequest, f.Clients*f.Workers) // one logical request per worker at a time
 	offsets := make([]time.Duration, f.Clients)
 	if f.ClientStart > 0 {
 		// Drawn only when set, so that the other runs draw as before.
@@ -117,67 +104,47 @@ func (f *fleetSim) run() *fleetResult {
 			offsets[i] = time.Duration(rnd.Int64N(int64(f.ClientStart)))
 		}
 	}
-	for w := range reqs {
+	starts := make([]time.Duration, len(reqs))
+	for w := range starts {
 		// Workers start within the first millisecond, not all at once.
-		at := offsets[w/f.Workers] + time.Duration(rnd.Int64N(int64(time.Millisecond)))
-		q.push(simEvent{at: at, kind: reserve, scope: w})
+		starts[w] = offsets[w/f.Workers] + time.Duration(rnd.Int64N(int64(time.Millisecond)))
 	}
-	for q.Len() > 0 {
-		e := heap.Pop(&q).(simEvent)
-		if e.at >= f.Duration {
-			continue
-		}
-		w := e.scope
-		c, r, now := res.clients[w/f.Workers], &reqs[w], t0.Add(e.at)
-		switch e.kind {
-		case reserve:
-			if r.attempt == 0 && r.start < 0 {
-				r.start = e.at
-			}
-			sleep, sendNext, _, ok := r.turn.step(c.lim, f.Waiting, now, fleetScope, late)
-			if !ok {
-				panic("the fleet's limiters never refuse")
-			}
-			next := simEvent{at: e.at + sleep, kind: reserve, scope: w}
-			if sendNext {
-				next.kind = send
-			}
-			q.push(next)
-		case send:
-			r.attempt++
+	client := func(w int) *fleetClient { return res.clients[w/f.Workers] }
+	l := &simLoop{
+		Until: f.Duration,
+		Late:  func() time.Duration { return time.Duration(rnd.Int64N(int64(simLate))) },
+		Limiter: func(w int) (simLimiter, simWaiting, string) {
+			return client(w).lim, f.Waiting, fleetScope
+		},
+		Send: func(w int, at time.Duration, _ *simRequest) (time.Duration, bool) {
+			c := client(w)
 			c.sent++
-			admitted := srv.admit(e.at)
+			admitted := srv.admit(at)
 			if admitted {
 				c.admitted++
-				c.admittedBins[e.at/fleetBin]++
+				c.admittedBins[at/fleetBin]++
 			} else {
 				c.throttled++
 			}
-			rtt := f.RTT/2 + time.Duration(rnd.Int64N(int64(f.RTT)))
-			q.push(simEvent{at: e.at + rtt, kind: respond, scope: w, throttled: !admitted})
-		case respond:
-			k := classify.Success
-			if e.throttled {
-				k = classify.Throttle
-			}
-			c.lim.RecordAt(now, fleetScope, k)
-
-			next, done := e.at, false
+			return f.RTT/2 + time.Duration(rnd.Int64N(int64(f.RTT))), !admitted
+		},
+		Answer: func(w int, at time.Duration, throttled bool, lr *simRequest) (wait time.Duration, done bool) {
+			c, r, now := client(w), &reqs[w], t0.Add(at)
 			switch {
-			case !e.throttled:
+			case !throttled:
 				if r.cost > 0 {
 					c.quota.RefundAt(now, fleetScope, r.cost)
-				} else if r.attempt == 1 {
+				} else if lr.attempt == 1 {
 					c.quota.SuccessAt(now, fleetScope)
 				}
 				done = true
-			case r.attempt-r.extra >= fleetMaxAttempts && r.extra >= c.lim.ExtraThrottleRetries():
+			case lr.attempt-r.extra >= fleetMaxAttempts && r.extra >= c.lim.ExtraThrottleRetries():
 				c.failed++
 				done = true
 			default:
 				cost, ok := 0, true
 				if c.lim.Reference { // as in the transport, a changed limiter's throttles cost no quota
-					cost, _, ok = c.quota.AcquireAt(now, fleetScope, k)
+					cost, _, ok = c.quota.AcquireAt(now, fleetScope, classify.Throttle)
 				}
 				if !ok {
 					c.failed++
@@ -186,23 +153,24 @@ func (f *fleetSim) run() *fleetResult {
 					break
 				}
 				r.cost = cost
-				if r.attempt-r.extra >= fleetMaxAttempts {
+				if lr.attempt-r.extra >= fleetMaxAttempts {
 					r.extra++ // as in the transport, the limiter's retry, not one of the policy's attempts
 				}
 				if f.RetryAfter > 0 {
-					next += f.RetryAfter
+					wait = f.RetryAfter
 				} else {
-					ceil := min(fleetBackoffBase<<(r.attempt-1), fleetBackoffMax)
-					next += time.Duration(rnd.Int64N(int64(ceil) + 1))
+					ceil := min(fleetBackoffBase<<(lr.attempt-1), fleetBackoffMax)
+					wait = time.Duration(rnd.Int64N(int64(ceil) + 1))
 				}
 			}
 			if done {
-				c.latencies = append(c.latencies, e.at-r.start)
-				*r = logical{start: -1}
+				c.latencies = append(c.latencies, at-lr.start)
+				*r = fleetRequest{}
 			}
-			q.push(simEvent{at: next, kind: reserve, scope: w})
-		}
+			return wait, done
+		},
 	}
+	l.run(starts)
 	return res
 }
 

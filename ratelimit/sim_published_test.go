@@ -1,7 +1,6 @@
 package ratelimit_test
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -10,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -82,20 +80,12 @@ func (s *quotaServer) admit(at time.Duration) (ok bool, remaining int64, reset t
 
 // run simulates the clients.
 func (f *quotaSim) run() *quotaResult {
-	const (
-		reserve = iota
-		send
-		respond
-	)
-	type logical struct {
-		start     time.Duration
-		attempt   int
-		turn      simTurn
-		remaining int64         // what the answer in flight publishes
-		reset     time.Duration // ...
+	// What the answer in flight publishes, per worker.
+	type published struct {
+		remaining int64
+		reset     time.Duration
 	}
 	rnd := rand.New(rand.NewPCG(f.Seed, 3))
-	late := func() time.Duration { return time.Duration(rnd.Int64N(int64(simLate))) }
 	wins := int((f.Duration + f.Window - 1) / f.Window)
 	res := &quotaResult{sim: f}
 	for range f.Clients {
@@ -103,39 +93,22 @@ func (f *quotaSim) run() *quotaResult {
 			admittedWin: make([]int, wins), throttledWin: make([]int, wins)})
 	}
 	srv := &quotaServer{limit: f.Limit, window: f.Window, floor: f.Floor}
-	var q simQueue
-	reqs := make([]logical, f.Clients*f.Workers)
-	for w := range reqs {
-		reqs[w].start = -1
-		q.push(simEvent{at: time.Duration(rnd.Int64N(int64(time.Millisecond))), kind: reserve, scope: w})
+	answers := make([]published, f.Clients*f.Workers)
+	starts := make([]time.Duration, len(answers))
+	for w := range starts {
+		starts[w] = time.Duration(rnd.Int64N(int64(time.Millisecond)))
 	}
-	for q.Len() > 0 {
-		e := heap.Pop(&q).(simEvent)
-		if e.at >= f.Duration {
-			continue
-		}
-		w := e.scope
-		c, r, now := res.clients[w/f.Workers], &reqs[w], t0.Add(e.at)
-		switch e.kind {
-		case reserve:
-			if r.start < 0 {
-				r.start = e.at
-			}
-			sleep, sendNext, _, ok := r.turn.step(c.lim, waitQueue, now, fleetScope, late)
-			if !ok {
-				panic("the limiters never refuse")
-			}
-			next := simEvent{at: e.at + sleep, kind: reserve, scope: w}
-			if sendNext {
-				next.kind = send
-			}
-			q.push(next)
-		case send:
-			r.attempt++
+	client := func(w int) *quotaClient { return res.clients[w/f.Workers] }
+	l := &simLoop{
+		Until:   f.Duration,
+		Late:    func() time.Duration { return time.Duration(rnd.Int64N(int64(simLate))) },
+		Limiter: func(w int) (simLimiter, simWaiting, string) { return client(w).lim, waitQueue, fleetScope },
+		Send: func(w int, at time.Duration, _ *simRequest) (time.Duration, bool) {
+			c := client(w)
 			c.sent++
 			// The server counts the request halfway through its round trip.
 			rtt := f.RTT/2 + time.Duration(rnd.Int64N(int64(f.RTT)))
-			arrive := e.at + rtt/2
+			arrive := at + rtt/2
 			admitted, remaining, reset := srv.admit(arrive)
 			if win := int(arrive / f.Window); win < wins {
 				if admitted {
@@ -146,34 +119,30 @@ func (f *quotaSim) run() *quotaResult {
 					c.throttledWin[win]++
 				}
 			}
-			r.remaining, r.reset = remaining, reset
-			q.push(simEvent{at: e.at + rtt, kind: respond, scope: w, throttled: !admitted})
-		case respond:
-			k := classify.Success
-			if e.throttled {
-				k = classify.Throttle
-			}
-			c.lim.RecordAt(now, fleetScope, k)
+			answers[w] = published{remaining, reset}
+			return rtt, !admitted
+		},
+		Answer: func(w int, at time.Duration, throttled bool, r *simRequest) (wait time.Duration, done bool) {
+			c, a := client(w), answers[w]
 			if !f.Ignore {
-				c.lim.RecordQuotaAt(now, fleetScope, r.remaining, r.reset)
+				c.lim.RecordQuotaAt(t0.Add(at), fleetScope, a.remaining, a.reset)
 			}
-			next, done := e.at, false
 			switch {
-			case !e.throttled:
+			case !throttled:
 				done = true
 			case r.attempt >= fleetMaxAttempts:
 				c.failed++
 				done = true
 			default:
-				next += r.reset // the 429's delay: its reset, as retryafter.ParseSources reads it
+				wait = a.reset // the 429's delay: its reset, as retryafter.ParseSources reads it
 			}
 			if done {
-				c.latencies = append(c.latencies, e.at-r.start)
-				r.start, r.attempt = -1, 0
+				c.latencies = append(c.latencies, at-r.start)
 			}
-			q.push(simEvent{at: next, kind: reserve, scope: w})
-		}
+			return wait, done
+		},
 	}
+	l.run(starts)
 	return res
 }
 
