@@ -18,12 +18,6 @@ import (
 // wantQuota is what the quota member accepts.
 const wantQuota = `"none" or a quota object`
 
-// maxThrottleRetries is the most retries after throttles an Adaptive makes,
-// whatever its ThrottleRetries ("more than 100 means 100"): the range Load
-// takes ends there, and Marshal writes a larger value as it. Package
-// ratelimit does not export its own constant for it.
-const maxThrottleRetries = 100
-
 // retryQuota decodes the quota member: the string "none", in any case, as
 // quota.None, or a quota object as a new Quota. A quota object
 // whose "type" is "budget" (or close to it), the form of a budget in an
@@ -96,8 +90,8 @@ func (v value) limiter() *ratelimit.Adaptive {
 		field{"minFillRate", func(v value) { a.MinFillRate = v.float(nonNegative, "a number >= 0 (0: the default)") }},
 		field{"additive", func(v value) { a.Additive = v.float(nonNegative, "a number >= 0 (0: none)") }},
 		field{"throttleRetries", func(v value) {
-			a.ThrottleRetries = int(v.int(-1, maxThrottleRetries, fmt.Sprintf("an integer -1..%d (0: the default, %d; -1: none)",
-				maxThrottleRetries, ratelimit.DefaultThrottleRetries)))
+			a.ThrottleRetries = int(v.int(-1, ratelimit.MaxThrottleRetries, fmt.Sprintf("an integer -1..%d (0: the default, %d; -1: none)",
+				ratelimit.MaxThrottleRetries, ratelimit.DefaultThrottleRetries)))
 		}},
 		field{"reference", setBool(&a.Reference)},
 		field{"failFast", setBool(&a.FailFast)},
@@ -196,7 +190,7 @@ func (e *encoder) limiter(path string, l ratelimit.Limiter) []byte {
 	o.float("smoothing", a.Smoothing)
 	o.float("minFillRate", a.MinFillRate)
 	o.float("additive", a.Additive)
-	o.int("throttleRetries", int64(max(-1, min(a.ThrottleRetries, maxThrottleRetries)))) // the same meaning, in the range Load takes
+	o.int("throttleRetries", int64(max(-1, min(a.ThrottleRetries, ratelimit.MaxThrottleRetries)))) // the same meaning, in the range Load takes
 	o.bool("reference", a.Reference)
 	o.bool("failFast", a.FailFast)
 	o.dur("maxWait", a.MaxWait)

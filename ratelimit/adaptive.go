@@ -263,7 +263,8 @@ type Adaptive struct {
 	// request's to pay for with one of its attempts. Other failures count
 	// toward MaxAttempts as before, and a request whose SDK retries it
 	// gets none. Zero means DefaultThrottleRetries; a negative value means
-	// none, every attempt counting, as in the SDKs; more than 100 means 100.
+	// none, every attempt counting, as in the SDKs; more than
+	// MaxThrottleRetries (100) means MaxThrottleRetries.
 	// Reference mode gives none.
 	ThrottleRetries int
 

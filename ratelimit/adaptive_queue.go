@@ -62,7 +62,7 @@ func (a *Adaptive) ChargesThrottles() bool { return a.Reference }
 // ExtraThrottleRetries returns how many retries after throttles a request
 // may make beyond its policy's MaxAttempts while a paces the scope:
 // ThrottleRetries resolved (DefaultThrottleRetries for zero, none for a
-// negative value, at most maxThrottleRetries), and none in reference mode.
+// negative value, at most MaxThrottleRetries), and none in reference mode.
 // The transport asks it once per policy.
 func (a *Adaptive) ExtraThrottleRetries() int {
 	switch {
@@ -71,13 +71,14 @@ func (a *Adaptive) ExtraThrottleRetries() int {
 	case a.ThrottleRetries == 0:
 		return DefaultThrottleRetries
 	}
-	return min(a.ThrottleRetries, maxThrottleRetries)
+	return min(a.ThrottleRetries, MaxThrottleRetries)
 }
 
-// maxThrottleRetries bounds ThrottleRetries, so that a request against a
-// server that throttles every attempt still ends after a bounded number of
-// waits, each at most the policy's MaxDelay.
-const maxThrottleRetries = 100
+// MaxThrottleRetries bounds [Adaptive]'s ThrottleRetries, so that a
+// request against a server that throttles every attempt still ends after
+// a bounded number of waits, each at most the policy's MaxDelay: a larger
+// value means MaxThrottleRetries.
+const MaxThrottleRetries = 100
 
 // reserved returns the scope r was taken from, or nil if it has been
 // evicted since (a scope of the same name created later has another
