@@ -353,6 +353,33 @@ func TestAdaptivePublishedCancelGivesBackPlace(t *testing.T) {
 	}
 }
 
+// TestAdaptivePublishedReserveWritesChangedFields checks that a Reserve
+// that the published quota paces writes to its key only the fields it
+// changes, the credit and the latest place, while the first quota writes
+// them all.
+func TestAdaptivePublishedReserveWritesChangedFields(t *testing.T) {
+	srv := startRedis(t)
+	adm := srv.client(t, nil)
+	clock := faketime.New()
+	a := replicas(t, srv, 1, clock, nil)[0]
+	key := a.Store.Prefix + "{" + scope + "}:published"
+	m := startMonitor(t, srv)
+	recordAndReserve(t, a, 11, time.Second)
+	all := []string{"on", "rem", "reset", "rate", "cap", "due", "ref", "last"}
+	if got := hsetFields(m.until(t, adm, "quota"), key); !slices.Equal(got, all) {
+		t.Errorf("fields the first quota's Reserve wrote = %q; want %q", got, all)
+	}
+	clock.Advance(10 * time.Millisecond)
+	a.Reserve(scope)
+	if got, want := hsetFields(m.until(t, adm, "paced"), key), []string{"due", "ref", "last"}; !slices.Equal(got, want) {
+		t.Errorf("fields a paced Reserve wrote = %q; want %q", got, want)
+	}
+	a.Reserve(scope) // at the same instant: no credit
+	if got, want := hsetFields(m.until(t, adm, "same instant"), key), []string{"last"}; !slices.Equal(got, want) {
+		t.Errorf("fields a paced Reserve at the instant of the last wrote = %q; want %q", got, want)
+	}
+}
+
 // TestAdaptivePublishedBurstSharesCall checks that while a published
 // quota paces a scope, the Reserve calls of a burst that come while
 // another call is in flight take their places together, in one more round
