@@ -320,14 +320,14 @@ func (a *Adaptive) Release(scope string) {
 // still wait: until the instant it is due, without a round trip. It is
 // what [ratelimit.Reservation.Delay] calls.
 func (a *Adaptive) Delay(r ratelimit.Reservation) time.Duration {
-	return max(time.Unix(0, int64(r.Ticket().Gen&^tookPlace)).Sub(a.store().now()), 0)
+	return max(time.Unix(0, int64(r.Ticket().Gen)).Sub(a.store().now()), 0)
 }
 
 // Cancel gives back the slot of r, a reservation Reserve made whose
 // attempt will not be sent, if it is still the latest slot of its scope;
-// and, if r took a place in the published quota's queue while that still
-// paces the scope, a place's credit, which moves the places behind it up
-// one. One round trip, best effort, within the Store's Timeout.
+// and, while the published quota paces the scope, a place's credit, which
+// moves the places behind it up one. One round trip, best effort, within
+// the Store's Timeout.
 func (a *Adaptive) Cancel(r ratelimit.Reservation) {
 	a.mu.Lock()
 	if st := a.scopes[r.Scope()]; st != nil && st.sent > 0 {
@@ -336,12 +336,8 @@ func (a *Adaptive) Cancel(r ratelimit.Reservation) {
 	a.mu.Unlock()
 	err := a.store().do(func(ctx context.Context, c redis.UniversalClient) error {
 		p := adaptiveParamsOf(a.local())
-		giveBack := 0
-		if r.Ticket().Gen&tookPlace != 0 {
-			giveBack = 1
-		}
 		return adaptiveScript.Run(ctx, c, a.keys(r.Scope()), a.args(a.store().now(), &p, 0, "cancel",
-			strconv.FormatFloat(math.Float64frombits(r.Ticket().Seq), 'g', -1, 64), giveBack, nil)...).Err()
+			strconv.FormatFloat(math.Float64frombits(r.Ticket().Seq), 'g', -1, 64), 0, nil)...).Err()
 	})
 	if err != nil {
 		a.store().failed(err, false)

@@ -102,9 +102,6 @@ func (a *Adaptive) take(st *adaptiveScope, scope string, c *adaptiveCall, i int)
 		return ratelimit.Reservation{}, 0, true
 	}
 	t := ratelimit.Ticket{Gen: uint64(c.now.Add(wait).UnixNano()), Seq: math.Float64bits(slot)}
-	if ans.paced {
-		t.Gen |= tookPlace
-	}
 	return ratelimit.NewReservation(a, scope, t), wait, true
 }
 

@@ -213,28 +213,41 @@ func TestAdaptiveRoundTrips(t *testing.T) {
 }
 
 // TestAdaptiveDelayCountsDown checks that a reservation is due at the
-// instant Reserve computed, without asking Redis again.
+// instant Reserve computed, without asking Redis again: one that waits in
+// the limited scope's queue, and one that waits in the published quota's.
 func TestAdaptiveDelayCountsDown(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, nil)
-	clock := faketime.New()
-	a := replicas(t, srv, 1, clock, func() *ratelimit.Adaptive { return &ratelimit.Adaptive{MinFillRate: 10} })[0]
-	a.Record(scope, classify.Throttle) // nothing measured: the least fill rate
-	r, wait, _ := a.Reserve(scope)
-	if wait != 100*time.Millisecond {
-		t.Fatalf("first Reserve at 10 req/s from an empty queue waits %v; want 100ms", wait)
-	}
-	resetStats(t, adm)
-	clock.Advance(60 * time.Millisecond)
-	if got := r.Delay(); got != 40*time.Millisecond {
-		t.Errorf("Delay 60 ms later = %v; want 40ms", got)
-	}
-	clock.Advance(40 * time.Millisecond)
-	if got := r.Delay(); got != 0 {
-		t.Errorf("Delay when due = %v; want 0", got)
-	}
-	if n := scriptCalls(t, adm); n != 0 {
-		t.Errorf("Delay made %d script calls; want 0", n)
+	for _, tt := range []struct {
+		name    string
+		prepare func(t *testing.T, a *redisretry.Adaptive) // leaves the next slot 100 ms away
+	}{
+		// Nothing measured: the least fill rate, 10 req/s, from an empty queue.
+		{"limited", func(_ *testing.T, a *redisretry.Adaptive) { a.Record(scope, classify.Throttle) }},
+		// 10 per second, the first place free.
+		{"paced", func(t *testing.T, a *redisretry.Adaptive) { recordAndReserve(t, a, 11, time.Second) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := faketime.New()
+			a := replicas(t, srv, 1, clock, func() *ratelimit.Adaptive { return &ratelimit.Adaptive{MinFillRate: 10} })[0]
+			tt.prepare(t, a)
+			r, wait, _ := a.Reserve(scope)
+			if wait != 100*time.Millisecond {
+				t.Fatalf("Reserve at 10 per second waits %v; want 100ms", wait)
+			}
+			resetStats(t, adm)
+			clock.Advance(60 * time.Millisecond)
+			if got := r.Delay(); got != 40*time.Millisecond {
+				t.Errorf("Delay 60 ms later = %v; want 40ms", got)
+			}
+			clock.Advance(40 * time.Millisecond)
+			if got := r.Delay(); got != 0 {
+				t.Errorf("Delay when due = %v; want 0", got)
+			}
+			if n := scriptCalls(t, adm); n != 0 {
+				t.Errorf("Delay made %d script calls; want 0", n)
+			}
+		})
 	}
 }
 
@@ -257,6 +270,10 @@ func TestAdaptiveCancelGivesBackLatestSlot(t *testing.T) {
 	_, w4, _ := a.Reserve(scope)
 	if want := w3 + 100*time.Millisecond; w4 != want {
 		t.Errorf("Reserve after an earlier one was cancelled waits %v; want %v (waits %v, %v, %v)", w4, want, w1, w2, w3)
+	}
+	// No quota was published: the cancels gave no place back to one.
+	if ks := keys(t, srv.client(t, nil), a.Store.Prefix+"*:published"); len(ks) != 0 {
+		t.Errorf("published keys after cancels with no quota published = %q; want none", ks)
 	}
 }
 

@@ -101,8 +101,13 @@ local function pubTake(q, now)
   if pubPacing(q, now) then q.last, q.dirty = q.last + 1, true end
 end
 
--- pubGiveBack credits one place back, for a reservation taken while q
--- paced whose send was abandoned: the places behind it move up one.
+-- pubGiveBack credits one place back, while q paces, for a reservation
+-- whose send was abandoned: the places behind it move up one. A cancel
+-- calls it whether or not the reservation took a place, as package
+-- ratelimit's published queue gives one back, so that a replica need not
+-- remember which did: one that took none, since q did not pace then,
+-- gives one back only if a window began since, within the window's
+-- allowance (cap).
 local function pubGiveBack(q, now)
   if pubPacing(q, now) then
     pubRefill(q, now)
