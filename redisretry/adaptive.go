@@ -192,22 +192,20 @@ type Adaptive struct {
 }
 
 // adaptiveScope is what a replica knows of one scope, guarded by its
-// Adaptive's mutex.
+// Adaptive's mutex. Whether the scope is limited, and until when the
+// published quota paces it, are the last answer's (ans, checked).
 type adaptiveScope struct {
-	enabled bool          // the last answer said the scope is limited
-	checked time.Time     // when that answer came; zero if none yet
-	flight  *adaptiveCall // the scope's reserve call in flight; nil if none
-	next    *adaptiveCall // the Reserve calls that came while flight was in flight, to make after it; nil if none
+	ans     adaptiveAnswer // the last answer
+	checked time.Time      // when it came; zero if none yet
+	flight  *adaptiveCall  // the scope's reserve call in flight; nil if none
+	next    *adaptiveCall  // the Reserve calls that came while flight was in flight, to make after it; nil if none
 
 	unreported uint64 // sends made without asking, not yet reported
 	gen        uint64 // the latest decrease heard of
 	sent, done uint64 // reservations taken (less those cancelled); responses recorded and attempts released
 	holdSeq    uint64 // reservations taken before gen was heard of
 
-	notes      quotaNotes // published quotas heard of, not yet reported (published.go)
-	pacedUntil time.Time  // the last answer says the published quota paces the scope until then
-
-	ans adaptiveAnswer // the last answer
+	notes quotaNotes // published quotas heard of, not yet reported (published.go)
 }
 
 // Reserve takes a send slot of scope and returns the reservation with the
@@ -226,7 +224,7 @@ func (a *Adaptive) Reserve(scope string) (r ratelimit.Reservation, wait time.Dur
 	now := a.store().now()
 	a.mu.Lock()
 	st := a.scopeLocked(scope)
-	if !st.enabled && !st.paced(now) && !st.checked.IsZero() && now.Sub(st.checked) < positive(a.Refresh, DefaultAdaptiveRefresh) {
+	if !st.ans.enabled && !st.paced(now) && !st.checked.IsZero() && now.Sub(st.checked) < positive(a.Refresh, DefaultAdaptiveRefresh) {
 		st.unreported++
 		st.sent++
 		a.mu.Unlock()
@@ -414,8 +412,7 @@ func (a *Adaptive) answerLocked(st *adaptiveScope, now time.Time, ans *adaptiveA
 	if now.Before(st.checked) {
 		return
 	}
-	st.enabled, st.checked, st.ans = ans.enabled, now, *ans
-	st.pacedUntil = ans.pacedUntil(now)
+	st.checked, st.ans = now, *ans
 }
 
 // scopeLocked returns scope's record, creating it (see record). The

@@ -21,10 +21,9 @@ type adaptiveCall struct {
 	ctx  context.Context // for the calls that waited: a deadline Timeout after the first came
 	done chan struct{}   // closed when the results are in
 
-	now     time.Time      // the replica's clock when the call was made
-	err     error          // why Redis did not answer
-	limited bool           // the scope is limited or paced by a published quota: the slots are in ans
-	ans     adaptiveAnswer // the answer, if the call was made
+	now time.Time      // the replica's clock when the call was made
+	err error          // why Redis did not answer
+	ans adaptiveAnswer // the answer; zero if the call was not made
 }
 
 // call makes c, the scope's call in flight, at now, then hands the scope
@@ -48,7 +47,7 @@ func (a *Adaptive) call(st *adaptiveScope, scope string, c, prev *adaptiveCall, 
 		c.err = prev.err
 		a.mu.Unlock()
 		return
-	case prev != nil && !prev.limited && !st.enabled && !st.paced(now):
+	case prev != nil && !prev.ans.limited() && !st.ans.enabled && !st.paced(now):
 		st.unreported += uint64(c.n)
 		st.sent += uint64(c.n)
 		a.mu.Unlock()
@@ -71,7 +70,7 @@ func (a *Adaptive) call(st *adaptiveScope, scope string, c, prev *adaptiveCall, 
 	}
 	a.answerLocked(st, now, &ans)
 	st.sent += uint64(ans.taken)
-	c.limited, c.ans = ans.enabled || ans.paced, ans
+	c.ans = ans
 }
 
 // take returns the reservation of the i-th of the Reserve calls that c,
@@ -80,12 +79,12 @@ func (a *Adaptive) take(st *adaptiveScope, scope string, c *adaptiveCall, i int)
 	if c.err != nil {
 		return a.reserveLocal(a.store().now(), scope, st, c.err)
 	}
-	if !c.limited {
+	ans := &c.ans
+	if !ans.limited() {
 		return ratelimit.Reservation{}, 0, true
 	}
 	// The slot waits the longer of the CUBIC queue's wait and the
 	// published quota's.
-	ans := &c.ans
 	var slot, w float64
 	if ans.enabled {
 		slot = ans.slot + float64(i)*ans.interval

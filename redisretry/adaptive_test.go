@@ -368,6 +368,16 @@ func (h *scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return next
 }
 
+// hookedReplica returns an Adaptive on srv whose Store has clock and a
+// Timeout of 5 s, and the scriptHook, not armed, on its client.
+func hookedReplica(t *testing.T, srv *redisServer, clock *faketime.Clock) (*redisretry.Adaptive, *scriptHook) {
+	t.Helper()
+	h := &scriptHook{}
+	c := srv.client(t, &redis.Options{ContextTimeoutEnabled: true}) // keeps the hook
+	c.AddHook(h)
+	return (&redisretry.Store{Client: c, Prefix: uniquePrefix(t), Timeout: 5 * time.Second, Now: clock.Now}).Adaptive(nil), h
+}
+
 // sleepCtx waits d, or until ctx is done and then returns its error.
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -517,6 +527,35 @@ func TestAdaptiveBurstWaitsForCallInFlight(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAdaptiveBurstUnlimitedGoesWithoutAsking checks that when the call
+// in flight that a burst's Reserve calls wait for answers that the scope
+// is neither limited nor paced, they go at once, without a round trip of
+// their own, and count as the replica's sends.
+func TestAdaptiveBurstUnlimitedGoesWithoutAsking(t *testing.T) {
+	const n = 20
+	srv := startRedis(t)
+	clock := faketime.New()
+	b, h := hookedReplica(t, srv, clock)
+	if _, wait, ok := b.Reserve(scope); wait != 0 || !ok || b.State(scope).Enabled { // loads the script
+		t.Fatalf("first Reserve = %v, %t, %+v; want 0, true, not limited", wait, ok, b.State(scope))
+	}
+	clock.Advance(redisretry.DefaultAdaptiveRefresh) // the answer is no longer believed
+	var started atomic.Int64
+	h.hold = untilStarted(&started, n, nil)
+	for i, r := range burst(b, h, n, &started) {
+		if r.r != (ratelimit.Reservation{}) || r.wait != 0 || !r.ok || r.early {
+			t.Errorf("Reserve %d of a burst on a scope that is not limited = %v, %v, %t (early %t); want the zero Reservation, 0, true, after the answer",
+				i, r.r, r.wait, r.ok, r.early)
+		}
+	}
+	if got := h.calls.Load(); got != 1 {
+		t.Errorf("a burst of %d Reserve calls on a scope that is not limited made %d script calls; want 1 (the first)", n, got)
+	}
+	if got := b.State(scope).Outstanding; got != n+1 {
+		t.Errorf("State.Outstanding after %d Reserve calls = %d; want %d", n+1, got, n+1)
 	}
 }
 

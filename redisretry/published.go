@@ -103,7 +103,7 @@ func (q *quotaNotes) appendArgs(v []any, now time.Time) []any {
 // paces the scope until after now, or the replica has heard of a quota
 // that Redis has not.
 func (st *adaptiveScope) paced(now time.Time) bool {
-	return st.notes.n > 0 || now.Before(st.pacedUntil)
+	return st.notes.n > 0 || now.Before(st.ans.pacedUntil(st.checked))
 }
 
 // pacedUntil returns the instant of the replica's clock until which ans,
