@@ -230,11 +230,14 @@ func (a *Adaptive) Reserve(scope string) (r ratelimit.Reservation, wait time.Dur
 		a.mu.Unlock()
 		return ratelimit.Reservation{}, 0, true
 	}
+	// The mutex is taken once before the round trip and once after it,
+	// which records the answer and hands the scope over (ask).
 	if st.flight == nil {
 		c := &adaptiveCall{n: 1, ctx: context.Background(), done: make(chan struct{})}
 		st.flight = c
+		a.beginLocked(st, c, nil, now)
 		a.mu.Unlock()
-		a.call(st, scope, c, nil, now)
+		a.ask(st, scope, c)
 		return a.take(st, scope, c, 0)
 	}
 	// A call is in flight: it may be the question whether the scope is
@@ -254,11 +257,12 @@ func (a *Adaptive) Reserve(scope string) (r ratelimit.Reservation, wait time.Dur
 	prev := st.flight
 	a.mu.Unlock()
 	if i == 0 {
-		<-prev.done
-		a.call(st, scope, c, prev, a.store().now())
-	} else {
-		<-c.done
+		<-prev.done // c has begun (handOverLocked)
+		if c.asks {
+			a.ask(st, scope, c)
+		}
 	}
+	<-c.done
 	return a.take(st, scope, c, i)
 }
 
