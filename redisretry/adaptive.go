@@ -192,22 +192,20 @@ type Adaptive struct {
 }
 
 // adaptiveScope is what a replica knows of one scope, guarded by its
-// Adaptive's mutex.
+// Adaptive's mutex. Whether the scope is limited, and until when the
+// published quota paces it, are the last answer's (ans, checked).
 type adaptiveScope struct {
-	enabled bool          // the last answer said the scope is limited
-	checked time.Time     // when that answer came; zero if none yet
-	flight  *adaptiveCall // the scope's reserve call in flight; nil if none
-	next    *adaptiveCall // the Reserve calls that came while flight was in flight, to make after it; nil if none
+	ans     adaptiveAnswer // the last answer
+	checked time.Time      // when it came; zero if none yet
+	flight  *adaptiveCall  // the scope's reserve call in flight; nil if none
+	next    *adaptiveCall  // the Reserve calls that came while flight was in flight, to make after it; nil if none
 
 	unreported uint64 // sends made without asking, not yet reported
 	gen        uint64 // the latest decrease heard of
 	sent, done uint64 // reservations taken (less those cancelled); responses recorded and attempts released
 	holdSeq    uint64 // reservations taken before gen was heard of
 
-	notes      quotaNotes // published quotas heard of, not yet reported (published.go)
-	pacedUntil time.Time  // the last answer says the published quota paces the scope until then
-
-	ans adaptiveAnswer // the last answer
+	notes quotaNotes // published quotas heard of, not yet reported (published.go)
 }
 
 // Reserve takes a send slot of scope and returns the reservation with the
@@ -226,17 +224,20 @@ func (a *Adaptive) Reserve(scope string) (r ratelimit.Reservation, wait time.Dur
 	now := a.store().now()
 	a.mu.Lock()
 	st := a.scopeLocked(scope)
-	if !st.enabled && !st.paced(now) && !st.checked.IsZero() && now.Sub(st.checked) < positive(a.Refresh, DefaultAdaptiveRefresh) {
+	if !st.ans.enabled && !st.paced(now) && !st.checked.IsZero() && now.Sub(st.checked) < positive(a.Refresh, DefaultAdaptiveRefresh) {
 		st.unreported++
 		st.sent++
 		a.mu.Unlock()
 		return ratelimit.Reservation{}, 0, true
 	}
+	// The mutex is taken once before the round trip and once after it,
+	// which records the answer and hands the scope over (ask).
 	if st.flight == nil {
 		c := &adaptiveCall{n: 1, ctx: context.Background(), done: make(chan struct{})}
 		st.flight = c
+		a.beginLocked(st, c, nil, now)
 		a.mu.Unlock()
-		a.call(st, scope, c, nil, now)
+		a.ask(st, scope, c)
 		return a.take(st, scope, c, 0)
 	}
 	// A call is in flight: it may be the question whether the scope is
@@ -256,11 +257,12 @@ func (a *Adaptive) Reserve(scope string) (r ratelimit.Reservation, wait time.Dur
 	prev := st.flight
 	a.mu.Unlock()
 	if i == 0 {
-		<-prev.done
-		a.call(st, scope, c, prev, a.store().now())
-	} else {
-		<-c.done
+		<-prev.done // c has begun (handOverLocked)
+		if c.asks {
+			a.ask(st, scope, c)
+		}
 	}
+	<-c.done
 	return a.take(st, scope, c, i)
 }
 
@@ -320,14 +322,14 @@ func (a *Adaptive) Release(scope string) {
 // still wait: until the instant it is due, without a round trip. It is
 // what [ratelimit.Reservation.Delay] calls.
 func (a *Adaptive) Delay(r ratelimit.Reservation) time.Duration {
-	return max(time.Unix(0, int64(r.Ticket().Gen&^tookPlace)).Sub(a.store().now()), 0)
+	return max(time.Unix(0, int64(r.Ticket().Gen)).Sub(a.store().now()), 0)
 }
 
 // Cancel gives back the slot of r, a reservation Reserve made whose
 // attempt will not be sent, if it is still the latest slot of its scope;
-// and, if r took a place in the published quota's queue while that still
-// paces the scope, a place's credit, which moves the places behind it up
-// one. One round trip, best effort, within the Store's Timeout.
+// and, while the published quota paces the scope, a place's credit, which
+// moves the places behind it up one. One round trip, best effort, within
+// the Store's Timeout.
 func (a *Adaptive) Cancel(r ratelimit.Reservation) {
 	a.mu.Lock()
 	if st := a.scopes[r.Scope()]; st != nil && st.sent > 0 {
@@ -336,12 +338,8 @@ func (a *Adaptive) Cancel(r ratelimit.Reservation) {
 	a.mu.Unlock()
 	err := a.store().do(func(ctx context.Context, c redis.UniversalClient) error {
 		p := adaptiveParamsOf(a.local())
-		giveBack := 0
-		if r.Ticket().Gen&tookPlace != 0 {
-			giveBack = 1
-		}
 		return adaptiveScript.Run(ctx, c, a.keys(r.Scope()), a.args(a.store().now(), &p, 0, "cancel",
-			strconv.FormatFloat(math.Float64frombits(r.Ticket().Seq), 'g', -1, 64), giveBack, nil)...).Err()
+			strconv.FormatFloat(math.Float64frombits(r.Ticket().Seq), 'g', -1, 64), 0, nil)...).Err()
 	})
 	if err != nil {
 		a.store().failed(err, false)
@@ -418,8 +416,7 @@ func (a *Adaptive) answerLocked(st *adaptiveScope, now time.Time, ans *adaptiveA
 	if now.Before(st.checked) {
 		return
 	}
-	st.enabled, st.checked, st.ans = ans.enabled, now, *ans
-	st.pacedUntil = ans.pacedUntil(now)
+	st.checked, st.ans = now, *ans
 }
 
 // scopeLocked returns scope's record, creating it (see record). The

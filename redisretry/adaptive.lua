@@ -23,8 +23,9 @@
 -- throttle: ARGV[10] the decrease generation the replica knew of;
 --           ARGV[11] "1" if the throttled request was sent before the
 --           replica knew of it
--- cancel:   ARGV[10] the slot of the reservation given up; ARGV[11] "1"
---           if it took a place of the published quota's queue
+-- cancel:   ARGV[10] the slot of the reservation given up; ARGV[11]
+--           unused: a place of the published quota's queue is given back
+--           whenever the quota paces the scope (pubGiveBack)
 -- ARGV[12] k, the published quotas the replica has heard of since its last
 --          call, then k pairs from ARGV[13]: remaining, and the µs from
 --          now to the reset; applied in order, before the op
@@ -94,10 +95,8 @@ if op == 'cancel' then
   if en and f[10] and tonumber(f[10]) == tonumber(ARGV[10]) then
     redis.call('HSET', key, 'tat', string.format(fmt, ptat))
   end
-  if ARGV[11] == '1' then
-    pubGiveBack(pub, now)
-    pubSave(pub, ttl)
-  end
+  pubGiveBack(pub, now)
+  pubSave(pub, ttl)
   return {}
 end
 

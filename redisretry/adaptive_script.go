@@ -46,6 +46,11 @@ type adaptiveAnswer struct {
 	pubWaits []float64 // µs: the wait of each slot taken in its queue, and of the first refused; none unless paced
 }
 
+// limited reports whether ans says that the scope is limited or paced by
+// its published quota, so that the slots it handed out wait; the zero
+// answer says neither.
+func (ans *adaptiveAnswer) limited() bool { return ans.enabled || ans.paced }
+
 // adaptiveParams are a ratelimit.Adaptive's parameters with the defaults
 // resolved as package ratelimit resolves them.
 type adaptiveParams struct {

@@ -213,28 +213,41 @@ func TestAdaptiveRoundTrips(t *testing.T) {
 }
 
 // TestAdaptiveDelayCountsDown checks that a reservation is due at the
-// instant Reserve computed, without asking Redis again.
+// instant Reserve computed, without asking Redis again: one that waits in
+// the limited scope's queue, and one that waits in the published quota's.
 func TestAdaptiveDelayCountsDown(t *testing.T) {
 	srv := startRedis(t)
 	adm := srv.client(t, nil)
-	clock := faketime.New()
-	a := replicas(t, srv, 1, clock, func() *ratelimit.Adaptive { return &ratelimit.Adaptive{MinFillRate: 10} })[0]
-	a.Record(scope, classify.Throttle) // nothing measured: the least fill rate
-	r, wait, _ := a.Reserve(scope)
-	if wait != 100*time.Millisecond {
-		t.Fatalf("first Reserve at 10 req/s from an empty queue waits %v; want 100ms", wait)
-	}
-	resetStats(t, adm)
-	clock.Advance(60 * time.Millisecond)
-	if got := r.Delay(); got != 40*time.Millisecond {
-		t.Errorf("Delay 60 ms later = %v; want 40ms", got)
-	}
-	clock.Advance(40 * time.Millisecond)
-	if got := r.Delay(); got != 0 {
-		t.Errorf("Delay when due = %v; want 0", got)
-	}
-	if n := scriptCalls(t, adm); n != 0 {
-		t.Errorf("Delay made %d script calls; want 0", n)
+	for _, tt := range []struct {
+		name    string
+		prepare func(t *testing.T, a *redisretry.Adaptive) // leaves the next slot 100 ms away
+	}{
+		// Nothing measured: the least fill rate, 10 req/s, from an empty queue.
+		{"limited", func(_ *testing.T, a *redisretry.Adaptive) { a.Record(scope, classify.Throttle) }},
+		// 10 per second, the first place free.
+		{"paced", func(t *testing.T, a *redisretry.Adaptive) { recordAndReserve(t, a, 11, time.Second) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := faketime.New()
+			a := replicas(t, srv, 1, clock, func() *ratelimit.Adaptive { return &ratelimit.Adaptive{MinFillRate: 10} })[0]
+			tt.prepare(t, a)
+			r, wait, _ := a.Reserve(scope)
+			if wait != 100*time.Millisecond {
+				t.Fatalf("Reserve at 10 per second waits %v; want 100ms", wait)
+			}
+			resetStats(t, adm)
+			clock.Advance(60 * time.Millisecond)
+			if got := r.Delay(); got != 40*time.Millisecond {
+				t.Errorf("Delay 60 ms later = %v; want 40ms", got)
+			}
+			clock.Advance(40 * time.Millisecond)
+			if got := r.Delay(); got != 0 {
+				t.Errorf("Delay when due = %v; want 0", got)
+			}
+			if n := scriptCalls(t, adm); n != 0 {
+				t.Errorf("Delay made %d script calls; want 0", n)
+			}
+		})
 	}
 }
 
@@ -257,6 +270,10 @@ func TestAdaptiveCancelGivesBackLatestSlot(t *testing.T) {
 	_, w4, _ := a.Reserve(scope)
 	if want := w3 + 100*time.Millisecond; w4 != want {
 		t.Errorf("Reserve after an earlier one was cancelled waits %v; want %v (waits %v, %v, %v)", w4, want, w1, w2, w3)
+	}
+	// No quota was published: the cancels gave no place back to one.
+	if ks := keys(t, srv.client(t, nil), a.Store.Prefix+"*:published"); len(ks) != 0 {
+		t.Errorf("published keys after cancels with no quota published = %q; want none", ks)
 	}
 }
 
@@ -349,6 +366,16 @@ func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// hookedReplica returns an Adaptive on srv whose Store has clock and a
+// Timeout of 5 s, and the scriptHook, not armed, on its client.
+func hookedReplica(t *testing.T, srv *redisServer, clock *faketime.Clock) (*redisretry.Adaptive, *scriptHook) {
+	t.Helper()
+	h := &scriptHook{}
+	c := srv.client(t, &redis.Options{ContextTimeoutEnabled: true}) // keeps the hook
+	c.AddHook(h)
+	return (&redisretry.Store{Client: c, Prefix: uniquePrefix(t), Timeout: 5 * time.Second, Now: clock.Now}).Adaptive(nil), h
 }
 
 // sleepCtx waits d, or until ctx is done and then returns its error.
@@ -500,6 +527,35 @@ func TestAdaptiveBurstWaitsForCallInFlight(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAdaptiveBurstUnlimitedGoesWithoutAsking checks that when the call
+// in flight that a burst's Reserve calls wait for answers that the scope
+// is neither limited nor paced, they go at once, without a round trip of
+// their own, and count as the replica's sends.
+func TestAdaptiveBurstUnlimitedGoesWithoutAsking(t *testing.T) {
+	const n = 20
+	srv := startRedis(t)
+	clock := faketime.New()
+	b, h := hookedReplica(t, srv, clock)
+	if _, wait, ok := b.Reserve(scope); wait != 0 || !ok || b.State(scope).Enabled { // loads the script
+		t.Fatalf("first Reserve = %v, %t, %+v; want 0, true, not limited", wait, ok, b.State(scope))
+	}
+	clock.Advance(redisretry.DefaultAdaptiveRefresh) // the answer is no longer believed
+	var started atomic.Int64
+	h.hold = untilStarted(&started, n, nil)
+	for i, r := range burst(b, h, n, &started) {
+		if r.r != (ratelimit.Reservation{}) || r.wait != 0 || !r.ok || r.early {
+			t.Errorf("Reserve %d of a burst on a scope that is not limited = %v, %v, %t (early %t); want the zero Reservation, 0, true, after the answer",
+				i, r.r, r.wait, r.ok, r.early)
+		}
+	}
+	if got := h.calls.Load(); got != 1 {
+		t.Errorf("a burst of %d Reserve calls on a scope that is not limited made %d script calls; want 1 (the first)", n, got)
+	}
+	if got := b.State(scope).Outstanding; got != n+1 {
+		t.Errorf("State.Outstanding after %d Reserve calls = %d; want %d", n+1, got, n+1)
 	}
 }
 

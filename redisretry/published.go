@@ -98,17 +98,12 @@ func (q *quotaNotes) appendArgs(v []any, now time.Time) []any {
 	return v
 }
 
-// tookPlace marks in a Ticket's Gen, beside the instant the reservation is
-// due (Unix nanoseconds, which leave the top bit free), a reservation that
-// took a place in the published quota's queue, which Cancel gives back.
-const tookPlace = 1 << 63
-
 // paced reports whether a Reserve of st at now must ask Redis for its
 // places in the published quota's queue: the last answer said the quota
 // paces the scope until after now, or the replica has heard of a quota
 // that Redis has not.
 func (st *adaptiveScope) paced(now time.Time) bool {
-	return st.notes.n > 0 || now.Before(st.pacedUntil)
+	return st.notes.n > 0 || now.Before(st.ans.pacedUntil(st.checked))
 }
 
 // pacedUntil returns the instant of the replica's clock until which ans,

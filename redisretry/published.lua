@@ -24,12 +24,15 @@ local PUB_WINDOW = 0.1         -- seconds of the rate credited ahead at most
 local PUB_MAX_WAIT = 20000000  -- a longer wait is not imposed (policy.Policy's MaxDelay)
 local PUB_SLACK = 1e-9         -- places a place may still be owed and be due (rounding)
 
--- pubLoad reads the hash at key.
+local PUB_FIELDS = {'on', 'rem', 'reset', 'rate', 'cap', 'due', 'ref', 'last'}
+
+-- pubLoad reads the hash at key, keeping the fields as read (stored), for
+-- pubSave to write only those that change.
 local function pubLoad(key)
-  local f = redis.call('HMGET', key, 'on', 'rem', 'reset', 'rate', 'cap', 'due', 'ref', 'last')
+  local f = redis.call('HMGET', key, unpack(PUB_FIELDS))
   local function n(i) return tonumber(f[i]) or 0 end
   return {key = key, on = f[1] == '1', rem = n(2), reset = n(3), rate = n(4), cap = n(5),
-    due = n(6), ref = n(7), last = n(8), dirty = false}
+    due = n(6), ref = n(7), last = n(8), dirty = false, stored = f}
 end
 
 -- pubPacing reports whether q paces sends at now: a quota was published
@@ -98,8 +101,13 @@ local function pubTake(q, now)
   if pubPacing(q, now) then q.last, q.dirty = q.last + 1, true end
 end
 
--- pubGiveBack credits one place back, for a reservation taken while q
--- paced whose send was abandoned: the places behind it move up one.
+-- pubGiveBack credits one place back, while q paces, for a reservation
+-- whose send was abandoned: the places behind it move up one. A cancel
+-- calls it whether or not the reservation took a place, as package
+-- ratelimit's published queue gives one back, so that a replica need not
+-- remember which did: one that took none, since q did not pace then,
+-- gives one back only if a window began since, within the window's
+-- allowance (cap).
 local function pubGiveBack(q, now)
   if pubPacing(q, now) then
     pubRefill(q, now)
@@ -107,11 +115,20 @@ local function pubGiveBack(q, now)
   end
 end
 
--- pubSave writes q, if it changed, with the key's TTL of ttl ms.
+-- pubSave writes q, if it changed, with the key's TTL of ttl ms: only the
+-- fields whose stored text changes, so that a paced reservation writes the
+-- credit and the latest place (due, ref, last), not the window's quota.
 local function pubSave(q, ttl)
   if not q.dirty then return end
   local function s(x) return string.format('%.17g', x) end
-  redis.call('HSET', q.key, 'on', q.on and '1' or '0', 'rem', s(q.rem), 'reset', s(q.reset), 'rate', s(q.rate),
-    'cap', s(q.cap), 'due', s(q.due), 'ref', s(q.ref), 'last', s(q.last))
+  local v = {q.on and '1' or '0', s(q.rem), s(q.reset), s(q.rate), s(q.cap), s(q.due), s(q.ref), s(q.last)}
+  local w = {}
+  for i, name in ipairs(PUB_FIELDS) do
+    if v[i] ~= q.stored[i] then
+      w[#w + 1] = name
+      w[#w + 1] = v[i]
+    end
+  end
+  if #w > 0 then redis.call('HSET', q.key, unpack(w)) end
   redis.call('PEXPIRE', q.key, ttl)
 end

@@ -302,12 +302,7 @@ func TestAdaptivePublishedReferenceRecordsNothing(t *testing.T) {
 // trip: the quotas go to Redis with the next Reserve, one round trip per
 // attempt while the quota paces the scope.
 func TestAdaptivePublishedRoundTrips(t *testing.T) {
-	srv := startRedis(t)
-	adm := srv.client(t, nil)
-	clock := faketime.New()
-	a := replicas(t, srv, 1, clock, nil)[0]
-	recordAndReserve(t, a, 1000, 100*time.Second) // loads the script
-	resetStats(t, adm)
+	a, adm, clock := pacedReplica(t, 1000, 100*time.Second)
 	for i := range 100 {
 		r, _, _ := a.Reserve(scope)
 		r.Delay()
@@ -353,6 +348,80 @@ func TestAdaptivePublishedCancelGivesBackPlace(t *testing.T) {
 	}
 }
 
+// pacedReplica starts a Redis for t and returns a replica on it that has
+// reported a published quota, remaining until reset from the clock's now,
+// with a Reserve (recordAndReserve, which loads the script); the Redis's
+// admin client, whose stats are then reset; and the clock.
+func pacedReplica(t *testing.T, remaining int64, reset time.Duration) (*redisretry.Adaptive, *redis.Client, *faketime.Clock) {
+	t.Helper()
+	srv := startRedis(t)
+	adm := srv.client(t, nil)
+	clock := faketime.New()
+	a := replicas(t, srv, 1, clock, nil)[0]
+	recordAndReserve(t, a, remaining, reset)
+	resetStats(t, adm)
+	return a, adm, clock
+}
+
+// TestAdaptivePublishedPacesUntilAnswersReset checks that a replica
+// believes an answer that the published quota paces the scope until the
+// reset it gives: each Reserve asks Redis until then, and from the reset
+// on, within Refresh of that answer, none asks and none waits.
+func TestAdaptivePublishedPacesUntilAnswersReset(t *testing.T) {
+	a, adm, clock := pacedReplica(t, 11, time.Second) // 10 per second, the first place free
+	clock.Advance(950 * time.Millisecond)
+	var waits []time.Duration
+	for range 3 {
+		_, wait, _ := a.Reserve(scope)
+		waits = append(waits, wait)
+	}
+	// One place credited ahead at most: the first goes at once, the
+	// others wait their places, but never past the reset.
+	if want := []time.Duration{0, 50 * time.Millisecond, 50 * time.Millisecond}; !slices.Equal(waits, want) {
+		t.Errorf("waits of 3 Reserve calls 950 ms into a window of 11 for 1 s = %v; want %v", waits, want)
+	}
+	before := scriptCalls(t, adm)
+	if before != 3 {
+		t.Errorf("3 Reserve calls before the reset made %d script calls; want 3", before)
+	}
+	clock.Advance(50 * time.Millisecond) // the reset, within Refresh of the last answer
+	for i := range 5 {
+		if r, wait, ok := a.Reserve(scope); wait != 0 || !ok || r != (ratelimit.Reservation{}) {
+			t.Fatalf("Reserve %d at the reset the last answer gave = %v, %v, %t; want the zero Reservation, 0, true", i, r, wait, ok)
+		}
+	}
+	if got := scriptCalls(t, adm) - before; got != 0 {
+		t.Errorf("5 Reserve calls at the reset made %d script calls; want none", got)
+	}
+}
+
+// TestAdaptivePublishedReserveWritesChangedFields checks that a Reserve
+// that the published quota paces writes to its key only the fields it
+// changes, the credit and the latest place, while the first quota writes
+// them all.
+func TestAdaptivePublishedReserveWritesChangedFields(t *testing.T) {
+	srv := startRedis(t)
+	adm := srv.client(t, nil)
+	clock := faketime.New()
+	a := replicas(t, srv, 1, clock, nil)[0]
+	key := a.Store.Prefix + "{" + scope + "}:published"
+	m := startMonitor(t, srv)
+	recordAndReserve(t, a, 11, time.Second)
+	all := []string{"on", "rem", "reset", "rate", "cap", "due", "ref", "last"}
+	if got := hsetFields(m.until(t, adm, "quota"), key); !slices.Equal(got, all) {
+		t.Errorf("fields the first quota's Reserve wrote = %q; want %q", got, all)
+	}
+	clock.Advance(10 * time.Millisecond)
+	a.Reserve(scope)
+	if got, want := hsetFields(m.until(t, adm, "paced"), key), []string{"due", "ref", "last"}; !slices.Equal(got, want) {
+		t.Errorf("fields a paced Reserve wrote = %q; want %q", got, want)
+	}
+	a.Reserve(scope) // at the same instant: no credit
+	if got, want := hsetFields(m.until(t, adm, "same instant"), key), []string{"last"}; !slices.Equal(got, want) {
+		t.Errorf("fields a paced Reserve at the instant of the last wrote = %q; want %q", got, want)
+	}
+}
+
 // TestAdaptivePublishedBurstSharesCall checks that while a published
 // quota paces a scope, the Reserve calls of a burst that come while
 // another call is in flight take their places together, in one more round
@@ -360,11 +429,7 @@ func TestAdaptivePublishedCancelGivesBackPlace(t *testing.T) {
 func TestAdaptivePublishedBurstSharesCall(t *testing.T) {
 	const n = 10
 	srv := startRedis(t)
-	clock := faketime.New()
-	h := &scriptHook{}
-	c := srv.client(t, &redis.Options{ContextTimeoutEnabled: true}) // keeps the hook
-	c.AddHook(h)
-	a := (&redisretry.Store{Client: c, Prefix: uniquePrefix(t), Timeout: 5 * time.Second, Now: clock.Now}).Adaptive(nil)
+	a, h := hookedReplica(t, srv, faketime.New())
 	a.Reserve("another scope")            // loads the script, which the burst then finds
 	a.RecordQuota(scope, 11, time.Second) // 10 per second, the first place free
 	var started atomic.Int64
