@@ -27,24 +27,25 @@ test: deps fmt-check vet lint race modules
 # own servers, so it is stopped.
 deps:
 	@set -e; for m in . $(MODULES); do (cd $$m && $(GO) mod download); done
-	@if ! command -v redis-server >/dev/null; then \
-	  echo "installing redis-server (Debian package)"; \
-	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
-	  export DEBIAN_FRONTEND=noninteractive; \
-	  $$sudo apt-get install -y -q redis-server >/dev/null 2>&1 || \
-	    { $$sudo apt-get update -q >/dev/null && $$sudo apt-get install -y -q redis-server >/dev/null; }; \
-	  $$sudo systemctl stop redis-server >/dev/null 2>&1 || $$sudo service redis-server stop >/dev/null 2>&1 || true; \
-	fi
+	@$(call apt-install,redis-server,redis-server,redis-server)
 	@redis-server --version
-	@if ! command -v nginx >/dev/null && [ ! -x /usr/sbin/nginx ]; then \
-	  echo "installing nginx (Debian package nginx-light)"; \
-	  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
-	  export DEBIAN_FRONTEND=noninteractive; \
-	  $$sudo apt-get install -y -q nginx-light >/dev/null 2>&1 || \
-	    { $$sudo apt-get update -q >/dev/null && $$sudo apt-get install -y -q nginx-light >/dev/null; }; \
-	  $$sudo systemctl stop nginx >/dev/null 2>&1 || $$sudo service nginx stop >/dev/null 2>&1 || true; \
-	fi
+	@$(call apt-install,nginx,nginx-light,nginx)
 	@"$$(command -v nginx || echo /usr/sbin/nginx)" -v
+
+# apt-install installs Debian's package $(2) when the command $(1) is found
+# neither on PATH nor in /usr/sbin, with sudo unless root, updating the
+# package lists only if the first try fails, and stops the system service
+# $(3) that the package starts.
+define apt-install
+if ! command -v $(1) >/dev/null && [ ! -x /usr/sbin/$(1) ]; then \
+  echo "installing $(1) (Debian package $(2))"; \
+  sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+  export DEBIAN_FRONTEND=noninteractive; \
+  $$sudo apt-get install -y -q $(2) >/dev/null 2>&1 || \
+    { $$sudo apt-get update -q >/dev/null && $$sudo apt-get install -y -q $(2) >/dev/null; }; \
+  $$sudo systemctl stop $(3) >/dev/null 2>&1 || $$sudo service $(3) stop >/dev/null 2>&1 || true; \
+fi
+endef
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
