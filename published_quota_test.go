@@ -1,7 +1,8 @@
 package retrytransport_test
 
 // Published quotas: the transport tells a limiter that paces by them the
-// quota every response publishes, in the scope that answered.
+// quota every response publishes, in the scope that answered, with the
+// attempt's outcome, in one call.
 
 import (
 	"net/http"
@@ -10,13 +11,16 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/faketime"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/retryafter"
 )
 
 // quotaHeard is a limiter that never waits and records the quotas it is
-// told.
+// told, with the outcomes. It is neither a ratelimit.Recorder nor a
+// ratelimit.Releaser: it hears of an attempt only through RecordQuota.
 type quotaHeard struct {
 	mu    sync.Mutex
 	heard []quotaCall
@@ -24,6 +28,7 @@ type quotaHeard struct {
 
 type quotaCall struct {
 	Scope     string
+	Kind      classify.Kind
 	Remaining int64
 	Reset     time.Duration
 }
@@ -32,10 +37,10 @@ func (l *quotaHeard) Reserve(string) (ratelimit.Reservation, time.Duration, bool
 	return ratelimit.Reservation{}, 0, true
 }
 
-func (l *quotaHeard) RecordQuota(scope string, remaining int64, reset time.Duration) {
+func (l *quotaHeard) RecordQuota(scope string, k classify.Kind, remaining int64, reset time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.heard = append(l.heard, quotaCall{scope, remaining, reset})
+	l.heard = append(l.heard, quotaCall{scope, k, remaining, reset})
 }
 
 func TestPublishedQuotaIsRecordedOnEveryStatus(t *testing.T) {
@@ -55,9 +60,35 @@ func TestPublishedQuotaIsRecordedOnEveryStatus(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	want := []quotaCall{{"api.example.com", 0, 2 * time.Second}, {"api.example.com", 599, 10 * time.Second}}
+	want := []quotaCall{{"api.example.com", classify.Throttle, 0, 2 * time.Second}, {"api.example.com", classify.Success, 599, 10 * time.Second}}
 	if diff := cmp.Diff(want, l.heard); diff != "" {
 		t.Errorf("RecordQuota calls mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestPublishedQuotaIsTheAttemptsRecord: a limiter that learns from
+// outcomes hears each attempt once, the one whose response publishes a
+// quota through RecordQuota, with its outcome, and not through Record.
+func TestPublishedQuotaIsTheAttemptsRecord(t *testing.T) {
+	s := &script{steps: []step{
+		{status: 429, header: http.Header{"Ratelimit": {`"q";r=0;t=2`}}},
+		{status: 200},
+	}}
+	clock := faketime.NewAt(time.Now())
+	lim := newTallyLimiter(clock)
+	p := policy.Standard()
+	p.Limiter = lim
+	tr := newRig(t, s, p, onClock(clock))
+	tr.get(t, url)
+	lim.waitEnds(t, 2)
+	if diff := cmp.Diff([]string{"Record success", "Record throttle"}, lim.sortedEnds()); diff != "" {
+		t.Errorf("the limiter heard (-want +got):\n%s", diff)
+	}
+	lim.mu.Lock()
+	quotas := lim.quotas
+	lim.mu.Unlock()
+	if diff := cmp.Diff([]string{"throttle 0"}, quotas); diff != "" {
+		t.Errorf("published quotas recorded (-want +got):\n%s", diff)
 	}
 }
 
@@ -73,7 +104,7 @@ func TestPublishedQuotaNotReadWhenItsFieldsAreNotTrusted(t *testing.T) {
 	}{
 		{"none", retryafter.None, nil},
 		{"retry_after_only", retryafter.RetryAfter, nil},
-		{"x_ratelimit_only", retryafter.RateLimitReset, []quotaCall{{"api.example.com", 599, 10 * time.Second}}},
+		{"x_ratelimit_only", retryafter.RateLimitReset, []quotaCall{{"api.example.com", classify.Success, 599, 10 * time.Second}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l := &quotaHeard{}

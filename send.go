@@ -147,32 +147,37 @@ func (r *request) noteRoute(a *attempt) {
 
 // settle records, in its scope, what copy a, sent and now ended, says, and
 // is called once for every copy sent, whenever it ends. The limiter hears
-// a's outcome, or, when the caller's context ctx ended first, which says
-// nothing of the server, only that a is no longer in flight (see
-// ratelimit.Releaser); the quota that a's response publishes is recorded,
-// unless ctx ended; a throttle is counted; a penalty signal starts the
-// scope's penalty; and with latency, a hedged copy's time to its response
-// headers is learned. It reads nothing of a's request but what a holds,
-// so that a hedged copy that ends after its race can be settled in its own
-// goroutine (see hedgeRace.settleLate).
+// a's outcome, in one call with the quota that a's response publishes if
+// it paces by one (see ratelimit.QuotaRecorder), or, when the caller's
+// context ctx ended first, which says nothing of the server, only that a
+// is no longer in flight (see ratelimit.Releaser); a throttle is counted;
+// a penalty signal starts the scope's penalty; and with latency, a hedged
+// copy's time to its response headers is learned. It reads nothing of a's
+// request but what a holds, so that a hedged copy that ends after its race
+// can be settled in its own goroutine (see hedgeRace.settleLate).
 func (cp *compiled) settle(ctx context.Context, now func() time.Time, a *attempt, latency bool) {
+	ended := ctx.Err() != nil
+	var q retryafter.Quota
+	var published bool
+	if !ended {
+		q, published = cp.publishedQuota(now, a)
+	}
 	switch {
-	case ctx.Err() != nil:
+	case ended:
 		cp.release(a)
+	case published:
+		cp.quotas.RecordQuota(a.scope, a.out.Kind, q.Remaining, q.Reset)
 	case cp.learner != nil:
 		cp.learner.Record(a.scope, a.out.Kind)
 	case cp.releaser != nil:
 		cp.releaser.Release(a.scope)
 	}
-	if ctx.Err() == nil {
+	if !ended {
 		// The breaker and the concurrency limit learn from what the server
 		// did; the caller's own cancellation says nothing of it.
 		a.pass.Done(a.out, a.err)
 		a.permit.Done(a.took, a.out.Kind)
 		a.pass, a.permit = breaker.Pass{}, concurrency.Permit{}
-	}
-	if cp.quotas != nil && a.resp != nil && ctx.Err() == nil {
-		cp.recordQuota(now, a)
 	}
 	if a.out.Kind == classify.Throttle {
 		a.stats.throttles.Add(1)
@@ -197,18 +202,16 @@ func (cp *compiled) release(a *attempt) {
 	a.pass, a.permit = breaker.Pass{}, concurrency.Permit{}
 }
 
-// recordQuota tells the limiter the quota that a's response publishes in
-// the fields the policy trusts, if any: on every status, since a server
-// that reports its quota on its successes lets the limiter pace before
-// the quota runs out.
-func (cp *compiled) recordQuota(now func() time.Time, a *attempt) {
-	h := a.resp.Header
-	if !retryafter.HasQuotaFields(h) { // most responses: no clock reading
-		return
+// publishedQuota returns the quota that a's response publishes in the
+// fields the policy trusts, if the limiter paces by one, and whether
+// there was one: on every status, since a server that reports its quota
+// on its successes lets the limiter pace before the quota runs out.
+func (cp *compiled) publishedQuota(now func() time.Time, a *attempt) (retryafter.Quota, bool) {
+	if cp.quotas == nil || a.resp == nil || !retryafter.HasQuotaFields(a.resp.Header) { // most responses: no clock reading
+		return retryafter.Quota{}, false
 	}
-	if q, _, ok := retryafter.ParseQuota(h, now(), cp.p.ServerDelay.Headers); ok {
-		cp.quotas.RecordQuota(a.scope, q.Remaining, q.Reset)
-	}
+	q, _, ok := retryafter.ParseQuota(a.resp.Header, now(), cp.p.ServerDelay.Headers)
+	return q, ok
 }
 
 // errNoResponse is the error of an attempt whose base transport returned

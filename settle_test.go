@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,7 +28,8 @@ import (
 )
 
 // tallyLimiter is a ratelimit.Adaptive on a fake clock that notes how each
-// attempt it paced ended: "Record <kind>" or "Release", and the quotas it
+// attempt it paced ended: "Record <kind>" (by Record, or by RecordQuota
+// with the quota its response published) or "Release", and the quotas it
 // was told.
 type tallyLimiter struct {
 	*ratelimit.Adaptive
@@ -37,7 +39,7 @@ type tallyLimiter struct {
 
 	mu     sync.Mutex
 	ends   []string
-	quotas []int64 // the remaining counts of RecordQuota
+	quotas []string // RecordQuota's calls: the kind and the remaining count, "throttle 7"
 }
 
 func newTallyLimiter(clock *faketime.Clock) *tallyLimiter {
@@ -54,11 +56,12 @@ func (l *tallyLimiter) Release(scope string) {
 	l.note("Release")
 }
 
-func (l *tallyLimiter) RecordQuota(scope string, remaining int64, reset time.Duration) {
-	l.Adaptive.RecordQuota(scope, remaining, reset)
+func (l *tallyLimiter) RecordQuota(scope string, k classify.Kind, remaining int64, reset time.Duration) {
+	l.Adaptive.RecordQuota(scope, k, remaining, reset)
 	l.mu.Lock()
-	l.quotas = append(l.quotas, remaining)
+	l.quotas = append(l.quotas, k.String()+" "+strconv.FormatInt(remaining, 10))
 	l.mu.Unlock()
+	l.note("Record " + k.String())
 }
 
 func (l *tallyLimiter) note(end string) {
@@ -338,7 +341,8 @@ func TestAdaptiveColdStartAfterHedgedRequests(t *testing.T) {
 // A losing copy that answers after its race was decided is classified and
 // settled, in its own goroutine: its 429 is counted as a throttle and
 // enables the adaptive limiter, and the quota its response publishes is
-// recorded, as a copy's that answered in time would be.
+// recorded with it, in one call, as a copy's that answered in time would
+// be.
 func TestLateLosingCopyIsSettled(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	clock := faketime.NewAt(time.Now())
@@ -371,7 +375,7 @@ func TestLateLosingCopyIsSettled(t *testing.T) {
 	lim.mu.Lock()
 	quotas := lim.quotas
 	lim.mu.Unlock()
-	if diff := cmp.Diff([]int64{7}, quotas); diff != "" {
+	if diff := cmp.Diff([]string{"throttle 7"}, quotas); diff != "" {
 		t.Errorf("published quotas recorded (-want +got):\n%s", diff)
 	}
 }

@@ -40,7 +40,8 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 // (docs/aws.md), kept per scope: a token bucket of send tokens whose fill
 // rate follows the throttling responses the scope gets. Call ReserveAt
 // before each attempt, first attempts included, and wait what it returns;
-// call RecordAt with each attempt's outcome, or ReleaseAt for an attempt
+// call RecordAt with each attempt's outcome (RecordQuotaAt, with the
+// quota, when its response publishes one), or ReleaseAt for an attempt
 // sent that ended without one. A scope that has never been
 // throttled is not limited at all, and throttling of one scope never slows
 // another.
@@ -217,8 +218,8 @@ var ErrRateLimited = errors.New("ratelimit: client-side rate limit")
 // its place, which the hand visits last. So whenever some stored scope has
 // not been used since the hand last passed it, one of those is evicted;
 // only when every one was used since is a scope used lately evicted: the
-// one the hand started at, after a full turn. ReserveAt and RecordAt use a
-// scope; DelayAt, CancelAt, ReleaseAt and StateAt do not, and neither does its
+// one the hand started at, after a full turn. ReserveAt, RecordAt and
+// RecordQuotaAt use a scope; DelayAt, CancelAt, ReleaseAt and StateAt do not, and neither does its
 // creation. An evicted scope starts over as never throttled: it is not
 // limited until its next throttle, which then sets its rate as a new
 // scope's first throttle does (change 1). For a scope idle for a few seconds little is lost:
@@ -376,7 +377,7 @@ func (a *Adaptive) Record(scope string, k classify.Kind) { a.RecordAt(a.now(), s
 // no response is measured, the rate does not move, and no send token comes
 // back, since the attempt was sent ([Adaptive.CancelAt] is for attempts
 // that were not). End each reservation whose attempt was sent with one
-// RecordAt or one ReleaseAt, never both. A scope not stored is left
+// RecordAt (or RecordQuotaAt) or one ReleaseAt, never both. A scope not stored is left
 // alone, and a release beyond the reservations outstanding changes
 // nothing.
 func (a *Adaptive) ReleaseAt(now time.Time, scope string) {

@@ -30,8 +30,10 @@ type Limiter interface {
 // [Adaptive]: the transport calls Record after every attempt of scope with
 // the attempt's outcome, except when the caller's context ended first or
 // the attempt was a hedged copy cancelled before it answered (see
-// [Releaser]). A hedged copy that answers after its race was decided is
-// recorded too, from the copy's own goroutine, which may be after its
+// [Releaser]), and when the response publishes a quota that a
+// [QuotaRecorder] records with the outcome in one call (RecordQuota, in
+// place of Record). A hedged copy that answers after its race was decided
+// is recorded too, from the copy's own goroutine, which may be after its
 // request's RoundTrip returned.
 // Since such a limiter slows every attempt of a throttled scope, a retry
 // after a throttle then costs nothing from the retry quota, unless the
@@ -48,9 +50,12 @@ type Recorder interface {
 // so is not given to Record: the caller's context ended while the attempt
 // was in flight or being classified, or the attempt was a hedged copy that
 // its race cancelled before it answered. With [Recorder], every attempt
-// sent is thus recorded or released, exactly once, when it ends; a hedged
-// copy may end after its request's RoundTrip returned. A Limiter that is
-// not a Recorder hears Release for every attempt sent. Release gives back
+// sent is thus recorded (by Record, or by RecordQuota, see
+// [QuotaRecorder]) or released, exactly once, when it ends; a hedged copy
+// may end after its request's RoundTrip returned. A Limiter that is not a
+// Recorder hears Release for every attempt sent, except an attempt whose
+// response publishes a quota that it records: RecordQuota then ends the
+// attempt in place of Release. Release gives back
 // no send token, since the attempt was sent: [Reservation.Cancel] is for
 // attempts that were not. It must be safe for concurrent use.
 type Releaser interface {
@@ -58,14 +63,18 @@ type Releaser interface {
 }
 
 // QuotaRecorder is implemented by a [Limiter] that paces a scope by the
-// quota its server publishes, such as [Adaptive]: the transport calls
-// RecordQuota after every attempt of scope whose response publishes one
-// (retryafter.ParseQuota: the IETF RateLimit fields or X-RateLimit-*),
-// successful or not, with the requests left in the server's window and the
-// time until it resets, read from the fields the policy trusts
-// (policy.ServerDelay's Headers).
+// quota its server publishes, such as [Adaptive]. For an attempt of scope
+// whose response publishes one (retryafter.ParseQuota: the IETF RateLimit
+// fields or X-RateLimit-*), successful or not, the transport calls
+// RecordQuota in place of Record (or of Release, for a limiter that is not
+// a [Recorder]), with the attempt's outcome kind k, the requests left in
+// the server's window and the time until it resets, read from the fields
+// the policy trusts (policy.ServerDelay's Headers). RecordQuota records k
+// as Record does, then the quota, in one call: it is the attempt's one
+// record (see [Releaser]). An attempt whose caller's context ended first
+// is released, and its quota not read.
 type QuotaRecorder interface {
-	RecordQuota(scope string, remaining int64, reset time.Duration)
+	RecordQuota(scope string, k classify.Kind, remaining int64, reset time.Duration)
 }
 
 // Queue is implemented by a [Limiter] that issues reservations which wait:

@@ -3,6 +3,8 @@ package ratelimit
 import (
 	"math"
 	"time"
+
+	"github.com/retrytransport/retrytransport/classify"
 )
 
 // This file paces one scope by the quota its server publishes: the requests
@@ -229,44 +231,49 @@ func (q *published) giveBack(t float64, n, last uint64) {
 	}
 }
 
-// RecordQuotaAt records, as of now, the quota that a response from scope
-// publishes: remaining requests left in the server's current window, which
-// resets after reset (retryafter.ParseQuota reads both). Until the window
-// resets, the scope's sends are paced at its part of what is left over
-// the time to the reset (see Even shares in published.go), recomputed at
-// each call; a send waits the longer of that pace and the CUBIC bucket's.
-// Call it for every response that carries the fields, successful or
-// throttled. From the reset until the next call with a window still ahead,
-// the quota paces nothing.
+// RecordQuotaAt records, as of now, the outcome of one attempt sent to
+// scope, whose response publishes a quota, and then the quota: it is
+// RecordAt(now, scope, k) and the quota in one call, which finds the scope
+// and takes its lock once. The quota is remaining requests left in the
+// server's current window, which resets after reset
+// (retryafter.ParseQuota reads both). Until the window resets, the
+// scope's sends are paced at its part of what is left over the time to
+// the reset (see Even shares in published.go), recomputed at each call; a
+// send waits the longer of that pace and the CUBIC bucket's. Call it, in
+// place of RecordAt, for every response that carries the fields,
+// successful or throttled. From the reset until the next call with a
+// window still ahead, the quota paces nothing.
 //
 // Answers are taken in the order they are recorded, with two exceptions:
 // a reset more than a second earlier than the one known, while that one is
 // still ahead, is from a window that has ended and is ignored; and within a
 // second of it (with no more remaining than before), the earlier reset is
 // kept, since whole seconds are rounded. A reset of 0 or less is ignored,
-// and so is every call in reference mode, whose algorithm is the SDKs'.
-// The pace never holds a send longer than the time to the reset, nor
-// longer than 20 seconds: a send it would hold longer goes without waiting
-// for the quota, and the server's answer says what to do, as it would
-// without pacing. A negative remaining counts as 0.
+// and so is the quota of every call in reference mode, whose algorithm is
+// the SDKs': the outcome is still recorded. The pace never holds a send
+// longer than the time to the reset, nor longer than 20 seconds: a send it
+// would hold longer goes without waiting for the quota, and the server's
+// answer says what to do, as it would without pacing. A negative
+// remaining counts as 0.
 //
 // The first call for a scope stores its state, which allocates; later
 // calls do not.
-func (a *Adaptive) RecordQuotaAt(now time.Time, scope string, remaining int64, reset time.Duration) {
-	if a.Reference {
-		return
-	}
+func (a *Adaptive) RecordQuotaAt(now time.Time, scope string, k classify.Kind, remaining int64, reset time.Duration) {
 	p := a.params()
 	s := a.scope(now, scope, &p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.quota.update(s.at(now), max(remaining, 0), reset.Seconds(), s.issued)
+	t := s.at(now)
+	s.record(t, k == classify.Throttle, &p)
+	if !a.Reference {
+		s.quota.update(t, max(remaining, 0), reset.Seconds(), s.issued)
+	}
 }
 
 // RecordQuota is RecordQuotaAt at a.Now(), or the wall clock if a.Now is
 // nil.
-func (a *Adaptive) RecordQuota(scope string, remaining int64, reset time.Duration) {
-	a.RecordQuotaAt(a.now(), scope, remaining, reset)
+func (a *Adaptive) RecordQuota(scope string, k classify.Kind, remaining int64, reset time.Duration) {
+	a.RecordQuotaAt(a.now(), scope, k, remaining, reset)
 }
 
 // sendWait returns how long, in seconds from t, a new reservation would

@@ -5,12 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
 // Instants in this file are offsets from t0. The pace of a quota of R
 // left, resetting after T, for a client alone is (R - 0.5)/T per second.
+// A quota comes with a success unless a test says otherwise: a response
+// not throttled, which leaves the CUBIC bucket off.
 
 // at returns the instant d after t0.
 func at(d time.Duration) time.Time { return t0.Add(d) }
@@ -27,7 +30,7 @@ func reserveWait(t *testing.T, a *ratelimit.Adaptive, d time.Duration) time.Dura
 
 func TestRecordQuotaPacesRemainingOverReset(t *testing.T) {
 	a := &ratelimit.Adaptive{}
-	a.RecordQuotaAt(at(0), "q", 10, 10*time.Second)
+	a.RecordQuotaAt(at(0), "q", classify.Success, 10, 10*time.Second)
 	// 9.5 sends per 10 s: the first goes at once, each next 1/0.95 s later.
 	step := secs(1 / 0.95)
 	for i, want := range []time.Duration{0, step, 2 * step} {
@@ -46,7 +49,7 @@ func TestRecordQuotaPacesRemainingOverReset(t *testing.T) {
 
 func TestRecordQuotaExhaustedWaitsForReset(t *testing.T) {
 	a := &ratelimit.Adaptive{}
-	a.RecordQuotaAt(at(0), "q", 0, 5*time.Second)
+	a.RecordQuotaAt(at(0), "q", classify.Success, 0, 5*time.Second)
 	if w := reserveWait(t, a, time.Second); !near(w, 4*time.Second) {
 		t.Errorf("wait 1 s after a quota of 0 resetting at 5 s: %v; want 4s", w)
 	}
@@ -63,14 +66,14 @@ func TestRecordQuotaExhaustedWaitsForReset(t *testing.T) {
 
 func TestRecordQuotaWaitMovesWithTheNextAnswer(t *testing.T) {
 	a := &ratelimit.Adaptive{}
-	a.RecordQuotaAt(at(0), "q", 0, 10*time.Second)
+	a.RecordQuotaAt(at(0), "q", classify.Success, 0, 10*time.Second)
 	r, w, _ := a.ReserveAt(at(0), "q")
 	if !near(w, 10*time.Second) {
 		t.Fatalf("wait %v; want 10s", w)
 	}
 	// The next answer of the window (another server's, say) has quota
 	// left: the waiting reservation is due at the new pace, 99.5 in 9 s.
-	a.RecordQuotaAt(at(time.Second), "q", 100, 9*time.Second)
+	a.RecordQuotaAt(at(time.Second), "q", classify.Success, 100, 9*time.Second)
 	if d, want := a.DelayAt(at(time.Second), r), secs(9/99.5); !near(d, want) {
 		t.Errorf("DelayAt after a quota of 100 = %v; want %v", d, want)
 	}
@@ -78,7 +81,7 @@ func TestRecordQuotaWaitMovesWithTheNextAnswer(t *testing.T) {
 
 func TestRecordQuotaNeverHoldsPastTheReset(t *testing.T) {
 	a := &ratelimit.Adaptive{}
-	a.RecordQuotaAt(at(0), "q", 2, 3*time.Second)
+	a.RecordQuotaAt(at(0), "q", classify.Success, 2, 3*time.Second)
 	// Far more reservations than the quota: none waits past the reset.
 	for i := range 10 {
 		if w := reserveWait(t, a, 0); w > 3*time.Second {
@@ -89,12 +92,12 @@ func TestRecordQuotaNeverHoldsPastTheReset(t *testing.T) {
 
 func TestRecordQuotaDoesNotHoldLongerThan20s(t *testing.T) {
 	a := &ratelimit.Adaptive{}
-	a.RecordQuotaAt(at(0), "q", 0, time.Hour)
+	a.RecordQuotaAt(at(0), "q", classify.Success, 0, time.Hour)
 	if w := reserveWait(t, a, 0); w != 0 {
 		t.Errorf("wait for a quota of 0 resetting in an hour: %v; want 0: the server answers instead", w)
 	}
 	a = &ratelimit.Adaptive{}
-	a.RecordQuotaAt(at(0), "q", 0, 20*time.Second)
+	a.RecordQuotaAt(at(0), "q", classify.Success, 0, 20*time.Second)
 	if w := reserveWait(t, a, 0); !near(w, 20*time.Second) {
 		t.Errorf("wait for a quota of 0 resetting in 20 s: %v; want 20s", w)
 	}
@@ -102,7 +105,7 @@ func TestRecordQuotaDoesNotHoldLongerThan20s(t *testing.T) {
 
 func TestRecordQuotaIgnoresAResetThatHasCome(t *testing.T) {
 	a := &ratelimit.Adaptive{}
-	a.RecordQuotaAt(at(0), "q", 0, 0)
+	a.RecordQuotaAt(at(0), "q", classify.Success, 0, 0)
 	if w := reserveWait(t, a, 0); w != 0 {
 		t.Errorf("wait after a quota of 0 resetting now: %v; want 0", w)
 	}
@@ -110,10 +113,10 @@ func TestRecordQuotaIgnoresAResetThatHasCome(t *testing.T) {
 
 func TestRecordQuotaIgnoresAnAnswerOfTheWindowBefore(t *testing.T) {
 	a := &ratelimit.Adaptive{}
-	a.RecordQuotaAt(at(10*time.Second), "q", 600, 10*time.Second) // the new window, to 20 s
+	a.RecordQuotaAt(at(10*time.Second), "q", classify.Success, 600, 10*time.Second) // the new window, to 20 s
 	// A request of the old window answered late: 0 left, its reset 8 s
 	// before the one known.
-	a.RecordQuotaAt(at(10*time.Second), "q", 0, 2*time.Second)
+	a.RecordQuotaAt(at(10*time.Second), "q", classify.Success, 0, 2*time.Second)
 	if st := a.StateAt(at(10*time.Second), "q"); st.QuotaRemaining != 600 || !st.QuotaReset.Equal(at(20*time.Second)) {
 		t.Errorf("StateAt = remaining %d, reset t0+%v; want 600, t0+20s", st.QuotaRemaining, st.QuotaReset.Sub(t0))
 	}
@@ -122,13 +125,13 @@ func TestRecordQuotaIgnoresAnAnswerOfTheWindowBefore(t *testing.T) {
 func TestRecordQuotaKeepsTheEarlierResetOfAWindow(t *testing.T) {
 	a := &ratelimit.Adaptive{}
 	// Whole seconds rounded up: 10 at 0 s and 10 at 0.6 s name one reset.
-	a.RecordQuotaAt(at(0), "q", 100, 10*time.Second)
-	a.RecordQuotaAt(at(600*time.Millisecond), "q", 90, 10*time.Second)
+	a.RecordQuotaAt(at(0), "q", classify.Success, 100, 10*time.Second)
+	a.RecordQuotaAt(at(600*time.Millisecond), "q", classify.Success, 90, 10*time.Second)
 	if st := a.StateAt(at(time.Second), "q"); st.QuotaRemaining != 90 || !st.QuotaReset.Equal(at(10*time.Second)) {
 		t.Errorf("StateAt = remaining %d, reset t0+%v; want 90, t0+10s", st.QuotaRemaining, st.QuotaReset.Sub(t0))
 	}
 	// More remaining is another window, or another counter: it replaces it.
-	a.RecordQuotaAt(at(time.Second), "q", 500, 10*time.Second)
+	a.RecordQuotaAt(at(time.Second), "q", classify.Success, 500, 10*time.Second)
 	if st := a.StateAt(at(time.Second), "q"); st.QuotaRemaining != 500 || !st.QuotaReset.Equal(at(11*time.Second)) {
 		t.Errorf("StateAt = remaining %d, reset t0+%v; want 500, t0+11s", st.QuotaRemaining, st.QuotaReset.Sub(t0))
 	}
@@ -143,7 +146,7 @@ func TestRecordQuotaMeasuresTheShare(t *testing.T) {
 	a := &ratelimit.Adaptive{}
 	remaining := int64(1000)
 	for i := range 40 {
-		a.RecordQuotaAt(at(time.Duration(i)*10*time.Millisecond), "q", remaining, 10*time.Second)
+		a.RecordQuotaAt(at(time.Duration(i)*10*time.Millisecond), "q", classify.Success, remaining, 10*time.Second)
 		remaining -= 4
 	}
 	st := a.StateAt(at(390*time.Millisecond), "q")
@@ -165,26 +168,59 @@ func TestRecordQuotaWaitsTheLongerOfTheTwo(t *testing.T) {
 	if cubic == 0 {
 		t.Fatal("no CUBIC wait after a throttle")
 	}
-	a.RecordQuotaAt(at(500*time.Millisecond), "q", 0, 3*time.Second)
+	a.RecordQuotaAt(at(500*time.Millisecond), "q", classify.Success, 0, 3*time.Second)
 	if w := reserveWait(t, a, 500*time.Millisecond); w < 3*time.Second-time.Microsecond {
 		t.Errorf("wait with a quota of 0 for 3 s and the CUBIC bucket's %v: %v; want 3s", cubic, w)
 	}
 }
 
-func TestRecordQuotaInReferenceModeDoesNothing(t *testing.T) {
+func TestRecordQuotaInReferenceModeRecordsOnlyTheOutcome(t *testing.T) {
 	a := &ratelimit.Adaptive{Reference: true}
-	a.RecordQuotaAt(at(0), "q", 0, 10*time.Second)
+	a.RecordQuotaAt(at(0), "q", classify.Success, 0, 10*time.Second)
 	if w := reserveWait(t, a, 0); w != 0 {
 		t.Errorf("reference mode: wait %v after a quota of 0; want 0, the SDKs' algorithm", w)
 	}
 	if st := a.StateAt(at(0), "q"); st.QuotaRate != 0 || !st.QuotaReset.IsZero() {
 		t.Errorf("reference mode: StateAt = %+v; want no quota", st)
 	}
+	// The outcome is recorded all the same: a throttle enables the bucket.
+	a.RecordQuotaAt(at(time.Second), "q", classify.Throttle, 0, 10*time.Second)
+	if st := a.StateAt(at(time.Second), "q"); !st.Enabled || st.QuotaRate != 0 || !st.QuotaReset.IsZero() {
+		t.Errorf("reference mode: StateAt after a throttle with a quota = %+v; want enabled, no quota", st)
+	}
+}
+
+// TestRecordQuotaRecordsTheOutcome checks that RecordQuotaAt records the
+// attempt's outcome as RecordAt does, before the quota: the same answers
+// leave the same CUBIC state, through one call or the other, and the
+// quota besides.
+func TestRecordQuotaRecordsTheOutcome(t *testing.T) {
+	plain, quoted := &ratelimit.Adaptive{}, &ratelimit.Adaptive{}
+	for i, k := range []classify.Kind{classify.Success, classify.Success, classify.Success, classify.Success, classify.Throttle, classify.Success} {
+		now := at(time.Duration(i) * 100 * time.Millisecond)
+		plain.ReserveAt(now, "q")
+		quoted.ReserveAt(now, "q")
+		plain.RecordAt(now, "q", k)
+		quoted.RecordQuotaAt(now, "q", k, 1000, 10*time.Second)
+	}
+	want := plain.StateAt(at(time.Second), "q")
+	got := quoted.StateAt(at(time.Second), "q")
+	if got.QuotaRemaining != 1000 || !got.QuotaReset.Equal(at(10*time.Second)) {
+		t.Errorf("StateAt after RecordQuotaAt(1000 left, reset 10s) = remaining %d, reset t0+%v; want 1000, t0+10s",
+			got.QuotaRemaining, got.QuotaReset.Sub(t0))
+	}
+	got.QuotaRemaining, got.QuotaRate, got.QuotaReset = 0, 0, time.Time{}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("StateAt after RecordQuotaAt, quota aside, differs from after RecordAt (-RecordAt +RecordQuotaAt):\n%s", diff)
+	}
+	if !got.Enabled || got.Outstanding != 0 {
+		t.Errorf("StateAt after RecordQuotaAt of a throttle = %+v; want enabled, nothing outstanding", got)
+	}
 }
 
 func TestRecordQuotaRefusesWithFailFast(t *testing.T) {
 	a := &ratelimit.Adaptive{FailFast: true}
-	a.RecordQuotaAt(at(0), "q", 0, 10*time.Second)
+	a.RecordQuotaAt(at(0), "q", classify.Success, 0, 10*time.Second)
 	if _, w, ok := a.ReserveAt(at(0), "q"); ok || !near(w, 10*time.Second) {
 		t.Errorf("ReserveAt with FailFast = %v, %t; want 10s, false", w, ok)
 	}
@@ -192,8 +228,8 @@ func TestRecordQuotaRefusesWithFailFast(t *testing.T) {
 
 func TestRecordQuotaCancelGivesThePlaceBack(t *testing.T) {
 	a := &ratelimit.Adaptive{}
-	a.RecordQuotaAt(at(0), "q", 2, 2*time.Second) // 0.75 per second
-	reserveWait(t, a, 0)                          // the one saved up
+	a.RecordQuotaAt(at(0), "q", classify.Success, 2, 2*time.Second) // 0.75 per second
+	reserveWait(t, a, 0)                                            // the one saved up
 	r2, w2, _ := a.ReserveAt(at(0), "q")
 	_, w3, _ := a.ReserveAt(at(0), "q")
 	a.CancelAt(at(0), r2)
@@ -204,8 +240,8 @@ func TestRecordQuotaCancelGivesThePlaceBack(t *testing.T) {
 
 func TestRecordQuotaCancelInTheMiddleKeepsTheTurnsAhead(t *testing.T) {
 	a := &ratelimit.Adaptive{}
-	a.RecordQuotaAt(at(0), "q", 5, 5*time.Second) // 0.9 per second
-	reserveWait(t, a, 0)                          // the one saved up
+	a.RecordQuotaAt(at(0), "q", classify.Success, 5, 5*time.Second) // 0.9 per second
+	reserveWait(t, a, 0)                                            // the one saved up
 	r1, w1, _ := a.ReserveAt(at(0), "q")
 	r2, _, _ := a.ReserveAt(at(0), "q")
 	r3, w3, _ := a.ReserveAt(at(0), "q")
@@ -220,7 +256,7 @@ func TestRecordQuotaCancelInTheMiddleKeepsTheTurnsAhead(t *testing.T) {
 
 func TestRecordQuotaEvictedScopeStartsOver(t *testing.T) {
 	a := &ratelimit.Adaptive{MaxScopes: 1}
-	a.RecordQuotaAt(at(0), "q", 0, 10*time.Second)
+	a.RecordQuotaAt(at(0), "q", classify.Success, 0, 10*time.Second)
 	a.RecordAt(at(0), "other", classify.Success) // evicts q
 	if w := reserveWait(t, a, 0); w != 0 {
 		t.Errorf("wait in an evicted scope: %v; want 0 until its next answer", w)
@@ -236,7 +272,7 @@ func TestRecordQuotaHugeValues(t *testing.T) {
 		{math.MaxInt64, math.MaxInt64}, {math.MaxInt64, time.Nanosecond}, {0, math.MaxInt64},
 		{-5, time.Second}, {1, -time.Second}, {0, time.Nanosecond},
 	} {
-		a.RecordQuotaAt(at(0), "q", q.remaining, q.reset)
+		a.RecordQuotaAt(at(0), "q", classify.Success, q.remaining, q.reset)
 		for range 3 {
 			if w := reserveWait(t, a, 0); w < 0 || w > 20*time.Second {
 				t.Errorf("after RecordQuotaAt(%d, %v): wait %v; want within [0, 20s]", q.remaining, q.reset, w)

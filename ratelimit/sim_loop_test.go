@@ -29,6 +29,11 @@ type simLoop struct {
 	// throttled it.
 	Send func(w int, at time.Duration, req *simRequest) (rtt time.Duration, throttled bool)
 
+	// Record, if set, records in w's limiter, in place of its RecordAt,
+	// the outcome k of w's answer that arrives at now, with what else the
+	// answer says (a published quota), in one call as the transport does.
+	Record func(w int, now time.Time, scope string, k classify.Kind)
+
 	// Answer takes w's answer that arrives at at, which the limiter has
 	// recorded, and returns how long w waits before it reserves again and
 	// whether req is over: the next reservation then starts a new request.
@@ -117,7 +122,11 @@ func (l *simLoop) run(starts []time.Duration) {
 			if e.throttled {
 				k = classify.Throttle
 			}
-			lim.RecordAt(now, scope, k)
+			if l.Record != nil {
+				l.Record(w, now, scope, k)
+			} else {
+				lim.RecordAt(now, scope, k)
+			}
 			wait, done := l.Answer(w, e.at, e.throttled, r)
 			if done {
 				*r = simRequest{start: -1}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -20,8 +21,8 @@ import (
 // Adaptive, as separate processes have, and runs the transport's loop for
 // every logical request: reserve a send token (asking the reservation
 // again after each wait), send, record the outcome and the quota the
-// answer publishes; after a 429, wait the reset the 429 carries, as the
-// transport waits a server's delay, and send again, up to
+// answer publishes, in one call; after a 429, wait the reset the 429
+// carries, as the transport waits a server's delay, and send again, up to
 // fleetMaxAttempts. Round trips vary between RTT/2 and 3·RTT/2, from a
 // seeded generator, so every run is the same.
 
@@ -122,11 +123,16 @@ func (f *quotaSim) run() *quotaResult {
 			answers[w] = published{remaining, reset}
 			return rtt, !admitted
 		},
+		Record: func(w int, now time.Time, scope string, k classify.Kind) {
+			c, a := client(w), answers[w]
+			if f.Ignore {
+				c.lim.RecordAt(now, scope, k)
+				return
+			}
+			c.lim.RecordQuotaAt(now, scope, k, a.remaining, a.reset)
+		},
 		Answer: func(w int, at time.Duration, throttled bool, r *simRequest) (wait time.Duration, done bool) {
 			c, a := client(w), answers[w]
-			if !f.Ignore {
-				c.lim.RecordQuotaAt(t0.Add(at), fleetScope, a.remaining, a.reset)
-			}
 			switch {
 			case !throttled:
 				done = true

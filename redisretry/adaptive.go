@@ -136,14 +136,17 @@ const (
 // nothing is paced until a replica reports the next window's quota, and
 // a wait longer than 20 s is not imposed.
 //
-// RecordQuota costs no round trip: a replica keeps the quotas it hears of
-// (the newest 8) and reports them with its next call for the scope, a
-// Reserve or a throttle, whose script applies them in order, each reset
-// as the time left to it on the replica's clock at the call. While the
-// quota paces the scope, or the replica has quotas to report, each Reserve
-// is one round trip, shared with the calls that come while it is in flight
-// (see Bursts). Cancel gives back a place of the queue as a place's
-// credit, which moves the places behind it up one.
+// The transport calls RecordQuota, in place of Record, with the outcome
+// of each attempt whose answer publishes the quota. The quota costs no
+// round trip of its own: a replica keeps the quotas it hears of (the
+// newest 8) and reports them with its next call for the scope, a Reserve
+// or a throttle (a throttled answer's own quota included, in the
+// throttle's round trip), whose script applies them in order, before the
+// throttle, each reset as the time left to it on the replica's clock at
+// the call. While the quota paces the scope, or the replica has quotas to
+// report, each Reserve is one round trip, shared with the calls that come
+// while it is in flight (see Bursts). Cancel gives back a place of the
+// queue as a place's credit, which moves the places behind it up one.
 //
 // # Time
 //
@@ -274,8 +277,19 @@ func (a *Adaptive) Record(scope string, k classify.Kind) {
 	now := a.store().now()
 	l := a.local()
 	l.RecordAt(now, scope, k)
+	a.record(now, l, scope, k, nil)
+}
+
+// record records in the replica's state, at now, the outcome k of an
+// attempt sent to scope (Local has recorded it), after adding note, if
+// not nil, to the quotas to report: a throttle is one round trip, which
+// reports them.
+func (a *Adaptive) record(now time.Time, l *ratelimit.Adaptive, scope string, k classify.Kind, note *quotaNote) {
 	a.mu.Lock()
 	st := a.scopeLocked(scope)
+	if note != nil {
+		st.notes.add(note.remaining, note.reset)
+	}
 	st.done++
 	if k != classify.Throttle {
 		a.mu.Unlock()

@@ -65,7 +65,8 @@
 //	Adaptive.Reserve                0 before the scope's first throttle while no published quota paces it (1 per Refresh, 100 ms),
 //	                                then 1, shared by the calls that come while one is in flight
 //	Adaptive.Record                 1 for a throttle, else 0
-//	Adaptive.RecordQuota            0: the quota goes with the replica's next Reserve or throttle of the scope
+//	Adaptive.RecordQuota            as Record (it records the outcome too): 1 for a throttle, which carries the quota,
+//	                                else 0, the quota going with the replica's next Reserve or throttle of the scope
 //	Adaptive.Delay, State           0
 //	Adaptive.Cancel                 1, best effort
 //	Fixed.Reserve                   1 (0 without a Limit, or while the replica's earlier attempts wait)

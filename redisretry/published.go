@@ -3,6 +3,7 @@ package redisretry
 import (
 	"time"
 
+	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/ratelimit"
 )
 
@@ -16,29 +17,32 @@ import (
 // call, one per worker.
 const maxQuotaNotes = 8
 
-// RecordQuota records the quota that a response from scope publishes:
-// remaining requests left in the server's current window, which resets
-// after reset (retryafter.ParseQuota reads both; the transport calls it
-// for every response that carries the fields, see
-// [ratelimit.QuotaRecorder]). It costs no round trip: the quota goes to
-// Redis with the replica's next call for the scope, a Reserve or a
-// throttle, which applies it to the scope's one published pacing for the
-// whole fleet (see Published quotas on [Adaptive]). It is also recorded
-// in Local, which paces by it when Redis does not answer.
+// RecordQuota records the outcome k of an attempt sent to scope, as Record
+// does, with the quota its response publishes: remaining requests left in
+// the server's current window, which resets after reset
+// (retryafter.ParseQuota reads both; the transport calls it in place of
+// Record for every response that carries the fields, see
+// [ratelimit.QuotaRecorder]). The quota costs no round trip of its own: it
+// goes to Redis with the replica's next call for the scope, the
+// throttle's own round trip when k is a throttle, else the next Reserve,
+// which applies it to the scope's one published pacing for the whole
+// fleet (see Published quotas on [Adaptive]). Both are recorded in Local
+// too, in one call, so that it paces by the quota when Redis does not
+// answer.
 //
 // As for ratelimit.Adaptive.RecordQuotaAt, a reset of 0 or less is
-// ignored, a negative remaining counts as 0, and nothing is recorded when
-// Local is in reference mode, whose algorithm is the SDKs'.
-func (a *Adaptive) RecordQuota(scope string, remaining int64, reset time.Duration) {
+// ignored, a negative remaining counts as 0, and no quota is recorded when
+// Local is in reference mode, whose algorithm is the SDKs'; the outcome is
+// recorded all the same.
+func (a *Adaptive) RecordQuota(scope string, k classify.Kind, remaining int64, reset time.Duration) {
 	now := a.store().now()
 	l := a.local()
-	l.RecordQuotaAt(now, scope, remaining, reset)
+	l.RecordQuotaAt(now, scope, k, remaining, reset)
 	if l.Reference || !(reset > 0) {
+		a.record(now, l, scope, k, nil)
 		return
 	}
-	a.mu.Lock()
-	a.scopeLocked(scope).notes.add(max(remaining, 0), now.Add(reset))
-	a.mu.Unlock()
+	a.record(now, l, scope, k, &quotaNote{max(remaining, 0), now.Add(reset)})
 }
 
 // quotaNote is one published quota as a replica heard of it: remaining

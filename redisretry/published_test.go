@@ -114,14 +114,11 @@ func (cfg publishedSim) run(t *testing.T, as []*redisretry.Adaptive, clock *fake
 			schedule(e.worker, e.at+cfg.rtt)
 		case simAnswer:
 			ans := answers[e.worker]
-			a.RecordQuota(scope, ans.left, ans.reset)
-			next := e.at
-			if ans.ok {
-				a.Record(scope, classify.Success)
-			} else {
-				a.Record(scope, classify.Throttle)
-				next += ans.reset
+			k, next := classify.Success, e.at
+			if !ans.ok {
+				k, next = classify.Throttle, next+ans.reset
 			}
+			a.RecordQuota(scope, k, ans.left, ans.reset)
 			w.state = simReserve
 			schedule(e.worker, next)
 		}
@@ -162,11 +159,12 @@ func TestAdaptivePublishedSharedByReplicas(t *testing.T) {
 
 func abs(x int64) int64 { return max(x, -x) }
 
-// recordAndReserve records a published quota on a, as of the clock, and
-// reports it to Redis with a Reserve, whose wait it returns.
+// recordAndReserve records on a, as of the clock, a success whose answer
+// publishes a quota, and reports the quota to Redis with a Reserve, whose
+// wait it returns.
 func recordAndReserve(t *testing.T, a *redisretry.Adaptive, remaining int64, reset time.Duration) time.Duration {
 	t.Helper()
-	a.RecordQuota(scope, remaining, reset)
+	a.RecordQuota(scope, classify.Success, remaining, reset)
 	_, wait, ok := a.Reserve(scope)
 	if !ok {
 		t.Fatal("Reserve refused without FailFast or MaxWait")
@@ -258,7 +256,7 @@ func TestAdaptivePublishedFallsBackToLocal(t *testing.T) {
 	srv.Kill()
 	clock := faketime.New()
 	a := (&redisretry.Store{Client: c, Prefix: uniquePrefix(t), Timeout: 20 * time.Millisecond, Now: clock.Now}).Adaptive(nil)
-	a.RecordQuota(scope, 11, time.Second)
+	a.RecordQuota(scope, classify.Success, 11, time.Second)
 	var waits []time.Duration
 	for range 2 {
 		_, wait, ok := a.Reserve(scope)
@@ -298,16 +296,15 @@ func TestAdaptivePublishedReferenceRecordsNothing(t *testing.T) {
 	}
 }
 
-// TestAdaptivePublishedRoundTrips checks that RecordQuota costs no round
-// trip: the quotas go to Redis with the next Reserve, one round trip per
-// attempt while the quota paces the scope.
+// TestAdaptivePublishedRoundTrips checks that RecordQuota of a success
+// costs no round trip: the quotas go to Redis with the next Reserve, one
+// round trip per attempt while the quota paces the scope.
 func TestAdaptivePublishedRoundTrips(t *testing.T) {
 	a, adm, clock := pacedReplica(t, 1000, 100*time.Second)
 	for i := range 100 {
 		r, _, _ := a.Reserve(scope)
 		r.Delay()
-		a.Record(scope, classify.Success)
-		a.RecordQuota(scope, int64(998-i), 100*time.Second-time.Duration(i+1)*20*time.Millisecond)
+		a.RecordQuota(scope, classify.Success, int64(998-i), 100*time.Second-time.Duration(i+1)*20*time.Millisecond)
 		clock.Advance(20 * time.Millisecond)
 	}
 	if got, want := scriptCalls(t, adm), int64(100); got != want {
@@ -315,6 +312,23 @@ func TestAdaptivePublishedRoundTrips(t *testing.T) {
 	}
 	if got := a.State(scope).QuotaRemaining; got != 900 {
 		t.Errorf("QuotaRemaining after 100 answers = %d; want 900, the last but one's (the last goes with the next call)", got)
+	}
+}
+
+// TestAdaptivePublishedThrottleCarriesQuota checks that the quota a
+// throttled answer publishes goes to Redis with the throttle's own round
+// trip, not with a later call: two script calls for a Reserve and its
+// throttle, after which the fleet's pacing has the quota.
+func TestAdaptivePublishedThrottleCarriesQuota(t *testing.T) {
+	a, adm, _ := pacedReplica(t, 1000, 100*time.Second)
+	r, _, _ := a.Reserve(scope)
+	r.Delay()
+	a.RecordQuota(scope, classify.Throttle, 500, 99*time.Second)
+	if got, want := scriptCalls(t, adm), int64(2); got != want {
+		t.Errorf("a Reserve, then a throttle whose answer publishes the quota, made %d script calls; want %d", got, want)
+	}
+	if st := a.State(scope); st.QuotaRemaining != 500 || !st.Enabled {
+		t.Errorf("State after a throttle with 500 left = %d left, enabled %t; want 500, true: the throttle's call reported the quota", st.QuotaRemaining, st.Enabled)
 	}
 }
 
@@ -430,8 +444,8 @@ func TestAdaptivePublishedBurstSharesCall(t *testing.T) {
 	const n = 10
 	srv := startRedis(t)
 	a, h := hookedReplica(t, srv, faketime.New())
-	a.Reserve("another scope")            // loads the script, which the burst then finds
-	a.RecordQuota(scope, 11, time.Second) // 10 per second, the first place free
+	a.Reserve("another scope")                              // loads the script, which the burst then finds
+	a.RecordQuota(scope, classify.Success, 11, time.Second) // 10 per second, the first place free
 	var started atomic.Int64
 	h.hold = untilStarted(&started, n, nil)
 	res := burst(a, h, n, &started)
