@@ -206,7 +206,8 @@ type Policy struct {
 	// state on purpose, and one kept in a shared store (module redisretry)
 	// paces a fleet. If it implements ratelimit.Recorder it hears every
 	// attempt's outcome (and, as a ratelimit.Releaser, of every attempt
-	// that ended without one), and a retry after a throttle is then free of the
+	// that ended without one; as a ratelimit.QuotaRecorder, with the quota
+	// a response publishes, in the same call), and a retry after a throttle is then free of the
 	// quota, since the limiter already bounds the scope's load, unless its
 	// ChargesThrottles method says otherwise, as a *ratelimit.Adaptive's
 	// does in reference mode.

@@ -26,8 +26,10 @@
 // The transport asks for what it needs through small interfaces, so that
 // the state can live elsewhere: [Limiter] (a send token per attempt, as a
 // [Reservation]), with [Recorder] for a limiter that learns from outcomes,
-// [Releaser] for one that counts the attempts in flight, [Queue] for one
-// whose reservations wait, and [FallbackCounter] for one kept in a store
+// [QuotaRecorder] for one that paces by the quota a server publishes (it
+// hears such a response's outcome and quota in one call), [Releaser] for
+// one that counts the attempts in flight, [Queue] for one whose
+// reservations wait, and [FallbackCounter] for one kept in a store
 // that may not answer (a retry quota kept in such a store implements it
 // too). Adaptive and Fixed implement them in process; the
 // module redisretry implements them on Redis, so that a fleet of replicas
