@@ -63,7 +63,7 @@ lint:
 # their own without it, in the packages that have them (simpkgs), and every
 # other test under it.
 SIMS := Simulation|^TestSim[A-Z]|^TestHangingServer
-simpkgs = $$(for d in $$($(GO) list -f '{{.Dir}}' ./...); do grep -qE '^func Test(\w*Simulation|Sim[A-Z]|HangingServer)' $$d/*_test.go 2>/dev/null && echo $$d; done)
+simpkgs = $$(for d in $$($(GO) list -f '{{.Dir}}' ./...); do if grep -qE '^func Test(\w*Simulation|Sim[A-Z]|HangingServer)' $$d/*_test.go 2>/dev/null; then echo $$d; fi; done)
 
 race:
 	$(GO) test -race -count=1 -timeout 300s -skip '$(SIMS)' $(PKGS)
