@@ -3,7 +3,7 @@
 // Markdown table per scenario followed by the project's goals for that
 // scenario, each met or missed, as ratios measured in the same run.
 //
-//	go run .                   # full run, about 50 minutes on 2 cores
+//	go run .                   # full run, about an hour on 2 cores
 //	go run . -quick            # every scenario shrunk, about two minutes
 //	go run . -scenarios fleet,single-ra -runs 1 -svg /tmp/fleet
 //	                           # the fleet and single-client tables, with pictures
@@ -11,13 +11,13 @@
 //	                           # the single-client table against nginx's limit_req,
 //	                           # with every run's goodput and 429s per 500 ms
 //
-// The fleet-redis and published tables start a redis-server from PATH on a
-// free loopback port and stop it at the end; the bench fails if there is
-// none. The nginx
-// table starts an nginx from PATH (or Debian's /usr/sbin/nginx) on a free
-// loopback port for each of its runs, configured with limit_req at the
-// throttled server's rate; without nginx it prints a line saying it did
-// not run, and the rest of the bench goes on.
+// The fleet-redis, published and hang-redis tables start a redis-server
+// from PATH on a free loopback port and stop it at the end; the bench
+// fails if there is none. The nginx table starts an nginx from PATH (or
+// Debian's /usr/sbin/nginx) on a free loopback port for each of its runs,
+// configured with limit_req at the throttled server's rate; without nginx
+// it prints a line saying it did not run, and the rest of the bench goes
+// on.
 //
 // It is a separate module so that the peer libraries never become
 // dependencies of retrytransport itself.
@@ -72,6 +72,13 @@ type config struct {
 	recoveryAfter    time.Duration // the admitted phase after the first admitted response
 	recoveryKs       []int         // the throttles in a row, one row each
 	recoveryRuns     int           // rounds of the recovery tables
+	latencyFor       time.Duration // the measured part of each run of a latency cell, after its start-up
+	latencyRuns      int           // rounds of the latency table
+	hangBefore       time.Duration // the hanging server's healthy phase before the hang
+	hangFor          time.Duration // the hang
+	hangAfter        time.Duration // the healthy phase after it
+	hangRuns         int           // rounds of the hang table and of its brownout table
+	hangRedisRuns    int           // rounds of the hang-redis table
 	scenarios        []string      // the scenarios to run (names from scenarios()); nil means all
 	svgDir           string        // where the fleet's pictures go; "" means none
 }
@@ -95,6 +102,8 @@ func fullConfig() config {
 		shapesFor: 5 * time.Second, shapesReachFor: time.Second, shapesRuns: 5,
 		openloopFor: 8 * time.Second, openloopRuns: 3,
 		recoveryBefore: time.Second, recoveryAfter: 3 * time.Second, recoveryKs: []int{1, 2, 4}, recoveryRuns: 3,
+		latencyFor: 2 * time.Second, latencyRuns: 5,
+		hangBefore: 3 * time.Second, hangFor: 5 * time.Second, hangAfter: 3 * time.Second, hangRuns: 5, hangRedisRuns: 5,
 	}
 }
 
@@ -118,6 +127,8 @@ func quickConfig() config {
 		shapesFor: 300 * time.Millisecond, shapesReachFor: 200 * time.Millisecond, shapesRuns: 1,
 		openloopFor: 400 * time.Millisecond, openloopRuns: 1,
 		recoveryBefore: 300 * time.Millisecond, recoveryAfter: 500 * time.Millisecond, recoveryKs: []int{1}, recoveryRuns: 1,
+		latencyFor: 300 * time.Millisecond, latencyRuns: 1,
+		hangBefore: 500 * time.Millisecond, hangFor: 1500 * time.Millisecond, hangAfter: time.Second, hangRuns: 1, hangRedisRuns: 1,
 	}
 }
 
@@ -134,6 +145,10 @@ func main() {
 	shapesStandard := flag.Bool("shapes-standard", false, "add our standard mode, the reference without a limiter, to the shapes tables (12 more runs a round)")
 	openloopRuns := flag.Int("openloop-runs", 0, "runs of every open-loop cell per contender; 0 means 3, or 1 with -quick")
 	recoveryRuns := flag.Int("recovery-runs", 0, "runs of every recovery row; 0 means 3, or 1 with -quick")
+	latencyRuns := flag.Int("latency-runs", 0, "runs of every latency cell per contender; 0 means 5, or 1 with -quick")
+	latencyFor := flag.Duration("latency-for", 0, "length of the measured part of each latency run, after its 500ms start-up; 0 means 2s, or 300ms with -quick (the issue's runs were 8s)")
+	hangRuns := flag.Int("hang-runs", 0, "runs of the hang table and of its brownout table per contender; 0 means 5, or 1 with -quick")
+	hangRedisRuns := flag.Int("hang-redis-runs", 0, "runs of the hang-redis table per contender; 0 means 5, or 1 with -quick")
 	names := flag.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated `list` of the scenarios to run, always in this order")
 	svgDir := flag.String("svg", "", "write a picture (SVG) of each fleet variant, its contenders' first runs side by side, into `dir`")
 	flag.Parse()
@@ -166,6 +181,18 @@ func main() {
 	}
 	if *recoveryRuns != 0 {
 		cfg.recoveryRuns = *recoveryRuns
+	}
+	if *latencyRuns != 0 {
+		cfg.latencyRuns = *latencyRuns
+	}
+	if *latencyFor != 0 {
+		cfg.latencyFor = *latencyFor
+	}
+	if *hangRuns != 0 {
+		cfg.hangRuns = *hangRuns
+	}
+	if *hangRedisRuns != 0 {
+		cfg.hangRedisRuns = *hangRedisRuns
 	}
 	for n := range strings.SplitSeq(*names, ",") {
 		if n = strings.TrimSpace(n); n != "" {
@@ -211,6 +238,9 @@ func scenarios() []scenario {
 		{"shapes", table(runShapes)},
 		{"openloop", table(runOpenloop)},
 		{"recovery", table(runRecovery)},
+		{"latency", table(runLatency)},
+		{"hang", table(runHang)},
+		{"hang-redis", runHangRedis},
 	}
 }
 
@@ -256,6 +286,18 @@ func (cfg config) check() error {
 	}
 	if cfg.recoveryRuns < 1 {
 		return fmt.Errorf("-recovery-runs is %d; want at least 1", cfg.recoveryRuns)
+	}
+	if cfg.latencyRuns < 1 {
+		return fmt.Errorf("-latency-runs is %d; want at least 1", cfg.latencyRuns)
+	}
+	if cfg.latencyFor <= 0 {
+		return fmt.Errorf("-latency-for is %v; want more than 0", cfg.latencyFor)
+	}
+	if cfg.hangRuns < 1 {
+		return fmt.Errorf("-hang-runs is %d; want at least 1", cfg.hangRuns)
+	}
+	if cfg.hangRedisRuns < 1 {
+		return fmt.Errorf("-hang-redis-runs is %d; want at least 1", cfg.hangRedisRuns)
 	}
 	return nil
 }

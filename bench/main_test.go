@@ -24,7 +24,7 @@ func TestQuickRun(t *testing.T) {
 		t.Fatalf("run(quick) = %v; want nil", err)
 	}
 	got := out.String()
-	if n, want := strings.Count(got, "\n### "), 25; n != want {
+	if n, want := strings.Count(got, "\n### "), 29; n != want {
 		t.Errorf("run(quick) printed %d tables; want %d\n%s", n, want, got)
 	}
 
@@ -76,6 +76,21 @@ func TestQuickRun(t *testing.T) {
 	for _, c := range recoveryContenders() {
 		want[c.name] += 2 * len(cfg.recoveryKs)
 	}
+	// The latency table: a row per load for each of its contenders; the
+	// hang table, its brownout table with our breaker and the hang-redis
+	// table: a row for each of theirs.
+	for _, c := range latencyContenders() {
+		want[c.name] += len(latencyLoads())
+	}
+	for _, c := range hangContenders() {
+		want[c.name]++
+	}
+	for _, c := range brownoutBreakerContenders() {
+		want[c.name]++
+	}
+	for _, c := range hangRedisReplicas() {
+		want[c.name]++
+	}
 	for name, n := range want {
 		if rows[name] != n {
 			t.Errorf("run(quick) printed %d rows for %q; want %d, one per table it runs in", rows[name], name, n)
@@ -124,7 +139,8 @@ func TestQuickRun(t *testing.T) {
 		"hedge": 2 * 2, "budget-outage": 2, "failover": 2 * len(failoverModes), "published quota": 2 * 4,
 		"nginx limit_req":              2,
 		"shapes, 100 req/s (burst 10)": 2, "shapes, 1000 req/s (burst 10)": 2, "openloop": 3 * len(shapesCapacities()),
-		"recovery, warm client": 2, "recovery, fresh client": 2} {
+		"recovery, warm client": 2, "recovery, fresh client": 2,
+		"latency": 5, "hang": 4, "hang, brownout with our breaker": 1, "hang-redis": 2} {
 		if goals[title] != n {
 			t.Errorf("run(quick) printed %d goal lines under %q; want %d", goals[title], title, n)
 		}
