@@ -198,7 +198,8 @@ func (cp *compiled) release(a *attempt) {
 }
 
 // recordQuota tells the limiter the quota that a's response publishes in
-// the fields the policy trusts, if any: on every status, since a server
+// the fields the policy trusts (the host's, whose limiter it is, for a
+// request with rules of its own), if any: on every status, since a server
 // that reports its quota on its successes lets the limiter pace before
 // the quota runs out.
 func (cp *compiled) recordQuota(now func() time.Time, a *attempt) {
@@ -207,7 +208,7 @@ func (cp *compiled) recordQuota(now func() time.Time, a *attempt) {
 	if h["Ratelimit"] == nil && h["Ratelimit-Remaining"] == nil && h["X-Ratelimit-Remaining"] == nil {
 		return
 	}
-	if q, _, ok := retryafter.ParseQuota(h, now(), cp.p.ServerDelay.Headers); ok {
+	if q, _, ok := retryafter.ParseQuota(h, now(), cp.shared().p.ServerDelay.Headers); ok {
 		cp.quotas.RecordQuota(a.scope, q.Remaining, q.Reset)
 	}
 }

@@ -219,6 +219,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if cp.err != nil {
 		return refuse(req, ErrInvalidPolicy, cp.err)
 	}
+	if cp = cp.forRequest(req.Context()); cp.err != nil {
+		return refuse(req, ErrInvalidPolicy, cp.err)
+	}
 	var r request
 	r.start(t, req, cp)
 	return r.run()
