@@ -24,12 +24,13 @@ import (
 // after first use. The zero RequestPolicy changes nothing: make one with
 // NewRequestPolicy.
 type RequestPolicy struct {
-	own  *compiled // the rules alone, defaults resolved; own.err says why they cannot be used
-	last atomic.Pointer[compiled]
+	own *compiled // the rules alone, defaults resolved; own.err says why they cannot be used
+
 	// byHost maps a host's *compiled to the rules merged with its shared
-	// state. last is the entry made last, found without hashing: a client
-	// of one host never looks in the map.
+	// state (withRules). last is the entry made last, found without
+	// hashing: a client of one host never looks in the map.
 	byHost sync.Map
+	last   atomic.Pointer[compiled]
 }
 
 // NewRequestPolicy returns p, compiled, as the rules of the requests that
