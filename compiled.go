@@ -41,6 +41,14 @@ type compiled struct {
 	// quotas is the limiter, if it paces by the quotas that responses
 	// publish and the policy trusts the fields they come in; else nil.
 	quotas ratelimit.QuotaRecorder
+
+	// hostPolicy is, for a request's own rules (RequestPolicy), the host's
+	// compiled policy whose shared state they use (see withRules); nil for
+	// a host's own.
+	hostPolicy *compiled
+	// shorthands are this host policy under WithoutRetries and
+	// WithReplay, compiled on first use.
+	shorthands shorthandRules
 }
 
 // compile resolves p. A quota the Transport creates runs on the

@@ -22,7 +22,8 @@ var (
 	// cannot use (policy.Policy.Validate reports the same mistakes), so no
 	// attempt was made: New never fails, and the requests that policy is
 	// for fail instead, with a *RetryError whose Err says which setting is
-	// wrong and why.
+	// wrong and why. So do the requests that carry a RequestPolicy made of
+	// a policy that Validate rejects (see NewRequestPolicy).
 	ErrInvalidPolicy = errors.New("retrytransport: the policy cannot be used")
 	// ErrDeadline means the wait before the next attempt would have ended
 	// after the context's deadline (or less than the policy's

@@ -76,6 +76,11 @@ type Event struct {
 	// Final reports that this is the request's last Event: it ends with
 	// this attempt's result.
 	Final bool
+	// RequestPolicy reports that the request carried rules of its own
+	// (WithRequestPolicy, WithoutRetries or WithReplay), by which it was
+	// retried instead of by its host's policy; Scope and Quota are still
+	// the host's.
+	RequestPolicy bool
 	// Stop is nil when a retry follows, and in the final Event of a
 	// request whose last attempt succeeded. Otherwise it says why the
 	// request ends, an error that errors.Is matches to one of:
@@ -160,6 +165,9 @@ func (t *Transport) log(ev Event) {
 	}
 	if ev.Stop != nil {
 		attrs = append(attrs, slog.String("stop", reasonText(ev.Stop)))
+	}
+	if ev.RequestPolicy {
+		attrs = append(attrs, slog.Bool("request_policy", true))
 	}
 	t.logger.LogAttrs(ctx, level, msg, attrs...)
 }

@@ -230,7 +230,7 @@ func (r *request) emitFinal(a *attempt, stop error, observed bool) {
 func (r *request) event(a *attempt) Event {
 	ev := Event{Request: r.req, Scope: a.scope, Attempt: r.n, Hedges: r.hedges,
 		Outcome: a.out, Err: a.err, Delay: a.wait, ServerDelay: a.server, Waited: r.waited,
-		Quota: r.cp.quotaLevel(a.scope)}
+		Quota: r.cp.quotaLevel(a.scope), RequestPolicy: r.cp.hostPolicy != nil}
 	if a.resp != nil {
 		ev.StatusCode = a.resp.StatusCode
 	}

@@ -203,14 +203,15 @@ func (cp *compiled) release(a *attempt) {
 }
 
 // publishedQuota returns the quota that a's response publishes in the
-// fields the policy trusts, if the limiter paces by one, and whether
-// there was one: on every status, since a server that reports its quota
+// fields the policy trusts (the host's, whose limiter it is, for a
+// request with rules of its own), if the limiter paces by one, and
+// whether there was one: on every status, since a server that reports its quota
 // on its successes lets the limiter pace before the quota runs out.
 func (cp *compiled) publishedQuota(now func() time.Time, a *attempt) (retryafter.Quota, bool) {
 	if cp.quotas == nil || a.resp == nil || !retryafter.HasQuotaFields(a.resp.Header) { // most responses: no clock reading
 		return retryafter.Quota{}, false
 	}
-	q, _, ok := retryafter.ParseQuota(a.resp.Header, now(), cp.p.ServerDelay.Headers)
+	q, _, ok := retryafter.ParseQuota(a.resp.Header, now(), cp.shared().p.ServerDelay.Headers)
 	return q, ok
 }
 

@@ -149,7 +149,9 @@ type statsTable struct {
 }
 
 // get returns the counters of scope, creating them on first use, and
-// records the use.
+// records the use. They keep the host's compiled policy, whose state
+// Snapshot reads, also when cp is a request's own rules (see
+// compiled.shared).
 func (s *statsTable) get(scope string, cp *compiled) *scopeCounters {
 	if v, ok := s.m.Load(scope); ok {
 		c := v.(*scopeCounters)
@@ -159,7 +161,7 @@ func (s *statsTable) get(scope string, cp *compiled) *scopeCounters {
 	if s.n.Add(1) > maxStatsScopes {
 		s.evict()
 	}
-	c := &scopeCounters{cp: cp}
+	c := &scopeCounters{cp: cp.shared()}
 	c.used.Store(s.epoch.Add(1))
 	v, loaded := s.m.LoadOrStore(scope, c)
 	if loaded {

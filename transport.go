@@ -31,7 +31,10 @@ import (
 //
 // For each request, Transport:
 //
-//   - picks the policy of the request URL's hostname (see WithHostPolicy);
+//   - picks the policy of the request URL's hostname (see WithHostPolicy),
+//     and, when the request's context carries rules of its own
+//     (WithRequestPolicy, WithoutRetries, WithReplay), retries it by
+//     those, in its host's scope;
 //   - waits, if the policy paces its scope (policy.Policy.Limiter,
 //     RateLimit), for a send token, before every attempt;
 //   - sends the request, classifies the outcome (policy.Policy.Classify);
@@ -201,9 +204,10 @@ func (t *Transport) fillDefaults() {
 // report its own error instead.
 //
 // A request refused before its first attempt gets a *RetryError too, with
-// Attempts 0: its host's policy is one New cannot use (ErrInvalidPolicy;
-// Err says what in it is wrong), its URL is nil (ErrNotRetryable), a client-side
-// rate limiter refused to wait for its first send token (an error wrapping
+// Attempts 0: its host's policy, or the RequestPolicy its context carries,
+// is one New cannot use (ErrInvalidPolicy; Err says what in it is wrong),
+// its URL is nil (ErrNotRetryable), a client-side rate limiter refused to
+// wait for its first send token (an error wrapping
 // ratelimit.ErrRateLimited), that wait would have ended past the context's
 // deadline (ErrDeadline) or the policy's MaxTotalTime (ErrTimeLimit), or
 // the caller's context ended while it waited.
@@ -217,6 +221,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	cp := t.hosts.lookup(req.URL.Hostname())
 	if cp.err != nil {
+		return refuse(req, ErrInvalidPolicy, cp.err)
+	}
+	if cp = cp.forRequest(req.Context()); cp.err != nil {
 		return refuse(req, ErrInvalidPolicy, cp.err)
 	}
 	var r request

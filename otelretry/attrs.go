@@ -29,6 +29,7 @@ const (
 	scopeKey         = attribute.Key("retrytransport.scope")          // the quota and limiter scope
 	endpointKey      = attribute.Key("retrytransport.endpoint")       // the host:port an attempt failed over to, when not the URL's
 	hedgesKey        = attribute.Key("retrytransport.hedges")         // copies of slow attempts sent so far
+	requestPolicyKey = attribute.Key("retrytransport.request_policy") // the request carried rules of its own (retrytransport.WithRequestPolicy)
 )
 
 // otherScope is the retrytransport.scope of the counters that sum the

@@ -25,8 +25,11 @@
 // alternate endpoint (policy.Policy.Failover) the last attempt failed over
 // to, when it was not the request URL's host, and, in
 // retrytransport.hedges, the copies of slow attempts the request has sent
-// so far (policy.Policy.Hedge), when it sent any. Each copy has a CLIENT
-// span of its own, with its attempt's http.request.resend_count.
+// so far (policy.Policy.Hedge), when it sent any, and, in
+// retrytransport.request_policy (true), that the request carried rules of
+// its own (retrytransport.WithRequestPolicy, WithoutRetries, WithReplay),
+// when it did. Each copy has a CLIENT span of its own, with its attempt's
+// http.request.resend_count.
 //
 // Do not wrap the result in otelhttp.NewTransport as well: that adds a
 // second CLIENT span for the same request and counts it twice in the HTTP

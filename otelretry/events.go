@@ -40,9 +40,10 @@ func addSpanEvent(ev retrytransport.Event) {
 // endpoint the last attempt failed over to (none when it went to the URL's
 // own host), the copies hedged so far (none without hedging), the last
 // attempt's outcome (none for a request refused before its first attempt),
-// the time waited and the quota; with room for two more.
+// the time waited, the quota, and whether the request carried rules of its
+// own (only when it did); with room for two more.
 func eventAttrs(ev retrytransport.Event, first attribute.KeyValue) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 10)
+	attrs := make([]attribute.KeyValue, 0, 11)
 	attrs = append(attrs, first)
 	if failedOver(ev) {
 		attrs = append(attrs, endpointKey.String(ev.Endpoint))
@@ -62,6 +63,9 @@ func eventAttrs(ev retrytransport.Event, first attribute.KeyValue) []attribute.K
 	attrs = append(attrs, waitedSecondsKey.Float64(ev.Waited.Seconds()))
 	if ev.Quota >= 0 {
 		attrs = append(attrs, quotaKey.Float64(ev.Quota))
+	}
+	if ev.RequestPolicy {
+		attrs = append(attrs, requestPolicyKey.Bool(true))
 	}
 	return attrs
 }
