@@ -34,41 +34,26 @@ func (v value) strategyAt(depth int) backoff.Strategy {
 		v.d.fail(v.path, "", "strategies nested too deep; want at most 16 levels")
 		return nil
 	}
-	ms, ok := v.d.members(v.path, v.raw, "a strategy object whose type is "+wantType)
+	o, ok := v.typed("a strategy object whose type is "+wantType, wantType)
 	if !ok {
 		return nil
 	}
-	var tv value
-	typ, typed := "", false
-	for _, m := range ms {
-		if m.name == "type" && !isNull(m.raw) {
-			tv = value{v.d, join(v.path, m.name), m.raw}
-			if typ, typed = tv.string(wantType); !typed {
-				return nil
-			}
-		}
-	}
-	if !typed {
-		v.d.fail(join(v.path, "type"), "", "missing; want "+wantType)
-		return nil
-	}
-	fields := func(fs ...field) { v.d.apply(v.path, ms, append([]field{{"type", func(value) {}}}, fs...)) }
-	switch strings.ToLower(typ) {
+	switch strings.ToLower(o.typ) {
 	case "fulljitter":
 		var s backoff.FullJitter
-		fields(field{"base", setDuration(&s.Base)}, field{"max", setDuration(&s.Max)})
+		o.fields(field{"base", setDuration(&s.Base)}, field{"max", setDuration(&s.Max)})
 		return s
 	case "equaljitter":
 		var s backoff.EqualJitter
-		fields(field{"base", setDuration(&s.Base)}, field{"max", setDuration(&s.Max)})
+		o.fields(field{"base", setDuration(&s.Base)}, field{"max", setDuration(&s.Max)})
 		return s
 	case "decorrelated":
 		var s backoff.Decorrelated
-		fields(field{"base", setDuration(&s.Base)}, field{"max", setDuration(&s.Max)})
+		o.fields(field{"base", setDuration(&s.Base)}, field{"max", setDuration(&s.Max)})
 		return s
 	case "scaledjitter":
 		var s backoff.ScaledJitter
-		fields(field{"initialDelay", setDuration(&s.InitialDelay)},
+		o.fields(field{"initialDelay", setDuration(&s.InitialDelay)},
 			field{"maxBackoff", setDuration(&s.MaxBackoff)},
 			field{"scaleFactor", func(v value) {
 				s.ScaleFactor = v.float(func(f float64) bool { return f == 0 || f >= 1 }, "a number >= 1, or 0 for the default")
@@ -78,7 +63,7 @@ func (v value) strategyAt(depth int) backoff.Strategy {
 		return s
 	case "exponential":
 		var s backoff.Exponential
-		fields(field{"minBackoff", setDuration(&s.MinBackoff)},
+		o.fields(field{"minBackoff", setDuration(&s.MinBackoff)},
 			field{"maxBackoff", setDuration(&s.MaxBackoff)},
 			field{"deltaBackoff", setDuration(&s.DeltaBackoff)},
 			field{"noMinBackoff", setBool(&s.NoMinBackoff)},
@@ -86,17 +71,17 @@ func (v value) strategyAt(depth int) backoff.Strategy {
 		return s
 	case "incremental":
 		var s backoff.Incremental
-		fields(field{"initial", setDuration(&s.Initial)},
+		o.fields(field{"initial", setDuration(&s.Initial)},
 			field{"increment", setDuration(&s.Increment)},
 			field{"fastFirstRetry", setBool(&s.FastFirstRetry)})
 		return s
 	case "constant":
 		var s backoff.Constant
-		fields(field{"interval", setDuration(&s.Interval)}, field{"fastFirstRetry", setBool(&s.FastFirstRetry)})
+		o.fields(field{"interval", setDuration(&s.Interval)}, field{"fastFirstRetry", setBool(&s.FastFirstRetry)})
 		return s
 	case "schedule":
 		var s backoff.Schedule
-		fields(field{"minDelay", setDuration(&s.MinDelay)},
+		o.fields(field{"minDelay", setDuration(&s.MinDelay)},
 			field{"maxDelay", setDuration(&s.MaxDelay)},
 			field{"numRetries", setCount(&s.NumRetries)},
 			field{"numNoDelayRetries", setCount(&s.NumNoDelayRetries)},
@@ -107,14 +92,14 @@ func (v value) strategyAt(depth int) backoff.Strategy {
 		return s
 	case "capped":
 		var s backoff.Capped
-		fields(field{"strategy", func(v value) { s.Strategy = v.strategyAt(depth + 1) }}, field{"max", setDuration(&s.Max)})
+		o.fields(field{"strategy", func(v value) { s.Strategy = v.strategyAt(depth + 1) }}, field{"max", setDuration(&s.Max)})
 		return s
 	case "jittered":
 		var s backoff.Jittered
-		fields(field{"strategy", func(v value) { s.Strategy = v.strategyAt(depth + 1) }}, field{"fraction", setFraction(&s.Fraction)})
+		o.fields(field{"strategy", func(v value) { s.Strategy = v.strategyAt(depth + 1) }}, field{"fraction", setFraction(&s.Fraction)})
 		return s
 	}
-	tv.failName(typ, strategyTypes, wantType)
+	o.unknown(strategyTypes, wantType)
 	return nil
 }
 

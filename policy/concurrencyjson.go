@@ -32,29 +32,14 @@ const (
 // into a new Adaptive, or fixed into a new Fixed. It returns nil, and
 // reports why, when it has no type or one of neither name.
 func (v value) concurrency() concurrency.Limiter {
-	ms, ok := v.d.members(v.path, v.raw, "a concurrency object whose type is "+wantConcurrencyType)
+	o, ok := v.typed("a concurrency object whose type is "+wantConcurrencyType, wantConcurrencyType)
 	if !ok {
 		return nil
 	}
-	var tv value
-	typ, typed := "", false
-	for _, m := range ms {
-		if m.name == "type" && !isNull(m.raw) {
-			tv = value{v.d, join(v.path, m.name), m.raw}
-			if typ, typed = tv.string(wantConcurrencyType); !typed {
-				return nil
-			}
-		}
-	}
-	if !typed {
-		v.d.fail(join(v.path, "type"), "", "missing; want "+wantConcurrencyType)
-		return nil
-	}
-	fields := func(fs ...field) { v.d.apply(v.path, ms, append([]field{{"type", func(value) {}}}, fs...)) }
-	switch strings.ToLower(typ) {
+	switch strings.ToLower(o.typ) {
 	case "adaptive":
 		a := new(concurrency.Adaptive)
-		fields(field{"initial", setCount(&a.Initial)},
+		o.fields(field{"initial", setCount(&a.Initial)},
 			field{"min", setCount(&a.Min)},
 			field{"max", setCount(&a.Max)},
 			field{"tolerance", func(v value) { a.Tolerance = v.float(tolerance, wantTolerance) }},
@@ -64,12 +49,12 @@ func (v value) concurrency() concurrency.Limiter {
 		return a
 	case "fixed":
 		f := new(concurrency.Fixed)
-		fields(field{"max", func(v value) { f.Max = v.count(wantFixedMax) }},
+		o.fields(field{"max", func(v value) { f.Max = v.count(wantFixedMax) }},
 			field{"maxWait", setDuration(&f.MaxWait)},
 			field{"maxScopes", setCount(&f.MaxScopes)})
 		return f
 	}
-	tv.failName(typ, concurrencyTypes, wantConcurrencyType)
+	o.unknown(concurrencyTypes, wantConcurrencyType)
 	return nil
 }
 
