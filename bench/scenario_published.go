@@ -120,15 +120,9 @@ func runPublished(w io.Writer, cfg config, _ []contender) error {
 	}
 	defer f.close()
 	cs := publishedContenders(f)
-	runs := make([][]publishedRun, len(cs))
-	for range cfg.publishedRuns {
-		for i, c := range cs {
-			r, err := publishedOnce(cfg, c)
-			if err != nil {
-				return err
-			}
-			runs[i] = append(runs[i], r)
-		}
+	runs, err := interleaveErr(cfg.publishedRuns, cs, func(_ int, c publishedContender) (publishedRun, error) { return publishedOnce(cfg, c) })
+	if err != nil {
+		return err
 	}
 	quota := publishedQuota(cfg.publishedWindow)
 	windows := int64(cfg.publishedFor / cfg.publishedWindow)
