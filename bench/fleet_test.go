@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/retrytransport/retrytransport/internal/svgplot"
 )
 
 // TestJain checks the fairness index on shares whose index is known.
@@ -368,8 +370,8 @@ func TestFigureLayout(t *testing.T) {
 	}
 	// The replicas' panel's tick labels: one axis, drawn once.
 	top, step := f.rows[fleetRowReplicas].axis()
-	if n := strings.Count(buf.String(), ">"+tickLabel(top, step)+"</text>"); n < 1 || n > 2 {
-		t.Errorf("the replicas' top tick %s is drawn %d times", tickLabel(top, step), n)
+	if n := strings.Count(buf.String(), ">"+svgplot.TickLabel(top, step)+"</text>"); n < 1 || n > 2 {
+		t.Errorf("the replicas' top tick %s is drawn %d times", svgplot.TickLabel(top, step), n)
 	}
 }
 
@@ -460,21 +462,6 @@ func TestReplicaStyles(t *testing.T) {
 			if s := cell[i]; s.name != fmt.Sprintf("replica %d", i+1) || s.color != color || s.dash != dash {
 				t.Errorf("column %d's series %d is %q in %s %q; want replica %d in %s %q", c, i, s.name, s.color, s.dash, i+1, color, dash)
 			}
-		}
-	}
-}
-
-// TestTickStep checks the axis steps: 1, 2 or 5 times a power of ten.
-func TestTickStep(t *testing.T) {
-	for _, tc := range []struct {
-		span float64
-		n    int
-		want float64
-	}{
-		{10, 10, 1}, {1.5, 10, 0.2}, {230, 5, 50}, {1000, 5, 200}, {0, 5, 1}, {3, 5, 1},
-	} {
-		if got := tickStep(tc.span, tc.n); math.Abs(got-tc.want) > 1e-12 {
-			t.Errorf("tickStep(%v, %d) = %v; want %v", tc.span, tc.n, got, tc.want)
 		}
 	}
 }

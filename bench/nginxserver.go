@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -11,8 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/retrytransport/retrytransport/internal/childproc"
 )
 
 // The nginx scenario's server capacity, the throttled scenario's numbers
@@ -61,7 +61,7 @@ const nginxDebianPath = "/usr/sbin/nginx"
 // __type, without which the SDK's retryers would not retry it. Refusals
 // are logged at info, below the error log's level, so that they cost no
 // write. master_process off makes nginx one process that serves, which the
-// bench's parent-death signal (childAttr) kills with the bench: with a
+// bench's parent-death signal (childproc) kills with the bench: with a
 // master, its workers would outlive a killed master and keep the port.
 const nginxConf = `# The bench's nginx scenario; paths are relative to the prefix (-p).
 daemon off;
@@ -119,12 +119,9 @@ http {
 // nginxServer is an nginx child process serving nginxConf on a free
 // 127.0.0.1 port, from a temporary prefix directory that Close removes.
 type nginxServer struct {
-	url    string // http://127.0.0.1:port, no trailing slash
-	dir    string // the prefix: configuration, pid file, error log, temp paths
-	cmd    *exec.Cmd
-	stderr bytes.Buffer
-	exited chan struct{} // closed when the process has exited
-	err    error         // its exit status; read after exited is closed
+	url  string // http://127.0.0.1:port, no trailing slash
+	dir  string // the prefix: configuration, pid file, error log, temp paths
+	proc *childproc.Process
 }
 
 // findNginx returns the nginx binary on PATH, or Debian's in /usr/sbin.
@@ -169,65 +166,49 @@ func startNginxAt(path string) (*nginxServer, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("starting nginx: %w", err)
 	}
-	s := &nginxServer{
-		url:    "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		dir:    dir,
-		exited: make(chan struct{}),
-	}
+	s := &nginxServer{url: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir}
 	// -e: the log nginx writes before it reads error_log, which some
 	// builds put under /var/log.
-	s.cmd = exec.Command(path, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log"))
-	s.cmd.Stdout = &s.stderr
-	s.cmd.Stderr = &s.stderr
-	s.cmd.SysProcAttr = childAttr()
-	if err := s.cmd.Start(); err != nil {
+	s.proc, err = childproc.Start("nginx on "+s.url, exec.Command(path, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "error.log")))
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("starting %s: %w", path, err)
+		return nil, fmt.Errorf("starting %w", err)
 	}
-	go func() {
-		s.err = s.cmd.Wait()
-		close(s.exited)
-	}()
-	if err := s.waitReady(); err != nil {
-		_ = s.Close()
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	if err := s.proc.WaitReady(context.Background(), nginxStartTimeout, func(ctx context.Context) error {
+		return s.ready(ctx, client)
+	}); err != nil {
+		err = s.withLog(err)
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	return s, nil
 }
 
-// waitReady polls /ready until it answers 204, the process exits or
-// nginxStartTimeout passes.
-func (s *nginxServer) waitReady() error {
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	deadline := time.Now().Add(nginxStartTimeout)
-	for {
-		resp, err := client.Get(s.url + "/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusNoContent {
-				return nil
-			}
-			err = fmt.Errorf("/ready answered %s", resp.Status)
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("nginx on %s exited (%v) before answering: %s", s.url, s.err, s.logs())
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nginx on %s did not answer within %v: %w", s.url, nginxStartTimeout, err)
-		}
+// ready checks through client that nginx answers /ready with 204.
+func (s *nginxServer) ready(ctx context.Context, client *http.Client) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"/ready", nil)
+	if err != nil {
+		return err
 	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("/ready answered %s", resp.Status)
+	}
+	return nil
 }
 
-// logs returns what nginx wrote to stderr and to its error log, for an
-// error message; call it after the process has exited.
-func (s *nginxServer) logs() string {
-	out := strings.TrimSpace(s.stderr.String())
-	if b, err := os.ReadFile(filepath.Join(s.dir, "error.log")); err == nil && len(b) > 0 {
-		out += " " + strings.TrimSpace(string(b))
+// withLog adds to err, from nginx, what it wrote to its error log; call
+// it after the process has exited.
+func (s *nginxServer) withLog(err error) error {
+	if b, readErr := os.ReadFile(filepath.Join(s.dir, "error.log")); readErr == nil && len(b) > 0 {
+		return fmt.Errorf("error.log %q: %w", strings.TrimSpace(string(b)), err)
 	}
-	return out
+	return err
 }
 
 // Close stops nginx with SIGTERM (its fast shutdown, which closes the
@@ -236,29 +217,10 @@ func (s *nginxServer) logs() string {
 // error if nginx had to be killed or exited with a non-zero status.
 func (s *nginxServer) Close() error {
 	defer os.RemoveAll(s.dir)
-	select {
-	case <-s.exited:
-		return s.exitErr()
-	default:
+	if err := s.proc.Stop(nginxStopTimeout); err != nil {
+		return s.withLog(err)
 	}
-	if err := s.cmd.Process.Signal(syscall.SIGTERM); err == nil {
-		select {
-		case <-s.exited:
-			return s.exitErr()
-		case <-time.After(nginxStopTimeout):
-		}
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-	return fmt.Errorf("nginx on %s did not stop within %v of SIGTERM; killed: %s", s.url, nginxStopTimeout, s.logs())
-}
-
-// exitErr describes a non-zero exit; call it after the process has exited.
-func (s *nginxServer) exitErr() error {
-	if s.err == nil {
-		return nil
-	}
-	return fmt.Errorf("nginx on %s (%s): %w", s.url, s.logs(), s.err)
+	return nil
 }
 
 // nginxVersion returns what "nginx -v" prints ("nginx/1.22.1"), or "nginx"

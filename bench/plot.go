@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"github.com/retrytransport/retrytransport/internal/svgplot"
 )
 
 // A figure is a grid of charts drawn as SVG by writeSVG: one column per
@@ -97,7 +99,7 @@ func (r row) axis() (top, step float64) {
 		}
 	}
 	ymax *= 1.03
-	step = tickStep(ymax, 5)
+	step = svgplot.TickStep(ymax, 5)
 	return math.Max(1, math.Ceil(ymax/step-1e-9)) * step, step
 }
 
@@ -160,15 +162,15 @@ func writeSVG(w io.Writer, f figure) error {
 	lx, lline, nLegend := f.legendLayout()
 	height := plotTop + rowsHeight + plotXAxis + plotLineStep*float64(nLegend+len(f.caption)) + 26
 
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="Helvetica, Arial, sans-serif" font-size="12" fill="#222222">`+"\n",
+	p := &svgplot.Printer{W: w}
+	p.Printf(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="Helvetica, Arial, sans-serif" font-size="12" fill="#222222">`+"\n",
 		width, height, width, height)
-	fmt.Fprintf(&b, `<rect width="%.0f" height="%.0f" fill="#ffffff"/>`+"\n", width, height)
-	fmt.Fprintf(&b, `<text x="%.0f" y="26" font-size="15" font-weight="bold">%s</text>`+"\n", plotLeft, escapeXML(f.title))
+	p.Printf(`<rect width="%.0f" height="%.0f" fill="#ffffff"/>`+"\n", width, height)
+	p.Printf(`<text x="%.0f" y="26" font-size="15" font-weight="bold">%s</text>`+"\n", plotLeft, svgplot.Escape(f.title))
 	for c, t := range f.columns {
 		if t != "" {
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle" font-size="13" font-weight="bold">%s</text>`+"\n",
-				columnX(c)+plotColumn/2, plotTop-10, escapeXML(t))
+			p.Printf(`<text x="%.1f" y="%.0f" text-anchor="middle" font-size="13" font-weight="bold">%s</text>`+"\n",
+				columnX(c)+plotColumn/2, plotTop-10, svgplot.Escape(t))
 		}
 	}
 
@@ -176,7 +178,7 @@ func writeSVG(w io.Writer, f figure) error {
 	if !(xmax > 0) {
 		xmax = 1
 	}
-	xstep := tickStep(xmax, 5)
+	xstep := svgplot.TickStep(xmax, 5)
 	y0 := plotTop
 	for ri, r := range f.rows {
 		last := ri == len(f.rows)-1
@@ -184,27 +186,27 @@ func writeSVG(w io.Writer, f figure) error {
 		y := func(v float64) float64 { return y0 + r.height - v/ytop*r.height }
 		for k := 0; float64(k)*ystep <= ytop*(1+1e-9); k++ {
 			v := float64(k) * ystep
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", plotLeft-7, y(v)+4, tickLabel(v, ystep))
+			p.Printf(`<text x="%.1f" y="%.1f" text-anchor="end">%s</text>`+"\n", plotLeft-7, y(v)+4, svgplot.TickLabel(v, ystep))
 		}
 		cy := y0 + r.height/2
-		fmt.Fprintf(&b, `<text x="16" y="%.1f" text-anchor="middle" transform="rotate(-90 16 %.1f)">%s</text>`+"\n", cy, cy, escapeXML(r.ylabel))
+		p.Printf(`<text x="16" y="%.1f" text-anchor="middle" transform="rotate(-90 16 %.1f)">%s</text>`+"\n", cy, cy, svgplot.Escape(r.ylabel))
 		for c := range cols {
 			left := columnX(c)
 			x := func(v float64) float64 { return left + v/xmax*plotColumn }
-			fmt.Fprintf(&b, "<g id=\"r%dc%d\">\n", ri, c)
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444444"/>`+"\n", left, y0, plotColumn, r.height)
+			p.Printf("<g id=\"r%dc%d\">\n", ri, c)
+			p.Printf(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#444444"/>`+"\n", left, y0, plotColumn, r.height)
 			for k := 0; float64(k)*xstep <= xmax*(1+1e-9); k++ {
 				v := float64(k) * xstep
-				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e8e8e8"/>`+"\n", x(v), y0, x(v), y0+r.height)
-				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444444"/>`+"\n", x(v), y0+r.height, x(v), y0+r.height+4)
+				p.Printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e8e8e8"/>`+"\n", x(v), y0, x(v), y0+r.height)
+				p.Printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444444"/>`+"\n", x(v), y0+r.height, x(v), y0+r.height+4)
 				if last {
-					fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(v), y0+r.height+17, tickLabel(v, xstep))
+					p.Printf(`<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", x(v), y0+r.height+17, svgplot.TickLabel(v, xstep))
 				}
 			}
 			for k := 0; float64(k)*ystep <= ytop*(1+1e-9); k++ {
 				v := float64(k) * ystep
-				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e8e8e8"/>`+"\n", left, y(v), left+plotColumn, y(v))
-				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444444"/>`+"\n", left-4, y(v), left, y(v))
+				p.Printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e8e8e8"/>`+"\n", left, y(v), left+plotColumn, y(v))
+				p.Printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#444444"/>`+"\n", left-4, y(v), left, y(v))
 			}
 			if c < len(r.cells) {
 				for _, s := range r.cells[c] {
@@ -212,64 +214,29 @@ func writeSVG(w io.Writer, f figure) error {
 					for k := range min(len(s.xs), len(s.ys)) {
 						pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(s.xs[k]), y(s.ys[k])))
 					}
-					fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="%g" stroke-linejoin="round"%s points="%s"/>`+"\n",
-						s.color, s.width, dashAttr(s.dash), strings.Join(pts, " "))
+					p.Printf(`<polyline fill="none" stroke="%s" stroke-width="%g" stroke-linejoin="round"%s points="%s"/>`+"\n",
+						s.color, s.width, svgplot.DashAttr(s.dash), strings.Join(pts, " "))
 				}
 			}
-			b.WriteString("</g>\n")
+			p.Printf("</g>\n")
 		}
 		y0 += r.height + plotRowGap
 	}
 	y0 -= plotRowGap
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", (plotLeft+columnX(cols-1)+plotColumn)/2, y0+36, escapeXML(f.xlabel))
+	p.Printf(`<text x="%.1f" y="%.1f" text-anchor="middle">%s</text>`+"\n", (plotLeft+columnX(cols-1)+plotColumn)/2, y0+36, svgplot.Escape(f.xlabel))
 
 	ly := y0 + plotXAxis + 10
 	entries, _ := f.legend()
 	for i, s := range entries {
 		yy := ly + plotLineStep*float64(lline[i])
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="%g"%s/>`+"\n",
-			lx[i], yy, lx[i]+24, yy, s.color, max(s.width, 2), dashAttr(s.dash))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx[i]+30, yy+4, escapeXML(s.name))
+		p.Printf(`<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="%g"%s/>`+"\n",
+			lx[i], yy, lx[i]+24, yy, s.color, max(s.width, 2), svgplot.DashAttr(s.dash))
+		p.Printf(`<text x="%.1f" y="%.1f">%s</text>`+"\n", lx[i]+30, yy+4, svgplot.Escape(s.name))
 	}
 	cy := ly + plotLineStep*float64(nLegend) + 6
 	for i, line := range f.caption {
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" fill="#555555">%s</text>`+"\n", plotLeft, cy+plotLineStep*float64(i)+4, escapeXML(line))
+		p.Printf(`<text x="%.0f" y="%.1f" fill="#555555">%s</text>`+"\n", plotLeft, cy+plotLineStep*float64(i)+4, svgplot.Escape(line))
 	}
-	b.WriteString("</svg>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	p.Printf("</svg>\n")
+	return p.Err
 }
-
-// dashAttr returns the attribute of a dashed line, or nothing.
-func dashAttr(dash string) string {
-	if dash != "" {
-		return ` stroke-dasharray="` + dash + `"`
-	}
-	return ""
-}
-
-// tickStep returns a step of 1, 2 or 5 times a power of ten that divides
-// [0, span] into at most n intervals.
-func tickStep(span float64, n int) float64 {
-	if !(span > 0) {
-		return 1
-	}
-	raw := span / float64(n)
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5} {
-		if m*mag >= raw*(1-1e-9) {
-			return m * mag
-		}
-	}
-	return 10 * mag
-}
-
-// tickLabel formats v with as many decimals as the step needs.
-func tickLabel(v, step float64) string {
-	return fmt.Sprintf("%.*f", max(0, int(math.Ceil(-math.Log10(step)-1e-9))), v)
-}
-
-// escapeXML escapes text for an SVG element's content.
-func escapeXML(s string) string { return xmlEscaper.Replace(s) }
-
-var xmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")

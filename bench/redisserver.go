@@ -2,7 +2,7 @@ package main
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -10,16 +10,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/retrytransport/retrytransport/internal/childproc"
 )
 
 // redisServer is a redis-server child process on a free 127.0.0.1 port,
 // with persistence off, for the fleet-on-Redis tables.
 type redisServer struct {
-	addr   string // host:port
-	cmd    *exec.Cmd
-	stderr bytes.Buffer
-	exited chan struct{} // closed when the process has exited
-	err    error         // its exit status; read after exited is closed
+	addr string // host:port
+	proc *childproc.Process
 }
 
 // redisStartTimeout bounds the wait for a started redis-server to answer
@@ -51,38 +50,18 @@ func startRedisAt(path string) (*redisServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), exited: make(chan struct{})}
-	s.cmd = exec.Command(path,
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	p, err := childproc.Start("redis-server on "+addr, exec.Command(path,
 		"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--save", "", "--appendonly", "no",
-		"--protected-mode", "yes", "--logfile", "", "--loglevel", "warning")
-	s.cmd.Stderr = &s.stderr
-	s.cmd.Stdout = &s.stderr
-	s.cmd.SysProcAttr = childAttr()
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", path, err)
+		"--protected-mode", "yes", "--logfile", "", "--loglevel", "warning"))
+	if err != nil {
+		return nil, fmt.Errorf("starting %w", err)
 	}
-	go func() {
-		s.err = s.cmd.Wait()
-		close(s.exited)
-	}()
-	deadline := time.Now().Add(redisStartTimeout)
-	for {
-		err := ping(s.addr)
-		if err == nil {
-			return s, nil
-		}
-		select {
-		case <-s.exited:
-			return nil, fmt.Errorf("redis-server on %s exited (%v) before answering PING: %s",
-				s.addr, s.err, strings.TrimSpace(s.stderr.String()))
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("redis-server on %s did not answer PING within %v: %w", s.addr, redisStartTimeout, err)
-		}
+	if err := p.WaitReady(context.Background(), redisStartTimeout, func(context.Context) error { return ping(addr) }); err != nil {
+		return nil, err
 	}
+	return &redisServer{addr: addr, proc: p}, nil
 }
 
 // freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
@@ -120,12 +99,4 @@ func ping(addr string) error {
 }
 
 // stop kills the server and waits for it to exit.
-func (s *redisServer) stop() {
-	select {
-	case <-s.exited:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-}
+func (s *redisServer) stop() { s.proc.Kill() }

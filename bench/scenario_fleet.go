@@ -179,12 +179,7 @@ type fleetRun struct {
 func runFleet(w io.Writer, cfg config, _ []contender) error {
 	fcs := fleetContenders()
 	for _, v := range fleetVariants() {
-		runs := make([][]fleetRun, len(fcs))
-		for range cfg.fleetRuns {
-			for i, fc := range fcs {
-				runs[i] = append(runs[i], fleet(cfg, v, fc.contender))
-			}
-		}
+		runs := interleave(cfg.fleetRuns, fcs, func(_ int, fc fleetContender) fleetRun { return fleet(cfg, v, fc.contender) })
 		writeFleetTable(w, cfg, v, fcs, runs)
 		if cfg.svgDir == "" {
 			continue

@@ -129,12 +129,7 @@ type hangRun struct {
 func runHang(w io.Writer, cfg config, _ []contender) {
 	defer writeLoadNote(w, loadAverage())
 	cs := hangContenders()
-	runs := make([][]hangRun, len(cs))
-	for range cfg.hangRuns {
-		for i, c := range cs {
-			runs[i] = append(runs[i], hangOnce(cfg, c))
-		}
-	}
+	runs := interleave(cfg.hangRuns, cs, func(_ int, c hangContender) hangRun { return hangOnce(cfg, c) })
 	writeHangTable(w, cfg, cs, runs)
 	writeGoals(w, hangGoals(hangGoalsFor, runs[slices.IndexFunc(cs, func(c hangContender) bool { return c.name == hangGoalsFor })]))
 	runBrownoutBreaker(w, cfg)
@@ -334,12 +329,7 @@ const brownoutGoalsFor = hangGoalsFor
 // than our standard mode without it.
 func runBrownoutBreaker(w io.Writer, cfg config) {
 	cs := brownoutBreakerContenders()
-	runs := make([][]brownoutRun, len(cs))
-	for range cfg.hangRuns {
-		for i, c := range cs {
-			runs[i] = append(runs[i], brownout(cfg, c))
-		}
-	}
+	runs := interleave(cfg.hangRuns, cs, func(_ int, c contender) brownoutRun { return brownout(cfg, c) })
 	t := &table{
 		title: fmt.Sprintf("hang, brownout with our breaker: every response is 503 for %v, then healthy for %v (%d closed-loop workers); %s",
 			cfg.brownoutOutage, cfg.brownoutHealthy, brownoutWorkers, plural(cfg.hangRuns, "run")),

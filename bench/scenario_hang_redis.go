@@ -85,15 +85,11 @@ func runHangRedis(w io.Writer, cfg config, _ []contender) error {
 		p.Done(classify.Outcome{Kind: classify.Success}, nil)
 	}
 	cs := hangRedisReplicas()
-	runs := make([][]hangRedisRun, len(cs))
-	for range cfg.hangRedisRuns {
-		for i, c := range cs {
-			r, err := hangRedisOnce(cfg, f, c)
-			if err != nil {
-				return err
-			}
-			runs[i] = append(runs[i], r)
-		}
+	runs, err := interleaveErr(cfg.hangRedisRuns, cs, func(_ int, c hangRedisReplica) (hangRedisRun, error) {
+		return hangRedisOnce(cfg, f, c)
+	})
+	if err != nil {
+		return err
 	}
 	writeHangRedisTable(w, cfg, redisVersion(f.adm), cs, runs)
 	for i, c := range cs {

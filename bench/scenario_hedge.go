@@ -104,12 +104,7 @@ type hedgeRun struct {
 // latency each contender's callers saw and the load it put on the server.
 func runHedge(w io.Writer, cfg config, _ []contender) {
 	hcs := hedgeContenders()
-	runs := make([][]hedgeRun, len(hcs))
-	for k := range cfg.hedgeRuns {
-		for i, hc := range hcs {
-			runs[i] = append(runs[i], hedge(cfg, hc, uint64(k)))
-		}
-	}
+	runs := interleave(cfg.hedgeRuns, hcs, func(k int, hc hedgeContender) hedgeRun { return hedge(cfg, hc, uint64(k)) })
 	t := &table{
 		title: fmt.Sprintf("hedge: each answer takes %v, or %v with probability %.0f %% (%d closed-loop workers, %d logical GETs); %s",
 			hedgeFast, hedgeSlow, 100*hedgeSlowShare, hedgeWorkers, cfg.hedgeRequests, plural(cfg.hedgeRuns, "run")),

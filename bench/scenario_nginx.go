@@ -47,15 +47,11 @@ func runNginx(w io.Writer, cfg config, _ []contender) error {
 		return nil
 	}
 	pair := []contender{oursAdaptive(), awsAdaptive()}
-	runs := make([][]nginxRun, len(pair))
-	for range cfg.nginxRuns {
-		for i, c := range pair {
-			r, err := nginxOnce(path, cfg.throttleFor, c)
-			if err != nil {
-				return err
-			}
-			runs[i] = append(runs[i], r)
-		}
+	runs, err := interleaveErr(cfg.nginxRuns, pair, func(_ int, c contender) (nginxRun, error) {
+		return nginxOnce(path, cfg.throttleFor, c)
+	})
+	if err != nil {
+		return err
 	}
 	writeNginxTable(w, cfg, nginxVersion(path), pair, runs)
 	return nil

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport"
-	"github.com/retrytransport/retrytransport/classify"
 	"github.com/retrytransport/retrytransport/policy"
 	"github.com/retrytransport/retrytransport/ratelimit"
 	"github.com/retrytransport/retrytransport/redisretry"
@@ -75,7 +74,7 @@ func oursWithQuotaIgnored() contender {
 	return contender{"retrytransport adaptive, limiter not told the quota", kindOurs, func(base http.RoundTripper) http.RoundTripper {
 		p := scaled(policy.Adaptive())
 		if a, ok := p.Limiter.(*ratelimit.Adaptive); ok {
-			p.Limiter = quotaBlind{a}
+			p.Limiter = quotaBlind{Adaptive: a}
 		}
 		return retrytransport.New(base, retrytransport.WithPolicy(p))
 	}}
@@ -83,29 +82,18 @@ func oursWithQuotaIgnored() contender {
 
 // quotaBlind is a *ratelimit.Adaptive without RecordQuota: the transport,
 // which looks for ratelimit.QuotaRecorder, never tells it a published
-// quota, and it learns the server's rate from 429s alone. It forwards
-// every other method of the limiter, since the transport looks for those
-// too (Recorder, Releaser, the throttle charging and retries, State);
-// TestQuotaBlindForwards checks that none is missing.
-type quotaBlind struct{ a *ratelimit.Adaptive }
+// quota, and it learns the server's rate from 429s alone. It has every
+// other method of the limiter, promoted from the embedded one, since the
+// transport looks for those too (Recorder, Releaser, the throttle charging
+// and retries, State); TestQuotaBlindForwards checks that none is missing.
+type quotaBlind struct {
+	*ratelimit.Adaptive
 
-func (b quotaBlind) Reserve(scope string) (ratelimit.Reservation, time.Duration, bool) {
-	return b.a.Reserve(scope)
+	// RecordQuota and RecordQuotaAt are fields, not methods: at a
+	// shallower depth than the embedded limiter's methods of those names,
+	// they hide them.
+	RecordQuota, RecordQuotaAt struct{}
 }
-
-func (b quotaBlind) Record(scope string, k classify.Kind) { b.a.Record(scope, k) }
-
-func (b quotaBlind) Release(scope string) { b.a.Release(scope) }
-
-func (b quotaBlind) State(scope string) ratelimit.AdaptiveState { return b.a.State(scope) }
-
-func (b quotaBlind) Delay(r ratelimit.Reservation) time.Duration { return b.a.Delay(r) }
-
-func (b quotaBlind) Cancel(r ratelimit.Reservation) { b.a.Cancel(r) }
-
-func (b quotaBlind) ChargesThrottles() bool { return b.a.ChargesThrottles() }
-
-func (b quotaBlind) ExtraThrottleRetries() int { return b.a.ExtraThrottleRetries() }
 
 // publishedRun is one contender's result in one run.
 type publishedRun struct {
@@ -132,15 +120,9 @@ func runPublished(w io.Writer, cfg config, _ []contender) error {
 	}
 	defer f.close()
 	cs := publishedContenders(f)
-	runs := make([][]publishedRun, len(cs))
-	for range cfg.publishedRuns {
-		for i, c := range cs {
-			r, err := publishedOnce(cfg, c)
-			if err != nil {
-				return err
-			}
-			runs[i] = append(runs[i], r)
-		}
+	runs, err := interleaveErr(cfg.publishedRuns, cs, func(_ int, c publishedContender) (publishedRun, error) { return publishedOnce(cfg, c) })
+	if err != nil {
+		return err
 	}
 	quota := publishedQuota(cfg.publishedWindow)
 	windows := int64(cfg.publishedFor / cfg.publishedWindow)

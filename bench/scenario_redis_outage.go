@@ -51,15 +51,9 @@ func (r redisOutageRun) retries() float64 { return float64(r.attempts - r.reques
 // fleet's.
 func runRedisOutage(w io.Writer, cfg config, f *redisFleet) error {
 	cs := redisOutageReplicas()
-	runs := make([][]redisOutageRun, len(cs))
-	for range cfg.fleetRuns {
-		for i, c := range cs {
-			r, err := redisOutage(cfg, f, c)
-			if err != nil {
-				return err
-			}
-			runs[i] = append(runs[i], r)
-		}
+	runs, err := interleaveErr(cfg.fleetRuns, cs, func(_ int, c fleetReplica) (redisOutageRun, error) { return redisOutage(cfg, f, c) })
+	if err != nil {
+		return err
 	}
 	perReplica := cfg.redisOutage / fleetClients
 	t := &table{

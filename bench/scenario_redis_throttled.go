@@ -82,33 +82,11 @@ const (
 func runRedisThrottled(w io.Writer, cfg config, f *redisFleet) error {
 	v := fleetVariants()[0]
 	cs := redisThrottledReplicas()
-	runs := make([][]redisThrottledRun, len(cs))
-	for range cfg.fleetRuns {
-		for i, c := range cs {
-			before, err := f.beginRun()
-			if err != nil {
-				return err
-			}
-			r := redisThrottledRun{fleetRun: fleet(cfg, v, f.contender(c))}
-			trips := f.trips.count() - before
-			r.stats = f.endRun()
-			var lateAttempts, late429 int64
-			for k := range fleetClients {
-				for b, n := range r.trace.attempts[k] {
-					if time.Duration(b)*fleetBin >= redisColdStart {
-						lateAttempts += n
-						late429 += r.trace.throttles[k][b]
-					}
-				}
-			}
-			if lateAttempts > 0 {
-				r.late429 = float64(late429) / float64(lateAttempts)
-			}
-			if r.attempts > 0 {
-				r.tripsPerAttempt = float64(trips) / float64(r.attempts)
-			}
-			runs[i] = append(runs[i], r)
-		}
+	runs, err := interleaveErr(cfg.fleetRuns, cs, func(_ int, c fleetReplica) (redisThrottledRun, error) {
+		return redisThrottledOnce(cfg, v, f, c)
+	})
+	if err != nil {
+		return err
 	}
 
 	phases := v.schedule(cfg.fleetFor)
@@ -157,4 +135,32 @@ func runRedisThrottled(w io.Writer, cfg config, f *redisFleet) error {
 	t.write(w)
 	writeGoals(w, goals)
 	return nil
+}
+
+// redisThrottledOnce runs c's fleet once in variant v, Redis emptied
+// first, and measures the run's late 429 share and round trips to Redis.
+func redisThrottledOnce(cfg config, v fleetVariant, f *redisFleet, c fleetReplica) (redisThrottledRun, error) {
+	before, err := f.beginRun()
+	if err != nil {
+		return redisThrottledRun{}, err
+	}
+	r := redisThrottledRun{fleetRun: fleet(cfg, v, f.contender(c))}
+	trips := f.trips.count() - before
+	r.stats = f.endRun()
+	var lateAttempts, late429 int64
+	for k := range fleetClients {
+		for b, n := range r.trace.attempts[k] {
+			if time.Duration(b)*fleetBin >= redisColdStart {
+				lateAttempts += n
+				late429 += r.trace.throttles[k][b]
+			}
+		}
+	}
+	if lateAttempts > 0 {
+		r.late429 = float64(late429) / float64(lateAttempts)
+	}
+	if r.attempts > 0 {
+		r.tripsPerAttempt = float64(trips) / float64(r.attempts)
+	}
+	return r, nil
 }

@@ -56,13 +56,7 @@ func runThrottled(w io.Writer, cfg config, cs []contender, retryAfter bool) {
 // interleaved round by round, so that drift of this noisy machine hits all
 // alike.
 func throttledRounds(cfg config, cs []contender, rounds int, retryAfter bool) [][]throttledRun {
-	runs := make([][]throttledRun, len(cs))
-	for range rounds {
-		for i, c := range cs {
-			runs[i] = append(runs[i], throttled(cfg, c, retryAfter))
-		}
-	}
-	return runs
+	return interleave(rounds, cs, func(_ int, c contender) throttledRun { return throttled(cfg, c, retryAfter) })
 }
 
 // writeThrottledTable prints one throttled table, a row per contender of

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/xml"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/backoff"
+	"github.com/retrytransport/retrytransport/internal/svgplot"
 )
 
 // chart is what writeChart draws: the delays of an SNS backoff phase of
@@ -78,15 +78,7 @@ func (c chart) series() []series {
 // the first multiple of it at or above maxDelay.
 func (c chart) yAxis() (top, step float64) {
 	maxSec := c.maxDelay.Seconds()
-	raw := maxSec / 6
-	mag := math.Pow(10, math.Floor(math.Log10(raw)))
-	step = 10 * mag
-	for _, m := range []float64{1, 2, 5} {
-		if m*mag >= raw {
-			step = m * mag
-			break
-		}
-	}
+	step = svgplot.TickStep(maxSec, 6)
 	return math.Ceil(maxSec/step) * step, step
 }
 
@@ -117,15 +109,15 @@ func writeChart(w io.Writer, c chart) error {
 		return fmt.Errorf("chart: want at least 2 retries and 0 < minDelay < maxDelay, have %d retries from %v to %v",
 			c.retries, c.minDelay, c.maxDelay)
 	}
-	p := &svgPrinter{w: w}
+	p := &svgplot.Printer{W: w}
 	top, step := c.yAxis()
 	all := c.series()
 
-	p.printf(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
-	p.printf(`<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="13" fill="#222">`+"\n",
+	p.Printf(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	p.Printf(`<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="13" fill="#222">`+"\n",
 		svgWidth, svgHeight, svgWidth, svgHeight)
 	title := fmt.Sprintf("Amazon SNS backoff functions: %d retries from %s to %s", c.retries, secText(c.minDelay.Seconds()), secText(c.maxDelay.Seconds()))
-	p.printf("<title>%s</title>\n", esc(title))
+	p.Printf("<title>%s</title>\n", svgplot.Escape(title))
 	var desc []string
 	for _, s := range all {
 		var v []string
@@ -134,38 +126,38 @@ func writeChart(w io.Writer, c chart) error {
 		}
 		desc = append(desc, fmt.Sprintf("%s: %s s", s.curve, strings.Join(v, ", ")))
 	}
-	p.printf("<desc>Delay before each retry of the backoff phase, as package backoff computes it. %s.</desc>\n", esc(strings.Join(desc, "; ")))
-	p.printf(`<rect width="%d" height="%d" fill="#fff"/>`+"\n", svgWidth, svgHeight)
-	p.printf(`<text x="%d" y="32" font-size="17" font-weight="bold">Amazon SNS backoff functions</text>`+"\n", plotLeft)
-	p.printf(`<text x="%d" y="54" fill="#555">%s</text>`+"\n", plotLeft,
-		esc(fmt.Sprintf("%d backoff retries, minDelayTarget %s, maxDelayTarget %s", c.retries, secText(c.minDelay.Seconds()), secText(c.maxDelay.Seconds()))))
+	p.Printf("<desc>Delay before each retry of the backoff phase, as package backoff computes it. %s.</desc>\n", svgplot.Escape(strings.Join(desc, "; ")))
+	p.Printf(`<rect width="%d" height="%d" fill="#fff"/>`+"\n", svgWidth, svgHeight)
+	p.Printf(`<text x="%d" y="32" font-size="17" font-weight="bold">Amazon SNS backoff functions</text>`+"\n", plotLeft)
+	p.Printf(`<text x="%d" y="54" fill="#555">%s</text>`+"\n", plotLeft,
+		svgplot.Escape(fmt.Sprintf("%d backoff retries, minDelayTarget %s, maxDelayTarget %s", c.retries, secText(c.minDelay.Seconds()), secText(c.maxDelay.Seconds()))))
 
 	// Grid and ticks of the delay axis.
-	p.printf(`<g stroke="#e3e3e3" stroke-width="1">` + "\n")
+	p.Printf(`<g stroke="#e3e3e3" stroke-width="1">` + "\n")
 	for v := 0.0; v <= top+step/2; v += step {
-		p.printf(`<line x1="%d" y1="%s" x2="%d" y2="%s"/>`+"\n", plotLeft, num(c.y(v)), plotRight, num(c.y(v)))
+		p.Printf(`<line x1="%d" y1="%s" x2="%d" y2="%s"/>`+"\n", plotLeft, num(c.y(v)), plotRight, num(c.y(v)))
 	}
-	p.printf("</g>\n")
-	p.printf(`<g text-anchor="end">` + "\n")
+	p.Printf("</g>\n")
+	p.Printf(`<g text-anchor="end">` + "\n")
 	for v := 0.0; v <= top+step/2; v += step {
-		p.printf(`<text x="%d" y="%s">%s</text>`+"\n", plotLeft-8, num(c.y(v)+4), num(v))
+		p.Printf(`<text x="%d" y="%s">%s</text>`+"\n", plotLeft-8, num(c.y(v)+4), num(v))
 	}
-	p.printf("</g>\n")
-	p.printf(`<text transform="translate(28 %d) rotate(-90)" text-anchor="middle">delay before the retry (s)</text>`+"\n", plotTop+plotHeight/2)
+	p.Printf("</g>\n")
+	p.Printf(`<text transform="translate(28 %d) rotate(-90)" text-anchor="middle">delay before the retry (s)</text>`+"\n", plotTop+plotHeight/2)
 
 	// Ticks of the retry axis.
 	xStep := 1
 	for c.retries/xStep > 20 {
 		xStep *= 2
 	}
-	p.printf(`<g text-anchor="middle">` + "\n")
+	p.Printf(`<g text-anchor="middle">` + "\n")
 	for i := 1; i <= c.retries; i += xStep {
-		p.printf(`<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#222"/>`+"\n", num(c.x(i)), plotBottom, num(c.x(i)), plotBottom+5)
-		p.printf(`<text x="%s" y="%d">%d</text>`+"\n", num(c.x(i)), plotBottom+21, i)
+		p.Printf(`<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#222"/>`+"\n", num(c.x(i)), plotBottom, num(c.x(i)), plotBottom+5)
+		p.Printf(`<text x="%s" y="%d">%d</text>`+"\n", num(c.x(i)), plotBottom+21, i)
 	}
-	p.printf("</g>\n")
-	p.printf(`<text x="%d" y="%d" text-anchor="middle">retry of the backoff phase</text>`+"\n", plotLeft+plotWidth/2, plotBottom+45)
-	p.printf(`<path d="M%d %dV%dH%d" fill="none" stroke="#222" stroke-width="1.2"/>`+"\n", plotLeft, plotTop-10, plotBottom, plotRight+10)
+	p.Printf("</g>\n")
+	p.Printf(`<text x="%d" y="%d" text-anchor="middle">retry of the backoff phase</text>`+"\n", plotLeft+plotWidth/2, plotBottom+45)
+	p.Printf(`<path d="M%d %dV%dH%d" fill="none" stroke="#222" stroke-width="1.2"/>`+"\n", plotLeft, plotTop-10, plotBottom, plotRight+10)
 
 	// The curves, then their markers on top.
 	for _, s := range all {
@@ -173,44 +165,31 @@ func writeChart(w io.Writer, c chart) error {
 		for i, d := range s.delays {
 			pts = append(pts, num(c.x(i+1))+","+num(c.y(d)))
 		}
-		p.printf(`<polyline id="%s" points="%s" fill="none" stroke="%s" stroke-width="2.5"%s/>`+"\n",
-			s.curve, strings.Join(pts, " "), s.color, dashAttr(s.dash))
+		p.Printf(`<polyline id="%s" points="%s" fill="none" stroke="%s" stroke-width="2.5"%s/>`+"\n",
+			s.curve, strings.Join(pts, " "), s.color, svgplot.DashAttr(s.dash))
 	}
 	for _, s := range all {
-		p.printf(`<g fill="%s">`+"\n", s.color)
+		p.Printf(`<g fill="%s">`+"\n", s.color)
 		for i, d := range s.delays {
-			p.printf(`<circle cx="%s" cy="%s" r="3.5"/>`+"\n", num(c.x(i+1)), num(c.y(d)))
+			p.Printf(`<circle cx="%s" cy="%s" r="3.5"/>`+"\n", num(c.x(i+1)), num(c.y(d)))
 		}
-		p.printf("</g>\n")
+		p.Printf("</g>\n")
 	}
 
 	// The legend, in SNS's order.
-	p.printf(`<text x="%d" y="%d" font-weight="bold">backoffFunction</text>`+"\n", legendLeft, plotTop+4)
+	p.Printf(`<text x="%d" y="%d" font-weight="bold">backoffFunction</text>`+"\n", legendLeft, plotTop+4)
 	for i, s := range all {
 		y := plotTop + 30 + 44*i
-		p.printf(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"%s/>`+"\n",
-			legendLeft, y, legendLeft+36, y, s.color, dashAttr(s.dash))
-		p.printf(`<circle cx="%d" cy="%d" r="3.5" fill="%s"/>`+"\n", legendLeft+18, y, s.color)
-		p.printf(`<text x="%d" y="%d">%s</text>`+"\n", legendLeft+46, y+4, s.curve)
-		p.printf(`<text x="%d" y="%d" font-size="11" fill="#555">%s in all</text>`+"\n", legendLeft+46, y+19, esc(secText(s.total)))
+		p.Printf(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"%s/>`+"\n",
+			legendLeft, y, legendLeft+36, y, s.color, svgplot.DashAttr(s.dash))
+		p.Printf(`<circle cx="%d" cy="%d" r="3.5" fill="%s"/>`+"\n", legendLeft+18, y, s.color)
+		p.Printf(`<text x="%d" y="%d">%s</text>`+"\n", legendLeft+46, y+4, s.curve)
+		p.Printf(`<text x="%d" y="%d" font-size="11" fill="#555">%s in all</text>`+"\n", legendLeft+46, y+19, svgplot.Escape(secText(s.total)))
 	}
-	p.printf(`<text x="%d" y="%d" font-size="11" fill="#555">SNS publishes this chart but no formulas; these are package backoff's (see backoff.Curve).</text>`+"\n",
+	p.Printf(`<text x="%d" y="%d" font-size="11" fill="#555">SNS publishes this chart but no formulas; these are package backoff's (see backoff.Curve).</text>`+"\n",
 		plotLeft, svgHeight-10)
-	p.printf("</svg>\n")
-	return p.err
-}
-
-// svgPrinter writes formatted text to w and keeps the first error.
-type svgPrinter struct {
-	w   io.Writer
-	err error
-}
-
-// printf writes to p.w unless an earlier write failed.
-func (p *svgPrinter) printf(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, args...)
-	}
+	p.Printf("</svg>\n")
+	return p.Err
 }
 
 // num formats a coordinate or a tick value with at most two decimals and
@@ -234,19 +213,4 @@ func secText(sec float64) string {
 		whole, frac = whole+1, ""
 	}
 	return commas(int(whole)) + frac + " s"
-}
-
-// dashAttr returns a stroke-dasharray attribute for dash, or "" for none.
-func dashAttr(dash string) string {
-	if dash == "" {
-		return ""
-	}
-	return ` stroke-dasharray="` + dash + `"`
-}
-
-// esc escapes s for XML character data and attribute values.
-func esc(s string) string {
-	var b strings.Builder
-	_ = xml.EscapeText(&b, []byte(s)) // writing to a strings.Builder never fails
-	return b.String()
 }

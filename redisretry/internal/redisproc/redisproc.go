@@ -12,7 +12,6 @@ package redisproc
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +21,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/retrytransport/retrytransport/internal/childproc"
 )
 
 // StartTimeout bounds how long [Start] and [Server.Restart] wait for a
@@ -36,16 +38,13 @@ const startTries = 3
 // pingTimeout bounds each PING that waits for a started server.
 const pingTimeout = time.Second
 
-// outputMax is how many bytes of a server's output [Server.Output] keeps.
-const outputMax = 4 << 10
-
 // ErrNotFound is returned by [Start] when no redis-server is on PATH.
 var ErrNotFound = errors.New("redisproc: redis-server not found on PATH")
 
 // Server is a redis-server process started by [Start]. It listens on
 // 127.0.0.1, and runs until [Server.Kill], which its starter must call,
-// or until the starter exits (see [SysProcAttr]). Its methods are safe
-// for concurrent use.
+// or until the starter exits (on Linux, its parent-death signal kills
+// it). Its methods are safe for concurrent use.
 type Server struct {
 	Addr string // "127.0.0.1:Port", the address it listens on
 	Port int    // the TCP port it listens on, the same after a Restart
@@ -53,10 +52,9 @@ type Server struct {
 	path string   // redis-server's path
 	args []string // the command line after path
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd     // the running process, nil once killed; guarded by mu
-	exited chan struct{} // closed once cmd has exited and been reaped; guarded by mu
-	out    *capped       // the current process's output; guarded by mu
+	mu      sync.Mutex
+	proc    *childproc.Process // the process last started; guarded by mu
+	running bool               // proc has not been killed; guarded by mu
 }
 
 // Start looks up redis-server on PATH, picks a free loopback port, starts
@@ -72,7 +70,8 @@ type Server struct {
 //
 // Start returns [ErrNotFound] when redis-server is not on PATH, the error
 // args returns, or an error that includes the server's output when it
-// exited at start; it returns ctx's error when ctx ends first.
+// exited at start; when ctx ends first, it returns an error that wraps
+// ctx's.
 func Start(ctx context.Context, args func(port int) ([]string, error)) (*Server, error) {
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -118,53 +117,23 @@ func Standalone(port int, extra ...string) []string {
 // answers PING; on failure, nothing it started is left running. The
 // caller holds s.mu.
 func (s *Server) start(ctx context.Context) error {
-	s.out = &capped{max: outputMax}
-	cmd := exec.Command(s.path, s.args...)
-	cmd.Stdout, cmd.Stderr = s.out, s.out
-	cmd.SysProcAttr = SysProcAttr()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("redisproc: start redis-server: %w", err)
+	s.proc = nil
+	p, err := childproc.Start("redis-server on "+s.Addr, exec.Command(s.path, s.args...))
+	if err != nil {
+		return fmt.Errorf("redisproc: start %w", err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	s.cmd, s.exited = cmd, exited
-	if err := s.waitReady(ctx); err != nil {
+	s.proc, s.running = p, true
+	// Bound each PING: if something else took the port, the dial may
+	// reach it, and it may never answer.
+	if err := p.WaitReady(ctx, StartTimeout, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, pingTimeout)
+		defer cancel()
+		return Ping(ctx, s.Addr)
+	}); err != nil {
 		s.kill()
-		return err
+		return fmt.Errorf("redisproc: %w", err)
 	}
 	return nil
-}
-
-// waitReady polls s with PING until it answers, it exits, ctx ends or
-// StartTimeout passes. The caller holds s.mu.
-func (s *Server) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
-	defer cancel()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		// Bound each PING: if something else took the port, the dial may
-		// reach it, and it may never answer.
-		pctx, pcancel := context.WithTimeout(ctx, pingTimeout)
-		err := Ping(pctx, s.Addr)
-		pcancel()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("redisproc: redis-server on %s exited at start: %s", s.Addr, strings.TrimSpace(s.out.String()))
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("redisproc: redis-server on %s did not answer PING within %v", s.Addr, StartTimeout)
-			}
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
 }
 
 // Kill kills s with SIGKILL, as a crash would, and returns once the
@@ -178,12 +147,11 @@ func (s *Server) Kill() {
 
 // kill is Kill; the caller holds s.mu.
 func (s *Server) kill() {
-	if s.cmd == nil {
+	if !s.running {
 		return
 	}
-	_ = s.cmd.Process.Kill()
-	<-s.exited
-	s.cmd = nil
+	s.proc.Kill()
+	s.running = false
 }
 
 // Pause stops s with SIGSTOP, as a stalled host would: the kernel still
@@ -199,11 +167,11 @@ func (s *Server) Resume() error { return s.signal(sigCont) }
 func (s *Server) signal(sig os.Signal) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd == nil {
+	if !s.running {
 		return fmt.Errorf("redisproc: redis-server on %s is not running", s.Addr)
 	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
-		return fmt.Errorf("redisproc: signal redis-server on %s: %w", s.Addr, err)
+	if err := s.proc.Signal(sig); err != nil {
+		return fmt.Errorf("redisproc: %w", err)
 	}
 	return nil
 }
@@ -224,7 +192,10 @@ func (s *Server) Restart(ctx context.Context) error {
 func (s *Server) Output() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.out.String()
+	if s.proc == nil {
+		return ""
+	}
+	return s.proc.Output()
 }
 
 // Ping sends one PING to the Redis at addr and reads the +PONG. It returns
@@ -253,6 +224,12 @@ func Ping(ctx context.Context, addr string) error {
 	return nil
 }
 
+// SysProcAttr returns the attributes that make a child process die with
+// the process that started it, for a command the caller runs itself
+// (redis-cli): those of [childproc.SysProcAttr], which Start gives
+// redis-server.
+func SysProcAttr() *syscall.SysProcAttr { return childproc.SysProcAttr() }
+
 // FreePort returns a 127.0.0.1 TCP port that nothing listened on a moment
 // ago; something else may take it before the caller binds it.
 func FreePort() (int, error) {
@@ -262,27 +239,4 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// capped keeps the first max bytes written to it and drops the rest. It is
-// safe for concurrent use.
-type capped struct {
-	mu  sync.Mutex
-	max int
-	buf bytes.Buffer
-}
-
-// Write keeps what still fits and reports all of p as written.
-func (c *capped) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.buf.Write(p[:min(len(p), max(0, c.max-c.buf.Len()))])
-	return len(p), nil
-}
-
-// String returns what was kept.
-func (c *capped) String() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.String()
 }

@@ -1,9 +1,9 @@
 //go:build !linux
 
-package redisproc
+package childproc
 
 import "syscall"
 
 // SysProcAttr returns nil where no parent-death signal exists: there the
-// caller must kill what it starts ([Server.Kill]).
+// caller must end what it starts ([Process.Stop], [Process.Kill]).
 func SysProcAttr() *syscall.SysProcAttr { return nil }
