@@ -21,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/retrytransport/retrytransport/internal/childproc"
@@ -223,12 +222,6 @@ func Ping(ctx context.Context, addr string) error {
 	}
 	return nil
 }
-
-// SysProcAttr returns the attributes that make a child process die with
-// the process that started it, for a command the caller runs itself
-// (redis-cli): those of [childproc.SysProcAttr], which Start gives
-// redis-server.
-func SysProcAttr() *syscall.SysProcAttr { return childproc.SysProcAttr() }
 
 // FreePort returns a 127.0.0.1 TCP port that nothing listened on a moment
 // ago; something else may take it before the caller binds it.
