@@ -2,6 +2,7 @@ package retrytransport_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -97,6 +98,8 @@ func BenchmarkOverhead(b *testing.B) {
 	headers.Header.Set("Accept", "application/json")
 	headers.Header.Set("Authorization", "Bearer token")
 	headers.Header.Set("User-Agent", "sdk/1.0")
+	// A request with rules of its own, the same RequestPolicy reused.
+	own := get.WithContext(retrytransport.WithRequestPolicy(context.Background(), retrytransport.NewRequestPolicy(policy.Policy{MaxAttempts: 5})))
 	for _, tc := range []struct {
 		name string
 		rt   http.RoundTripper
@@ -109,6 +112,7 @@ func BenchmarkOverhead(b *testing.B) {
 		{"GETHeaders/retrytransport", retrytransport.New(stub), headers},
 		{"GET/retrytransport+breaker", retrytransport.New(stub, retrytransport.WithPolicy(withBreaker())), get},
 		{"GET/retrytransport+concurrency", retrytransport.New(stub, retrytransport.WithPolicy(withConcurrency())), get},
+		{"GET/retrytransport+requestpolicy", retrytransport.New(stub), own},
 		{"POST/bare", stub, post},
 		{"POST/retrytransport", retrytransport.New(stub), post},
 	} {
