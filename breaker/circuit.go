@@ -224,11 +224,11 @@ func (c *Circuit) done(now time.Time, haveNow bool, p *Pass, out classify.Outcom
 		return
 	}
 	if v == succeeded {
-		if s.countSuccess() {
+		if s.oks.Due() {
 			if !haveNow {
 				now, haveNow = c.now(), true
 			}
-			s.stampSuccess(now)
+			s.oks.Stamp(now)
 		}
 		if !p.probe && s.word.Load() == word(p.ticket.Gen, Closed) && s.streak.Load() == 0 {
 			return // nothing counted to reset

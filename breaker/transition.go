@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/clocksample"
 )
 
 // circuitScope is one scope's circuit. The fields that Allow and a
@@ -15,9 +16,10 @@ type circuitScope struct {
 	word    atomic.Uint64             // word(gen, phase): a new generation at each change of phase
 	streak  atomic.Int64              // consecutive failures counted while closed
 	refusal atomic.Pointer[OpenError] // what Allow copies while open; stored before word says Open
-	oks     atomic.Uint64             // successes reported
-	every   atomic.Uint64             // the clock is read for the successes whose number ANDs with every to 0
-	lastOK  atomic.Int64              // Unix time in ns of the latest success whose time was read; 0 if none
+	// oks are the successes, which read the clock for one in a few: its
+	// Last lags the latest success by a few milliseconds, which the stall
+	// rule (no success for StallFor, 250 ms by default) can afford.
+	oks clocksample.Sampler
 
 	mu      sync.Mutex
 	since   time.Time     // when the current phase began
@@ -184,45 +186,8 @@ func (c *Circuit) enterLocked(now time.Time, s *circuitScope, to Phase, ch *chan
 // stalledLocked reports whether no attempt of s has succeeded for d as of
 // now. The caller holds s.mu.
 func (s *circuitScope) stalledLocked(now time.Time, d time.Duration) bool {
-	last := s.lastOK.Load()
+	last := s.oks.Last()
 	return last == 0 || now.UnixNano()-last >= int64(d)
-}
-
-// Reading the clock costs more than the rest of a closed circuit's work
-// (70 ns on a virtual machine, where a sync.Map lookup costs 30), so a busy
-// scope reads it for one success in a few, up to one in 16: lastOK then
-// lags the latest success by a few milliseconds, which the stall rule (no
-// success for StallFor, 250 ms by default) can afford. The number of
-// successes per reading, every+1, is a power of 2 that doubles while the
-// readings come less than readMin apart and halves while they come more
-// than readMax apart, so a scope with at most 200 successes a second reads
-// the clock for each. When a busy scope falls quiet, up to 16 successes may
-// pass unread before it does so again.
-const (
-	readMin  = 5 * time.Millisecond
-	readMax  = 20 * time.Millisecond
-	maxEvery = 15
-)
-
-// countSuccess counts a success and reports whether its time should be
-// read and given to stampSuccess.
-func (s *circuitScope) countSuccess() bool {
-	return s.oks.Add(1)&s.every.Load() == 0
-}
-
-// stampSuccess records that a success came at now, and sets how many
-// successes go between readings of the clock from the time since the last
-// one.
-func (s *circuitScope) stampSuccess(now time.Time) {
-	t := now.UnixNano()
-	prev := s.lastOK.Swap(t)
-	every := s.every.Load()
-	switch gap := time.Duration(t - prev); {
-	case prev != 0 && gap < readMin && every < maxEvery:
-		s.every.Store(every<<1 | 1)
-	case gap > readMax && every > 0:
-		s.every.Store(every >> 1)
-	}
 }
 
 // releaseLocked frees the slot of the probe numbered seq, if it holds one.

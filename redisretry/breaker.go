@@ -149,11 +149,11 @@ func (b *Breaker) Allow(scope string) (breaker.Pass, error) {
 	if w&slow != 0 {
 		return b.allow(b.now(), scope, bs)
 	}
-	if !bs.tick() {
+	if !bs.ticks.Due() {
 		return breaker.NewPass(b, scope, breaker.Ticket{Gen: w >> 1}, false), nil
 	}
 	now := b.now()
-	bs.sampled(now)
+	bs.ticks.Stamp(now)
 	if now.UnixNano() < bs.fresh.Load() {
 		return breaker.NewPass(b, scope, breaker.Ticket{Gen: w >> 1, Seq: feed}, false), nil
 	}

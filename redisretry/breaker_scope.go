@@ -7,6 +7,7 @@ import (
 
 	"github.com/retrytransport/retrytransport/breaker"
 	"github.com/retrytransport/retrytransport/classify"
+	"github.com/retrytransport/retrytransport/internal/clocksample"
 )
 
 // This file is what a replica's Breaker knows of one scope: its view of
@@ -16,11 +17,12 @@ import (
 // breakerScope is one scope of a Breaker. Allow's fast path reads only
 // the atomics; the rest is guarded by mu.
 type breakerScope struct {
-	word  atomic.Uint64 // epoch<<1 | slow: a new epoch at each change of what the replica knows
-	ticks atomic.Uint64 // Allow calls on the fast path, to read the clock for one in a few
-	every atomic.Uint64 // the clock is read for the calls whose number ANDs with every to 0
-	stamp atomic.Int64  // Unix time in ns of the last such reading; 0 if none
-	fresh atomic.Int64  // Unix time in ns until which the fast path need not read the circuit
+	word atomic.Uint64 // epoch<<1 | slow: a new epoch at each change of what the replica knows
+	// ticks are Allow's calls on the fast path, which read the clock, to
+	// learn whether the view is due a refresh, for one in a few: a busy
+	// scope refreshes it within Refresh and a few milliseconds.
+	ticks clocksample.Sampler
+	fresh atomic.Int64 // Unix time in ns until which the fast path need not read the circuit
 	// dirty says that Local may have failures of the scope counted, which
 	// a success resets; Breaker.dirty counts the scopes so marked. A scope
 	// evicted while marked stays counted, and every success then costs a
@@ -205,39 +207,5 @@ func (b *Breaker) closeLocal(now time.Time, scope string) {
 		if !p.Probe() {
 			return
 		}
-	}
-}
-
-// Reading the clock costs more than the rest of Allow's fast path (70 ns
-// on a virtual machine), so a busy scope reads it, to learn whether its
-// view is due a refresh, for one Allow in a few, as breaker.Circuit does
-// for its successes: the number of calls per reading, every+1, is a power
-// of 2 up to 16 that doubles while the readings come less than sampleMin
-// apart and halves while they come more than sampleMax apart. So a scope
-// with at most 200 attempts a second reads it at each, and a busy scope
-// refreshes its view within Refresh and a few milliseconds.
-const (
-	sampleMin   = 5 * time.Millisecond
-	sampleMax   = 20 * time.Millisecond
-	sampleEvery = 15
-)
-
-// tick counts an Allow on the fast path and reports whether it should read
-// the clock.
-func (bs *breakerScope) tick() bool {
-	return bs.ticks.Add(1)&bs.every.Load() == 0
-}
-
-// sampled records a reading of the clock, now, and sets how many calls go
-// between readings from the time since the last one.
-func (bs *breakerScope) sampled(now time.Time) {
-	t := now.UnixNano()
-	prev := bs.stamp.Swap(t)
-	every := bs.every.Load()
-	switch gap := time.Duration(t - prev); {
-	case prev != 0 && gap < sampleMin && every < sampleEvery:
-		bs.every.Store(every<<1 | 1)
-	case gap > sampleMax && every > 0:
-		bs.every.Store(every >> 1)
 	}
 }
