@@ -1,6 +1,7 @@
 package redisretry_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -46,6 +47,41 @@ func fleet(t *testing.T, srv *redisServer, n int, newPolicy func(s *redisretry.S
 		t.Cleanup(ts[i].CloseIdleConnections)
 	}
 	return ts
+}
+
+// TestRequestPolicyPaysTheFleetsQuota: requests with rules of their own,
+// ten attempts each, retry on the quota the fleet shares through Redis, not
+// on one of their own: two replicas together still make one quota's worth
+// of retries.
+func TestRequestPolicyPaysTheFleetsQuota(t *testing.T) {
+	srv := startRedis(t)
+	var hits atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer api.Close()
+	ts := fleet(t, srv, 2, func(s *redisretry.Store) policy.Policy {
+		p := policy.Standard()
+		p.Quota = s.Quota(&quota.Bucket{Capacity: 20}) // 4 retries at 5 tokens
+		return p
+	})
+	ten := retrytransport.NewRequestPolicy(policy.Policy{MaxAttempts: 10, Backoff: noWait, Quota: &quota.Bucket{Capacity: 1000}})
+	for i := range 2 {
+		req, err := http.NewRequestWithContext(retrytransport.WithRequestPolicy(context.Background(), ten), "GET", api.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := (&http.Client{Transport: ts[i]}).Do(req)
+		if err != nil {
+			t.Fatalf("replica %d: %v", i, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if got, want := hits.Load(), int64(2+4); got != want {
+		t.Errorf("2 replicas sent %d attempts for 2 requests of 10 attempts each to a failing server; want %d (the fleet's 4 retries)", got, want)
+	}
 }
 
 // TestTransportFleetSharesQuota runs two transports, replicas with their
