@@ -92,7 +92,11 @@ type Event struct {
 	// quota, the circuit breaker, cannot pay within MaxDelay),
 	// quota.ErrOverBudget (the policy's retry budget cannot),
 	// ratelimit.ErrRateLimited (a client-side rate limiter refused to wait
-	// for the retry's send token) or ErrRetryRefused (wrapping the error
+	// for the retry's send token), breaker.ErrOpen (the scope's circuit
+	// breaker refused the attempt: a *breaker.OpenError, with the last
+	// failure and until when the circuit is open), concurrency.ErrLimited
+	// (the scope's concurrency limit had no place for it) or
+	// ErrRetryRefused (wrapping the error
 	// of the WithBeforeRetry hook that refused the retry); or the
 	// context's error, when the caller cancelled. In the
 	// final Event of a request whose last attempt succeeded, it is nil.
