@@ -22,6 +22,7 @@ type config struct {
 	def     policy.Policy
 	hosts   []hostEntry
 	now     func() time.Time
+	since   func(time.Time) time.Duration
 	sleep   func(context.Context, time.Duration) error
 	observe []func(Event)
 	final   []func(Event)
@@ -121,6 +122,7 @@ func WithClock(now func() time.Time, sleep func(ctx context.Context, d time.Dura
 	return func(c *config) {
 		if now != nil {
 			c.now = now
+			c.since = func(t0 time.Time) time.Duration { return now().Sub(t0) }
 		}
 		if sleep != nil {
 			c.sleep = sleep

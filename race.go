@@ -52,7 +52,7 @@ func (hr *hedgeRace) run(base http.RoundTripper, e *attempt) {
 	if resp == nil && err == nil {
 		err = errNoResponse
 	}
-	took := hr.t.now().Sub(e.start)
+	took := hr.t.since(e.start)
 	hr.mu.Lock()
 	e.resp, e.err, e.took = resp, err, took
 	cut := !hr.answered(e)

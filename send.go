@@ -54,7 +54,7 @@ func (r *request) send(a *attempt) {
 		err = errNoResponse
 	}
 	if timed {
-		a.took = r.t.now().Sub(a.sentAt)
+		a.took = r.t.since(a.sentAt)
 	}
 	if timer != nil {
 		var fired bool

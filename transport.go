@@ -116,6 +116,7 @@ type Transport struct {
 	hosts   hostTable
 	err     error // a configuration error every RoundTrip returns
 	now     func() time.Time
+	since   func(time.Time) time.Duration // now() minus its argument; time.Since with the real clock, which reads only the monotonic one
 	sleep   func(context.Context, time.Duration) error
 	observe func(Event) // the WithObserver observers, in one; nil for none
 	final   func(Event) // the WithFinalObserver observers, in one; nil for none
@@ -140,13 +141,13 @@ type Transport struct {
 // their policies. The presets, such as policy.Adaptive(), make a new
 // limiter on each call.
 func New(base http.RoundTripper, opts ...Option) *Transport {
-	c := config{def: policy.Standard(), now: time.Now, sleep: sleepTimer}
+	c := config{def: policy.Standard(), now: time.Now, since: time.Since, sleep: sleepTimer}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
-	t := &Transport{base: base, now: c.now, sleep: c.sleep, observe: fanOut(c.observe), final: fanOut(c.final),
+	t := &Transport{base: base, now: c.now, since: c.since, sleep: c.sleep, observe: fanOut(c.observe), final: fanOut(c.final),
 		logger: c.logger, beforeRetry: c.beforeRetry}
 	t.hosts.def = compile(c.def, c.now)
 	for _, h := range c.hosts {
@@ -168,6 +169,9 @@ func (t *Transport) fillDefaults() {
 	}
 	if t.now == nil {
 		t.now = time.Now
+	}
+	if t.since == nil {
+		t.since = time.Since
 	}
 	if t.sleep == nil {
 		t.sleep = sleepTimer
