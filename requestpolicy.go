@@ -127,17 +127,17 @@ func WithReplay(ctx context.Context) context.Context {
 }
 
 // forRequest returns the compiled policy of a request with context ctx
-// under host: host itself, unless ctx carries rules of its own (one
-// context lookup when it does not). Rules that cannot be used come back
+// under cp, a host's policy: cp itself, unless ctx carries rules of its
+// own (one context lookup when it does not). Rules that cannot be used come back
 // with their err set.
-func (host *compiled) forRequest(ctx context.Context) *compiled {
+func (cp *compiled) forRequest(ctx context.Context) *compiled {
 	switch v := ctx.Value(requestRulesKey{}).(type) {
 	case *RequestPolicy:
-		return v.under(host)
+		return v.under(cp)
 	case shorthand:
-		return host.shorthand(v)
+		return cp.shorthand(v)
 	}
-	return host
+	return cp
 }
 
 // under returns rp's rules merged with host's shared state, made on the
@@ -169,49 +169,49 @@ type shorthandRules struct {
 	noRetries, replay         *compiled
 }
 
-// shorthand returns host's policy under s, compiled on first use.
-func (host *compiled) shorthand(s shorthand) *compiled {
-	sr := &host.shorthands
+// shorthand returns cp, a host's policy, under s, compiled on first use.
+func (cp *compiled) shorthand(s shorthand) *compiled {
+	sr := &cp.shorthands
 	switch s {
 	case noRetries:
 		sr.noRetriesOnce.Do(func() {
-			p := host.p
+			p := cp.p
 			p.MaxAttempts, p.Hedge = 1, nil
-			sr.noRetries = host.withRules(p, host.customClassify)
+			sr.noRetries = cp.withRules(p, cp.customClassify)
 		})
 		return sr.noRetries
 	case replay:
 		sr.replayOnce.Do(func() {
-			p := host.p
+			p := cp.p
 			p.RetryNonIdempotent = true
-			sr.replay = host.withRules(p, host.customClassify)
+			sr.replay = cp.withRules(p, cp.customClassify)
 		})
 		return sr.replay
 	}
-	return host
+	return cp
 }
 
 // withRules compiles p, a request's own rules with their defaults
-// resolved, with host's shared state: the fields of p that hold it are
-// replaced by host's, the quota and limiter instances host made or was
-// given, so that compile derives what depends on them (freeThrottles,
-// throttleExtra, ...) as it did for host, and makes nothing new.
-// customClassify says whether the rules' Classify was set, as p's, its
-// default resolved, always is. Which quotas responses publish to host's
-// limiter stays host's decision (quotas).
-func (host *compiled) withRules(p policy.Policy, customClassify bool) *compiled {
+// resolved, with the shared state of cp, a host's policy: the fields of p
+// that hold it are replaced by cp's, the quota and limiter instances cp
+// made or was given, so that compile derives what depends on them
+// (freeThrottles, throttleExtra, ...) as it did for cp, and makes nothing
+// new. customClassify says whether the rules' Classify was set, as p's,
+// its default resolved, always is. Which quotas responses publish to
+// cp's limiter stays cp's decision (quotas).
+func (cp *compiled) withRules(p policy.Policy, customClassify bool) *compiled {
 	if !customClassify {
 		p.Classify = nil // the default, which reads only failed responses' bodies (mayBeRead)
 	}
-	p.Quota = host.quota
-	if host.quota == nil {
+	p.Quota = cp.quota
+	if cp.quota == nil {
 		p.Quota = quota.None
 	}
-	p.Budget, p.Limiter, p.RateLimit = host.budget, host.limiter, host.fixed
-	p.Breaker, p.Concurrency = host.breaker, host.conc
-	p.Penalty, p.Scope = host.p.Penalty, host.p.Scope
+	p.Budget, p.Limiter, p.RateLimit = cp.budget, cp.limiter, cp.fixed
+	p.Breaker, p.Concurrency = cp.breaker, cp.conc
+	p.Penalty, p.Scope = cp.p.Penalty, cp.p.Scope
 	m := compile(p, nil)
-	m.hostPolicy, m.quotas = host, host.quotas
+	m.hostPolicy, m.quotas = cp, cp.quotas
 	return m
 }
 
