@@ -49,23 +49,32 @@ func fleet(t *testing.T, srv *redisServer, n int, newPolicy func(s *redisretry.S
 	return ts
 }
 
+// failingAPIWithSharedQuota starts a server that answers every request
+// 503, counting them in hits, and two replicas whose standard policies
+// share one retry quota of 20 tokens (4 retries) through a local Redis.
+func failingAPIWithSharedQuota(t *testing.T) (api *httptest.Server, hits *atomic.Int64, ts []*retrytransport.Transport) {
+	t.Helper()
+	srv := startRedis(t)
+	hits = new(atomic.Int64)
+	api = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(api.Close)
+	ts = fleet(t, srv, 2, func(s *redisretry.Store) policy.Policy {
+		p := policy.Standard()
+		p.Quota = s.Quota(&quota.Bucket{Capacity: 20}) // 4 retries at 5 tokens
+		return p
+	})
+	return api, hits, ts
+}
+
 // TestRequestPolicyPaysTheFleetsQuota: requests with rules of their own,
 // ten attempts each, retry on the quota the fleet shares through Redis, not
 // on one of their own: two replicas together still make one quota's worth
 // of retries.
 func TestRequestPolicyPaysTheFleetsQuota(t *testing.T) {
-	srv := startRedis(t)
-	var hits atomic.Int64
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer api.Close()
-	ts := fleet(t, srv, 2, func(s *redisretry.Store) policy.Policy {
-		p := policy.Standard()
-		p.Quota = s.Quota(&quota.Bucket{Capacity: 20}) // 4 retries at 5 tokens
-		return p
-	})
+	api, hits, ts := failingAPIWithSharedQuota(t)
 	ten := retrytransport.NewRequestPolicy(policy.Policy{MaxAttempts: 10, Backoff: noWait, Quota: &quota.Bucket{Capacity: 1000}})
 	for i := range 2 {
 		req, err := http.NewRequestWithContext(retrytransport.WithRequestPolicy(context.Background(), ten), "GET", api.URL, nil)
@@ -88,18 +97,7 @@ func TestRequestPolicyPaysTheFleetsQuota(t *testing.T) {
 // own Stores, against a failing server: together they make one quota's
 // worth of retries, not one each.
 func TestTransportFleetSharesQuota(t *testing.T) {
-	srv := startRedis(t)
-	var hits atomic.Int64
-	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		hits.Add(1)
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer api.Close()
-	ts := fleet(t, srv, 2, func(s *redisretry.Store) policy.Policy {
-		p := policy.Standard()
-		p.Quota = s.Quota(&quota.Bucket{Capacity: 20}) // 4 retries at 5 tokens
-		return p
-	})
+	api, hits, ts := failingAPIWithSharedQuota(t)
 	for i := range 6 {
 		get(t, ts[i%2], api.URL)
 	}
