@@ -362,6 +362,7 @@ func (a *Adaptive) RecordAt(now time.Time, scope string, k classify.Kind) {
 	s := a.scope(now, scope, &p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p.published = s.quota.reset > 0
 	s.record(s.at(now), k == classify.Throttle, &p)
 }
 

@@ -281,3 +281,21 @@ func TestRecordQuotaHugeValues(t *testing.T) {
 		a.StateAt(at(0), "q")
 	}
 }
+
+// TestRecordQuotaThrottleIsNeverIsolated: a scope whose server publishes
+// its quota takes a throttle as a misread quota, not as arrivals that
+// bunched up, and enables the limiter at the first one, however long it
+// sent without one.
+func TestRecordQuotaThrottleIsNeverIsolated(t *testing.T) {
+	var a ratelimit.Adaptive
+	for at := 100 * ms; at <= time.Second; at += 100 * ms {
+		a.ReserveAt(t0.Add(at-100*ms), "s")
+		a.RecordQuotaAt(t0.Add(at), "s", classify.Success, 100, 10*time.Second) // 10 req/s, one at a time, a quota to spare
+	}
+	now := t0.Add(time.Second + ms)
+	a.ReserveAt(now.Add(-ms), "s")
+	a.RecordQuotaAt(now, "s", classify.Throttle, 0, 9*time.Second)
+	if !a.StateAt(now, "s").Enabled {
+		t.Errorf("after the first throttle of a scope that publishes its quota: not enabled; want the throttle decreasing the rate")
+	}
+}
