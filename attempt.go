@@ -32,7 +32,6 @@ type attempt struct {
 	turn      ratelimit.Reservation // its place in the adaptive limiter's queue, until it is sent
 	pass      breaker.Pass          // its scope's breaker's leave to send (Policy.Breaker), until settled
 	permit    concurrency.Permit    // its place under its scope's concurrency limit (Policy.Concurrency), until settled
-	sentAt    time.Time             // when it was sent, if its concurrency permit learns from latency
 	timeout   time.Duration         // its timer: AttemptTimeout or what is left of MaxTotalTime; 0 for none
 	cancel    context.CancelFunc    // a hedged copy's own context's
 	start     time.Time             // when a hedged copy was sent
@@ -56,7 +55,10 @@ type attempt struct {
 // the attempt is not to be sent: MaxTotalTime ran out, the body cannot be
 // replayed, or the hook refused.
 func (r *request) prepare(a, last *attempt) (stop error) {
-	*a = attempt{n: r.n + 1}
+	if a.n != 0 { // a slot used before; run's start zero
+		*a = attempt{}
+	}
+	a.n = r.n + 1
 	a.pay, r.paid = r.paid, payment{}
 	if r.route != nil {
 		a.endpoint = r.route.current()

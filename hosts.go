@@ -2,6 +2,7 @@ package retrytransport
 
 import (
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 
@@ -54,18 +55,19 @@ func (h *hostTable) add(pattern string, cp *compiled) error {
 	return nil
 }
 
-// lookup returns the state for hostname, ignoring case and one trailing
-// dot: hostname and the patterns compare in the canonical form of
-// hostpattern.Canonical, as policy.Map.Lookup compares them. It does not
-// allocate for a hostname that is canonical already (lower-case, as
-// url.Parse leaves most URLs), with or without the dot.
-func (h *hostTable) lookup(hostname string) *compiled {
+// lookup returns the state for u's hostname, ignoring case and one
+// trailing dot: the hostname and the patterns compare in the canonical
+// form of hostpattern.Canonical, as policy.Map.Lookup compares them. It
+// does not allocate for a hostname that is canonical already (lower-case,
+// as url.Parse leaves most URLs), with or without the dot, and reads u
+// only when there are patterns.
+func (h *hostTable) lookup(u *url.URL) *compiled {
 	if len(h.exact) == 0 && len(h.wild) == 0 {
 		return h.def
 	}
 	// A name that still ends in "." (it had "..") matches no pattern, as
 	// none ends in ".".
-	hostname = hostpattern.Canonical(hostname)
+	hostname := hostpattern.Canonical(u.Hostname())
 	if cp, ok := h.exact[hostname]; ok {
 		return cp
 	}

@@ -81,13 +81,11 @@ func (r *request) admit(a *attempt) error {
 	if r.cp.breaker == nil {
 		return nil
 	}
-	pass, err := r.cp.breaker.Allow(a.scope)
-	if err != nil {
+	var err error
+	if a.pass, err = r.cp.breaker.Allow(a.scope); err != nil { // the zero Pass
 		a.stats.breakerRefusals.Add(1)
-		return err
 	}
-	a.pass = pass
-	return nil
+	return err
 }
 
 // acquire takes a place for a under the concurrency limit of its scope, if

@@ -77,14 +77,16 @@ func (r *request) run() (resp *http.Response, err error) {
 	if r.replay != nil {
 		defer func() { r.replay.finish(resp == nil) }()
 	}
-	var two [2]attempt
-	a, last := &two[0], &two[1] // the next attempt, and the last one sent (none yet)
+	var first attempt
+	a, last := &first, (*attempt)(nil) // the next attempt, and the last one sent (none yet)
 	for {
 		stop := r.ready(a, last)
 		if stop != nil {
 			return r.abandon(last, a, stop)
 		}
-		last.release(r)
+		if last != nil {
+			last.release(r)
+		}
 		r.race(a)
 		retry, stop := r.decide(a)
 		if !retry {
@@ -95,6 +97,9 @@ func (r *request) run() (resp *http.Response, err error) {
 			return r.abandon(a, nil, err)
 		}
 		r.waited = addSaturating(r.waited, a.wait)
+		if last == nil {
+			last = new(attempt) // the retry's slot: most requests end at their first attempt and need none
+		}
 		a, last = last, a
 	}
 }

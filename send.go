@@ -45,16 +45,17 @@ func (r *request) send(a *attempt) {
 	if a.timeout > 0 {
 		req, timer = startAttemptTimer(req, a.timeout)
 	}
+	var sent time.Time // read only for a limit that learns from latency
 	timed := a.permit.LearnsLatency()
 	if timed {
-		a.sentAt = r.t.now()
+		sent = r.t.now()
 	}
 	resp, err := r.t.base.RoundTrip(req)
 	if resp == nil && err == nil {
 		err = errNoResponse
 	}
 	if timed {
-		a.took = r.t.since(a.sentAt)
+		a.took = r.t.since(sent)
 	}
 	if timer != nil {
 		var fired bool
@@ -172,7 +173,7 @@ func (cp *compiled) settle(ctx context.Context, now func() time.Time, a *attempt
 	case cp.releaser != nil:
 		cp.releaser.Release(a.scope)
 	}
-	if !ended {
+	if !ended && (cp.breaker != nil || cp.conc != nil) {
 		// The breaker and the concurrency limit learn from what the server
 		// did; the caller's own cancellation says nothing of it.
 		a.pass.Done(a.out, a.err)

@@ -104,7 +104,9 @@ func fallbacks(v any, scope string) uint64 {
 
 // scopeCounters are the live counters behind a ScopeStats.
 type scopeCounters struct {
-	cp                                                       *compiled
+	cp    *compiled
+	scope string // the key it is stored under
+
 	attempts, retries, throttles, quotaRefusals, rateLimited atomic.Uint64
 
 	// used is the table's epoch when the scope was last used. It sits next
@@ -129,7 +131,9 @@ type scopeCounters struct {
 // pass per maxStatsScopes/16 of them, not one per scope.
 //
 // Using a scope already tracked (every request but a scope's first) takes
-// no lock and allocates nothing: a sync.Map load, a read of the epoch,
+// no lock and allocates nothing: a look at the scope added last (a client
+// of one host, the common case, stops there) or else a sync.Map load, whose
+// hashing of the key costs more than the rest; then a read of the epoch,
 // which changes only when a scope is added, and a write of the stamp only
 // when the epoch moved since the scope's last use. So requests to a steady
 // set of scopes write no memory that scopes share.
@@ -142,10 +146,11 @@ type scopeCounters struct {
 // attempt counted at the very moment its scope is evicted is lost with it;
 // that can only happen to a scope among the sixteenth unused longest.
 type statsTable struct {
-	m     sync.Map      // scope string -> *scopeCounters
-	n     atomic.Int64  // scopes in m, plus those being added
-	epoch atomic.Uint64 // scopes ever added (a lost race to add one counts too)
-	mu    sync.Mutex    // serialises eviction
+	m      sync.Map                      // scope string -> *scopeCounters
+	newest atomic.Pointer[scopeCounters] // the scope added last, while stored; nil for none
+	n      atomic.Int64                  // scopes in m, plus those being added
+	epoch  atomic.Uint64                 // scopes ever added (a lost race to add one counts too)
+	mu     sync.Mutex                    // serialises eviction
 }
 
 // get returns the counters of scope, creating them on first use, and
@@ -153,6 +158,10 @@ type statsTable struct {
 // Snapshot reads, also when cp is a request's own rules (see
 // compiled.shared).
 func (s *statsTable) get(scope string, cp *compiled) *scopeCounters {
+	if c := s.newest.Load(); c != nil && c.scope == scope {
+		s.touch(c)
+		return c
+	}
 	if v, ok := s.m.Load(scope); ok {
 		c := v.(*scopeCounters)
 		s.touch(c)
@@ -161,7 +170,7 @@ func (s *statsTable) get(scope string, cp *compiled) *scopeCounters {
 	if s.n.Add(1) > maxStatsScopes {
 		s.evict()
 	}
-	c := &scopeCounters{cp: cp.shared()}
+	c := &scopeCounters{cp: cp.shared(), scope: scope}
 	c.used.Store(s.epoch.Add(1))
 	v, loaded := s.m.LoadOrStore(scope, c)
 	if loaded {
@@ -169,6 +178,11 @@ func (s *statsTable) get(scope string, cp *compiled) *scopeCounters {
 		s.n.Add(-1)
 		c = v.(*scopeCounters)
 		s.touch(c)
+		return c
+	}
+	s.newest.Store(c)
+	if v, ok := s.m.Load(scope); !ok || v != c {
+		s.newest.CompareAndSwap(c, nil) // evicted meanwhile: not to be found
 	}
 	return c
 }
@@ -214,7 +228,8 @@ func (s *statsTable) evictBatch() bool {
 	dropped := 0
 	s.m.Range(func(key, v any) bool {
 		// Read the stamp again: a scope used since the first pass is kept.
-		if v.(*scopeCounters).used.Load() <= oldest && s.m.CompareAndDelete(key, v) {
+		if c := v.(*scopeCounters); c.used.Load() <= oldest && s.m.CompareAndDelete(key, v) {
+			s.newest.CompareAndSwap(c, nil)
 			s.n.Add(-1)
 			dropped++
 		}

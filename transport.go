@@ -223,7 +223,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case req.URL == nil:
 		return refuse(req, ErrNotRetryable, errNilURL)
 	}
-	cp := t.hosts.lookup(req.URL.Hostname())
+	cp := t.hosts.lookup(req.URL)
 	if cp.err != nil {
 		return refuse(req, ErrInvalidPolicy, cp.err)
 	}

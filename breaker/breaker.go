@@ -93,11 +93,10 @@ func (p Pass) Probe() bool { return p.probe }
 // 4xx, the caller's own cancellation) says nothing about whether it is in
 // trouble, and is taken as Drop.
 func (p Pass) Done(out classify.Outcome, err error) {
-	if c, ok := p.s.(*Circuit); ok { // the common case, without copying p again
+	switch c, ok := p.s.(*Circuit); {
+	case ok && p.cs != nil: // the common case, without copying p again
 		c.done(time.Time{}, false, &p, out, err)
-		return
-	}
-	if p.s != nil {
+	case p.s != nil:
 		p.s.Done(p, out, err)
 	}
 }

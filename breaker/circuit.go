@@ -201,7 +201,9 @@ func (c *Circuit) AllowAt(now time.Time, scope string) (Pass, error) {
 // [Pass.Done] calls. It reads the clock only when the outcome changes
 // something, and for one success in a few.
 func (c *Circuit) Done(p Pass, out classify.Outcome, err error) {
-	c.done(time.Time{}, false, &p, out, err)
+	if p.s == Settler(c) && p.cs != nil {
+		c.done(time.Time{}, false, &p, out, err)
+	}
 }
 
 // DoneAt settles p, a pass c handed out, with the outcome of its attempt as
@@ -209,15 +211,14 @@ func (c *Circuit) Done(p Pass, out classify.Outcome, err error) {
 // while closed takes no lock and costs a few atomic operations. Passes of
 // another Breaker, and of a scope evicted since, are ignored.
 func (c *Circuit) DoneAt(now time.Time, p Pass, out classify.Outcome, err error) {
-	c.done(now, true, &p, out, err)
+	if p.s == Settler(c) && p.cs != nil {
+		c.done(now, true, &p, out, err)
+	}
 }
 
-// done is Done, at now if haveNow and otherwise at c.now() if it needs
-// the time.
+// done is Done of p, one of c's passes, at now if haveNow and otherwise
+// at c.now() if it needs the time.
 func (c *Circuit) done(now time.Time, haveNow bool, p *Pass, out classify.Outcome, err error) {
-	if p.s != Settler(c) || p.cs == nil {
-		return
-	}
 	s := p.cs
 	v := c.verdict(out, err)
 	if v == dropped && !p.probe {
@@ -316,6 +317,12 @@ func (c *Circuit) scope(scope string) *circuitScope {
 	if s := c.scopes.Get(scope); s != nil {
 		return s
 	}
+	return c.addScope(scope)
+}
+
+// addScope stores scope's circuit, closed, unless another goroutine did
+// first, and returns it.
+func (c *Circuit) addScope(scope string) *circuitScope {
 	return c.scopes.Add(scope, orDefault(c.MaxScopes, DefaultMaxScopes), func(s *circuitScope) {
 		s.word.Store(word(c.gens.Add(1), Closed))
 	})

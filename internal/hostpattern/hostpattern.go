@@ -75,14 +75,42 @@ func Canonical(host string) string {
 }
 
 // mayFold reports whether s has an upper-case ASCII letter or a non-ASCII
-// byte, without which strings.ToLower returns s as it is.
+// byte, without which strings.ToLower returns s as it is. Every request
+// asks it of its host, so it looks at eight bytes at a time (see
+// foldable8), byte by byte only below eight.
 func mayFold(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c-'A' < 26 || c >= utf8.RuneSelf {
+	if len(s) < 8 {
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c-'A' < 26 || c >= utf8.RuneSelf {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i+8 <= len(s); i += 8 {
+		if foldable8(s[i : i+8]) {
 			return true
 		}
 	}
-	return false
+	return foldable8(s[len(s)-8:]) // the tail, overlapping the last block read
+}
+
+// foldable8 reports whether the eight bytes of s hold an upper-case ASCII
+// letter or a non-ASCII byte. It reads them as one word: a byte at 0x80 or
+// above sets its top bit; for the others, adding 0x80-'A' sets the top bit
+// of those at 'A' or above and adding 0x80-'Z'-1 that of those above 'Z',
+// and no sum carries into the next byte.
+func foldable8(s string) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	_ = s[7] // one bounds check for the eight reads, which compile to one load
+	w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+	if w&tops != 0 {
+		return true
+	}
+	atLeastA := w + (0x80-'A')*ones
+	aboveZ := w + (0x80-'Z'-1)*ones
+	return atLeastA&^aboveZ&tops != 0
 }
 
 // Check returns why a normalised pattern is not a hostname, an

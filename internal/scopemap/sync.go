@@ -64,6 +64,14 @@ type syncEntry[V any] struct {
 // Get returns a pointer to key's value, marking it used, or nil if key is
 // not stored. It takes no lock and does not allocate.
 func (s *Sync[V]) Get(key string) *V {
+	if e := s.newest.Load(); e != nil && e.key == key && e.used.Load() {
+		return &e.val // the common case, small enough to be inlined
+	}
+	return s.get(key)
+}
+
+// get is Get beyond its common case.
+func (s *Sync[V]) get(key string) *V {
 	e := s.find(key)
 	if e == nil {
 		return nil
