@@ -117,6 +117,7 @@ type Transport struct {
 	err     error // a configuration error every RoundTrip returns
 	now     func() time.Time
 	since   func(time.Time) time.Duration // now() minus its argument; time.Since with the real clock, which reads only the monotonic one
+	epoch   time.Time                     // now() when the defaults were filled in: since(epoch) is a reading of the monotonic clock alone
 	sleep   func(context.Context, time.Duration) error
 	observe func(Event) // the WithObserver observers, in one; nil for none
 	final   func(Event) // the WithFinalObserver observers, in one; nil for none
@@ -176,6 +177,7 @@ func (t *Transport) fillDefaults() {
 	if t.sleep == nil {
 		t.sleep = sleepTimer
 	}
+	t.epoch = t.now()
 	if t.hosts.def == nil {
 		t.hosts.def = compile(policy.Standard(), t.now)
 	}
