@@ -305,15 +305,32 @@ func (cfg config) check() error {
 // run prints the header and the selected scenarios' tables to w, in the
 // order of scenarios().
 func run(w io.Writer, cfg config) error {
-	if err := cfg.check(); err != nil {
-		return err
-	}
-	if err := setBenchTime(cfg.benchTime.String()); err != nil {
+	if err := prepare(cfg); err != nil {
 		return err
 	}
 	start := time.Now()
-	cs := contenders()
 	writeHeader(w)
+	if err := runScenarios(w, cfg); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nTotal time %s.\n", secs(time.Since(start)))
+	return nil
+}
+
+// prepare checks cfg and sets what its scenarios share: the time of the
+// testing.Benchmark runs.
+func prepare(cfg config) error {
+	if err := cfg.check(); err != nil {
+		return err
+	}
+	return setBenchTime(cfg.benchTime.String())
+}
+
+// runScenarios runs the scenarios cfg selects, in order, once prepare
+// has checked cfg; it sets nothing the scenarios share, so that runs of
+// different scenarios may go at once.
+func runScenarios(w io.Writer, cfg config) error {
+	cs := contenders()
 	for _, s := range scenarios() {
 		if cfg.scenarios != nil && !slices.Contains(cfg.scenarios, s.name) {
 			continue
@@ -324,7 +341,6 @@ func run(w io.Writer, cfg config) error {
 		}
 		fmt.Fprintf(w, "\nScenario time %s.\n", secs(time.Since(t0)))
 	}
-	fmt.Fprintf(w, "\nTotal time %s.\n", secs(time.Since(start)))
 	return nil
 }
 
