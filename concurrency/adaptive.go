@@ -74,6 +74,17 @@ const (
 // new B over the old when B fell. The first round sets B to its own mean,
 // and if it reached the limit probes at L/4 to take out its own queue.
 //
+// A round that wanted √L places at once or fewer, below L, cannot move the
+// limit: its queue cannot pass √L, and the limit was not reached. The round
+// after such a quiet one is not timed: its Permits' LearnsLatency is
+// false, so that the caller spares each attempt two readings of the clock,
+// and it closes as the quiet one did, changing nothing. So a caller with a
+// few attempts in flight at a time pays for timing only in its scope's
+// first round, which learns B, in probes, and in a round after its load
+// has risen, which then learns as before. Places handed out outside a
+// round's cohort are never timed either: their latencies are not learned
+// from.
+//
 // A [classify.Timeout] outcome multiplies the limit by Backoff, at most
 // once per round: a loss, as TCP counts one, whatever the latencies say.
 // Only a success's latency is learned from: a refused connection fails in

@@ -230,3 +230,61 @@ func TestAdaptiveStoresAtMostMaxScopes(t *testing.T) {
 		t.Errorf("scopes stored = %d; want 2", stored)
 	}
 }
+
+// TestAdaptiveTimesNoAttemptAfterAQuietRound: a round that kept no more
+// than √limit attempts in flight cannot move the limit, so the round after
+// it times none of its attempts (LearnsLatency is false): a sequential
+// caller pays no reading of the clock once its scope's first round, which
+// learns the no-load latency, is over. When more attempts are in flight
+// again, the round after times them.
+func TestAdaptiveTimesNoAttemptAfterAQuietRound(t *testing.T) {
+	a := &concurrency.Adaptive{} // limit 20: a round of 20 places, quiet with 4 in flight or fewer
+	ctx := context.Background()
+	acquire := func() concurrency.Permit {
+		t.Helper()
+		p, err := a.Acquire(ctx, "api")
+		if err != nil {
+			t.Fatalf("Acquire = %v; want a place", err)
+		}
+		return p
+	}
+	// The first round, one attempt at a time: timed, whatever the load.
+	for i := range 20 {
+		p := acquire()
+		if !p.LearnsLatency() {
+			t.Fatalf("attempt %d of the first round: LearnsLatency() = false; want true, the no-load latency is learned from it", i+1)
+		}
+		p.Done(10*time.Millisecond, classify.Success)
+	}
+	// The round after it, still one at a time, times nothing; and the
+	// quiet rounds after that.
+	for i := range 60 {
+		p := acquire()
+		if p.LearnsLatency() {
+			t.Fatalf("sequential attempt %d after the first round: LearnsLatency() = true; want false", i+1)
+		}
+		p.Done(0, classify.Success)
+	}
+	// Ten in flight: the round they fall in is not timed, the next is.
+	var flight []concurrency.Permit
+	timed := 0
+	for range 100 {
+		for len(flight) < 10 {
+			flight = append(flight, acquire())
+		}
+		if flight[0].LearnsLatency() {
+			timed++
+		}
+		flight[0].Done(10*time.Millisecond, classify.Success)
+		flight = flight[1:]
+	}
+	// Once busy, each round times its cohort, the places handed out as
+	// it begins; those taken while its cohort ends fall outside it and are
+	// not timed either: about half of all.
+	if timed < 100/3 {
+		t.Errorf("100 attempts with 10 in flight after quiet rounds: %d timed; want the cohorts of the rounds after the first busy one timed, a third of them at least", timed)
+	}
+	if st := a.State("api"); st.Limit != 20 || st.MinLatency != 10*time.Millisecond {
+		t.Errorf("State = limit %d, min %v; want 20, 10ms: nothing moved the limit", st.Limit, st.MinLatency)
+	}
+}

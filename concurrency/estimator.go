@@ -83,6 +83,9 @@ type estimator struct {
 	resume float64 // during a probe, the limit to return to; 0 outside probes
 	until  int     // rounds in which the limit was reached until the next probe
 
+	timing bool // the round times its cohort's attempts (see newRound)
+	quiet  bool // the round just closed could not have moved the limit (see close)
+
 	queued bool // the last round closed saw a queue
 	fell   bool // the last round closed lowered the limit
 	slow   bool // no queue seen yet: a limit in use that sees none doubles
@@ -98,6 +101,13 @@ func newEstimator(p params) *estimator {
 // limit computed as exactly k from reading as k-1.
 func (e *estimator) places() int {
 	return max(int(e.limit+1e-9), 1)
+}
+
+// times reports whether the place numbered seq, handed out now, is to be
+// timed: it is in the cohort of a round that times its attempts. The
+// latencies of the others are never learned from.
+func (e *estimator) times(seq uint64) bool {
+	return e.timing && seq > e.start && seq <= e.end
 }
 
 // wanted notes that inFlight places were wanted at once: taken, or one
@@ -149,6 +159,20 @@ func (e *estimator) learn(p Permit, latency time.Duration, k classify.Kind, sent
 // close ends the round: it decides the next limit from the cohort's
 // latencies, as the doc of Adaptive describes.
 func (e *estimator) close(taken uint64) {
+	// A round that wanted no more than √limit places at once, fewer than
+	// the limit, cannot move it (a queue is counted only past √limit, and
+	// the limit rises only once reached), so the next need not learn
+	// either, unless it is the first or a probe's. A round cut short by
+	// a timeout is not closed here, and the one after it is timed.
+	e.quiet = e.peak < e.places() && float64(e.peak) <= math.Sqrt(e.limit)
+	if !e.timing {
+		// It followed a quiet round, and decides what that one did: no
+		// queue, no change. If the load rose meanwhile, the next round,
+		// timed, sees it.
+		e.queued, e.fell = false, false
+		e.newRound(taken)
+		return
+	}
 	if e.n == 0 {
 		e.newRound(taken)
 		return
@@ -259,6 +283,12 @@ func (e *estimator) set(l float64, taken uint64) {
 // newRound starts a round whose cohort is the next places handed out,
 // taken places having been handed out so far.
 func (e *estimator) newRound(taken uint64) {
+	// The round after a quiet one (see close) does not time its attempts,
+	// which spares them two readings of the clock each. The first round,
+	// which learns the no-load latency, and a probe's time theirs whatever
+	// the load.
+	e.timing = e.base == 0 || e.resume > 0 || !e.quiet
+	e.quiet = false
 	size := max(roundMin, e.places(), min(int(e.cv2/(roundError*roundError)), roundMax))
 	e.start, e.end = taken, taken+uint64(size)
 	e.ended, e.n, e.sum, e.sumSq, e.sumIn, e.peak = 0, 0, 0, 0, 0, 0

@@ -139,7 +139,7 @@ func (g *gate) takeLocked() Permit {
 	if g.est != nil {
 		g.est.wanted(g.inFlight)
 	}
-	return Permit{g: g, seq: g.taken, in: g.inFlight}
+	return Permit{g: g, seq: g.taken, in: g.inFlight, timed: g.est != nil && g.est.times(g.taken)}
 }
 
 // admitLocked hands free places to the callers waiting, first in line

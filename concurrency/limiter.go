@@ -41,9 +41,10 @@ type Limiter interface {
 // The zero Permit is a no-op: Done and Drop do nothing, so a limiter with
 // nothing to track may hand it out.
 type Permit struct {
-	g   *gate  // nil for the zero Permit
-	seq uint64 // which place its scope handed out, counting from 1
-	in  int    // attempts of the scope in flight when it was taken, itself included
+	g     *gate  // nil for the zero Permit
+	seq   uint64 // which place its scope handed out, counting from 1
+	in    int    // attempts of the scope in flight when it was taken, itself included
+	timed bool   // Done learns from its latency (LearnsLatency)
 }
 
 // Done gives the place back, with what the attempt taught: its latency,
@@ -59,10 +60,12 @@ func (p Permit) Done(latency time.Duration, k classify.Kind) {
 }
 
 // LearnsLatency reports whether Done learns from the latency it is given:
-// true for a place an [Adaptive] handed out, false for a [Fixed]'s and the
-// zero Permit, whose Done may be given 0. A caller that reads the clock
-// only to measure the latency may skip it when this is false.
-func (p Permit) LearnsLatency() bool { return p.g != nil && p.g.est != nil }
+// true for a place an [Adaptive] will learn from, false for the others,
+// whose Done may be given 0: a [Fixed]'s, the zero Permit, and an
+// Adaptive's that falls outside the round it measures, or in a round that
+// follows a quiet one (see Adaptive). A caller that reads the clock only
+// to measure the latency may skip it when this is false.
+func (p Permit) LearnsLatency() bool { return p.timed }
 
 // Drop gives the place back without learning anything: the attempt was not
 // sent, or the caller gave up on it before it ended (its context ended, or
@@ -86,5 +89,5 @@ type State struct {
 	// What an Adaptive learned; zero for a Fixed, and until the scope's
 	// first round closes.
 	MinLatency time.Duration // the no-load latency: what an attempt takes that meets no queue
-	Latency    time.Duration // the mean latency of the successes of the last round
+	Latency    time.Duration // the mean latency of the successes of the last round timed (see Adaptive)
 }
