@@ -55,7 +55,7 @@ type attempt struct {
 // the attempt is not to be sent: MaxTotalTime ran out, the body cannot be
 // replayed, or the hook refused.
 func (r *request) prepare(a, last *attempt) (stop error) {
-	if a.n != 0 { // a slot used before; run's start zero
+	if a.n != 0 { // a slot used before: run's slots start zeroed
 		*a = attempt{}
 	}
 	a.n = r.n + 1
