@@ -201,7 +201,7 @@ func (c *Circuit) AllowAt(now time.Time, scope string) (Pass, error) {
 // [Pass.Done] calls. It reads the clock only when the outcome changes
 // something, and for one success in a few.
 func (c *Circuit) Done(p Pass, out classify.Outcome, err error) {
-	if p.s == Settler(c) && p.cs != nil {
+	if c.owns(p) {
 		c.done(time.Time{}, false, &p, out, err)
 	}
 }
@@ -211,10 +211,14 @@ func (c *Circuit) Done(p Pass, out classify.Outcome, err error) {
 // while closed takes no lock and costs a few atomic operations. Passes of
 // another Breaker, and of a scope evicted since, are ignored.
 func (c *Circuit) DoneAt(now time.Time, p Pass, out classify.Outcome, err error) {
-	if p.s == Settler(c) && p.cs != nil {
+	if c.owns(p) {
 		c.done(now, true, &p, out, err)
 	}
 }
+
+// owns reports whether c handed p out: passes of another Breaker, and
+// NewPass's, are ignored.
+func (c *Circuit) owns(p Pass) bool { return p.s == Settler(c) && p.cs != nil }
 
 // done is Done of p, one of c's passes, at now if haveNow and otherwise
 // at c.now() if it needs the time.
@@ -253,7 +257,7 @@ func (c *Circuit) Drop(p Pass) {
 // given up, as of now: a probe's slot is freed; any other pass needs
 // nothing.
 func (c *Circuit) DropAt(now time.Time, p Pass) {
-	if p.s == Settler(c) && p.cs != nil && p.probe {
+	if c.owns(p) && p.probe {
 		c.settle(now, p, p.cs, dropped, classify.Outcome{}, nil)
 	}
 }

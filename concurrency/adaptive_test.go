@@ -288,3 +288,26 @@ func TestAdaptiveTimesNoAttemptAfterAQuietRound(t *testing.T) {
 		t.Errorf("State = limit %d, min %v; want 20, 10ms: nothing moved the limit", st.Limit, st.MinLatency)
 	}
 }
+
+// TestAdaptiveTimesOnlyItsRoundsCohort: a place handed out after the
+// round's cohort, while the cohort's attempts are still in flight, is not
+// timed: its latency would never be learned from.
+func TestAdaptiveTimesOnlyItsRoundsCohort(t *testing.T) {
+	a := &concurrency.Adaptive{} // limit 20: the first round's cohort is the first 20 places
+	ctx := context.Background()
+	var flight []concurrency.Permit
+	for i := 1; i <= 22; i++ {
+		p, err := a.Acquire(ctx, "api")
+		if err != nil {
+			t.Fatalf("Acquire %d = %v; want a place", i, err)
+		}
+		if want := i <= 20; p.LearnsLatency() != want {
+			t.Errorf("place %d: LearnsLatency() = %t; want %t, the cohort being places 1 to 20", i, p.LearnsLatency(), want)
+		}
+		flight = append(flight, p)
+		if len(flight) == 19 { // keep the round open and a place free
+			flight[0].Done(10*time.Millisecond, classify.Success)
+			flight = flight[1:]
+		}
+	}
+}

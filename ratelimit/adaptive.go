@@ -362,8 +362,16 @@ func (a *Adaptive) RecordAt(now time.Time, scope string, k classify.Kind) {
 	s := a.scope(now, scope, &p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.record(s.at(now), k == classify.Throttle, p)
+}
+
+// record records, at t, an outcome of the scope: cubic's record, told
+// whether the scope's server publishes its quota, which a throttle then
+// says was misread (see cubic.tolerates). The caller holds the scope's
+// lock.
+func (s *scopeState) record(t float64, throttled bool, p params) {
 	p.published = s.quota.reset > 0
-	s.record(s.at(now), k == classify.Throttle, &p)
+	s.cubic.record(t, throttled, &p)
 }
 
 // Record is RecordAt at a.Now(), or the wall clock if a.Now is nil.

@@ -134,9 +134,10 @@ type params struct {
 	additive                        float64 // requests per second added per second since the last throttle; 0 for none
 	window                          float64 // seconds of the fill rate the bucket holds: burstWindow, or 1 in reference mode
 	reference                       bool
-	// published says the scope's server publishes its quota: a throttle
-	// then says the quota was misread, not that arrivals bunched up, and
-	// is never tolerated (see tolerates).
+	// published says the scope's server publishes its quota, which
+	// scopeState.record sets from the scope: a throttle then says the
+	// quota was misread, not that arrivals bunched up, and is never
+	// tolerated (see tolerates).
 	published bool
 }
 

@@ -264,8 +264,7 @@ func (a *Adaptive) RecordQuotaAt(now time.Time, scope string, k classify.Kind, r
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.at(now)
-	p.published = s.quota.reset > 0
-	s.record(t, k == classify.Throttle, &p)
+	s.record(t, k == classify.Throttle, p)
 	if !a.Reference {
 		s.quota.update(t, max(remaining, 0), reset.Seconds(), s.issued)
 	}
