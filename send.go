@@ -175,12 +175,15 @@ func (cp *compiled) settle(ctx context.Context, now func() time.Time, a *attempt
 	case cp.releaser != nil:
 		cp.releaser.Release(a.scope)
 	}
-	if !ended && (cp.breaker != nil || cp.conc != nil) {
-		// The breaker and the concurrency limit learn from what the server
-		// did; the caller's own cancellation says nothing of it.
+	// The breaker and the concurrency limit learn from what the server did;
+	// the caller's own cancellation says nothing of it.
+	if !ended && cp.breaker != nil {
 		a.pass.Done(a.out, a.err)
+		a.pass = breaker.Pass{}
+	}
+	if !ended && cp.conc != nil {
 		a.permit.Done(a.took, a.out.Kind)
-		a.pass, a.permit = breaker.Pass{}, concurrency.Permit{}
+		a.permit = concurrency.Permit{}
 	}
 	if a.out.Kind == classify.Throttle {
 		a.stats.throttles.Add(1)

@@ -164,7 +164,9 @@ func (g *gate) release(p Permit, latency time.Duration, k classify.Kind, sent bo
 	if g.est != nil {
 		g.limit = g.est.learn(p, latency, k, sent, g.taken)
 	}
-	g.admitLocked()
+	if g.waiters.head != nil {
+		g.admitLocked()
+	}
 	g.mu.Unlock()
 }
 
