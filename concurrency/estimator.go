@@ -118,12 +118,12 @@ func (e *estimator) wanted(inFlight int) {
 
 // learn takes the end of p: its latency and outcome kind if sent is true,
 // else nothing but that it ended. taken places were handed out so far.
-// It returns the limit in places.
-func (e *estimator) learn(p Permit, latency time.Duration, k classify.Kind, sent bool, taken uint64) int {
+// It reports whether the limit may have changed: whether a round ended.
+func (e *estimator) learn(p Permit, latency time.Duration, k classify.Kind, sent bool, taken uint64) bool {
 	if p.seq <= e.start {
 		// Taken before the limit last changed: what it says is of
 		// the old limit, which has been acted on already.
-		return e.places()
+		return false
 	}
 	if sent && k == classify.Timeout {
 		// The attempt outlived the caller's patience: a loss, as TCP
@@ -134,10 +134,10 @@ func (e *estimator) learn(p Permit, latency time.Duration, k classify.Kind, sent
 			e.limit, e.resume = e.resume, 0
 		}
 		e.set(e.limit*e.p.backoff, taken)
-		return e.places()
+		return true
 	}
 	if p.seq > e.end {
-		return e.places()
+		return false
 	}
 	e.ended++
 	// Only a success's latency is the server's service: a refused
@@ -150,10 +150,11 @@ func (e *estimator) learn(p Permit, latency time.Duration, k classify.Kind, sent
 		e.sumSq += l * l
 		e.sumIn += p.in
 	}
-	if e.ended == int(e.end-e.start) {
-		e.close(taken)
+	if e.ended < int(e.end-e.start) {
+		return false
 	}
-	return e.places()
+	e.close(taken)
+	return true
 }
 
 // close ends the round: it decides the next limit from the cohort's

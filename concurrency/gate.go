@@ -77,6 +77,12 @@ func (g *gate) acquire(ctx context.Context, maxWait time.Duration, after func(ti
 		g.mu.Unlock()
 		return p, nil
 	}
+	return g.acquireSlow(ctx, maxWait, after)
+}
+
+// acquireSlow is acquire when no place is free at once: it refuses, or
+// waits in line. The caller holds g.mu, which acquireSlow releases.
+func (g *gate) acquireSlow(ctx context.Context, maxWait time.Duration, after func(time.Duration) <-chan time.Time) (Permit, error) {
 	if g.est != nil {
 		g.est.wanted(g.inFlight + 1)
 	}
@@ -161,8 +167,8 @@ func (g *gate) release(p Permit, latency time.Duration, k classify.Kind, sent bo
 	if g.inFlight > 0 {
 		g.inFlight--
 	}
-	if g.est != nil {
-		g.limit = g.est.learn(p, latency, k, sent, g.taken)
+	if g.est != nil && g.est.learn(p, latency, k, sent, g.taken) {
+		g.limit = g.est.places()
 	}
 	if g.waiters.head != nil {
 		g.admitLocked()
