@@ -118,7 +118,8 @@ func (e *estimator) wanted(inFlight int) {
 
 // learn takes the end of p: its latency and outcome kind if sent is true,
 // else nothing but that it ended. taken places were handed out so far.
-// It reports whether the limit may have changed: whether a round ended.
+// It reports whether a new round began, the limit then having been
+// decided anew: a round closed, or a timeout cut one short.
 func (e *estimator) learn(p Permit, latency time.Duration, k classify.Kind, sent bool, taken uint64) bool {
 	if p.seq <= e.start {
 		// Taken before the limit last changed: what it says is of
