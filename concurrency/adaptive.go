@@ -143,7 +143,9 @@ const (
 type Adaptive struct {
 	// Initial is the limit of a new scope, in places. Zero or negative
 	// means DefaultInitial; a value outside [Min, Max] means the nearer
-	// bound.
+	// bound. A scope that keeps more attempts in flight than Initial from
+	// its first request has the excess refused until the limit climbs,
+	// a few round trips; set Initial to what it keeps in flight.
 	Initial int
 	// Min is the fewest places a scope's limit falls to. Zero or
 	// negative means 1.
