@@ -83,8 +83,7 @@ type estimator struct {
 	resume float64 // during a probe, the limit to return to; 0 outside probes
 	until  int     // rounds in which the limit was reached until the next probe
 
-	timing bool // the round times its cohort's attempts (see newRound)
-	quiet  bool // the round just closed could not have moved the limit (see close)
+	timing bool // the round times its cohort's attempts (see close)
 
 	queued bool // the last round closed saw a queue
 	fell   bool // the last round closed lowered the limit
@@ -159,18 +158,28 @@ func (e *estimator) learn(p Permit, latency time.Duration, k classify.Kind, sent
 }
 
 // close ends the round: it decides the next limit from the cohort's
-// latencies, as the doc of Adaptive describes.
+// latencies, as the doc of Adaptive describes, and starts the next round.
 func (e *estimator) close(taken uint64) {
 	// A round that wanted no more than √limit places at once, fewer than
 	// the limit, cannot move it (a queue is counted only past √limit, and
 	// the limit rises only once reached), so the next need not learn
-	// either, unless it is the first or a probe's. A round cut short by
-	// a timeout is not closed here, and the one after it is timed.
-	e.quiet = e.peak < e.places() && float64(e.peak) <= math.Sqrt(e.limit)
+	// either, which spares its attempts two readings of the clock each,
+	// unless it is a probe's or the first has not closed. A round cut
+	// short by a timeout is not closed here, and the one after it is
+	// timed.
+	quiet := e.peak < e.places() && float64(e.peak) <= math.Sqrt(e.limit)
+	e.decide(taken)
+	if quiet && e.base > 0 && e.resume == 0 {
+		e.timing = false
+	}
+}
+
+// decide is close's decision: the next limit, and whether to probe.
+func (e *estimator) decide(taken uint64) {
 	if !e.timing {
-		// It followed a quiet round, and decides what that one did: no
-		// queue, no change. If the load rose meanwhile, the next round,
-		// timed, sees it.
+		// The round was not timed, as it followed a quiet one, and
+		// decides what that one did: no queue, no change. If the load
+		// rose meanwhile, the next round, timed, sees it.
 		e.queued, e.fell = false, false
 		e.newRound(taken)
 		return
@@ -285,12 +294,7 @@ func (e *estimator) set(l float64, taken uint64) {
 // newRound starts a round whose cohort is the next places handed out,
 // taken places having been handed out so far.
 func (e *estimator) newRound(taken uint64) {
-	// The round after a quiet one (see close) does not time its attempts,
-	// which spares them two readings of the clock each. The first round,
-	// which learns the no-load latency, and a probe's time theirs whatever
-	// the load.
-	e.timing = e.base == 0 || e.resume > 0 || !e.quiet
-	e.quiet = false
+	e.timing = true // unless close says otherwise
 	size := max(roundMin, e.places(), min(int(e.cv2/(roundError*roundError)), roundMax))
 	e.start, e.end = taken, taken+uint64(size)
 	e.ended, e.n, e.sum, e.sumSq, e.sumIn, e.peak = 0, 0, 0, 0, 0, 0

@@ -65,7 +65,7 @@ type syncEntry[V any] struct {
 // not stored. It takes no lock and does not allocate.
 func (s *Sync[V]) Get(key string) *V {
 	if e := s.newest.Load(); e != nil && e.key == key && e.used.Load() {
-		return &e.val // the common case, small enough to be inlined
+		return &e.val // the common case, without find's call
 	}
 	return s.get(key)
 }
